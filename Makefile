@@ -1,0 +1,62 @@
+# k3lab — the study's commands. `make setup` is idempotent; every other target depends on it.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SGL_VENV := .venv-sglang
+SGL_PY := $(SGL_VENV)/bin/python
+PROFILE ?= offline
+STAMP := $(VENV)/.k3lab-setup
+SGL_STAMP := $(SGL_VENV)/.k3lab-setup
+NBVAL_RESULTS := $(abspath build/nbval-results)
+
+.PHONY: setup sglang-env reproduce test test-unit test-sglang test-notebooks lab notebooks readme-table check-readme clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m ipykernel install --sys-prefix --name k3lab --display-name "k3lab (.venv)" >/dev/null
+	touch $@
+
+# The compatibility environment: a real, pinned sglang imported on CPU (see requirements/).
+sglang-env: $(SGL_STAMP)
+
+$(SGL_STAMP): requirements/sglang-0.5.16.txt pyproject.toml
+	test -x $(SGL_PY) || $(PYTHON) -m venv $(SGL_VENV)
+	$(SGL_PY) -m pip install -q -r requirements/sglang-0.5.16.txt
+	$(SGL_PY) -m pip install -q --no-deps sglang==0.5.16
+	$(SGL_PY) -m pip install -q --no-deps -e .
+	touch $@
+
+reproduce: setup
+	$(PY) -m k3lab reproduce --profile $(PROFILE)
+
+# The README's test command. Unit/property tiers, the sglang tier (in .venv-sglang),
+# the README freshness check, then nbval over the committed notebooks.
+test: setup sglang-env test-unit test-sglang test-notebooks
+
+test-unit: setup
+	$(PY) -m pytest -q -m "not sglang" tests
+
+test-sglang: sglang-env
+	$(SGL_PY) -m pytest -q -m sglang tests -p no:cacheprovider
+
+test-notebooks: setup
+	rm -rf $(NBVAL_RESULTS)
+	K3LAB_RESULTS=$(NBVAL_RESULTS) $(PY) -m pytest -q --nbval notebooks \
+	  --nbval-kernel-name k3lab --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+
+# Re-execute the committed notebooks in place (default parameters) to refresh their outputs.
+notebooks: setup
+	$(PY) -m k3lab.refresh notebooks/[0-9][0-9]_*.ipynb
+
+lab: setup
+	$(VENV)/bin/jupyter lab notebooks
+
+readme-table: setup
+	$(PY) -m k3lab.report --readme README.md
+
+clean:
+	rm -rf results/[0-9][0-9]_* results/claims.csv results/report.html build

@@ -1,0 +1,42 @@
+"""Where the project's data and results live.
+
+``data/`` is read from the source tree (the package is installed editable by
+``make setup``). ``results/`` defaults to ``<repo>/results`` and can be redirected with
+the environment variable ``K3LAB_RESULTS`` (the tests do this so that they never touch a
+user's results).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT: Path = Path(__file__).resolve().parents[1]
+DATA_DIR: Path = REPO_ROOT / "data"
+NOTEBOOKS_DIR: Path = REPO_ROOT / "notebooks"
+PARAMS_DIR: Path = REPO_ROOT / "params"
+MEASURED_DIR: Path = DATA_DIR / "measured"
+
+
+def results_root() -> Path:
+    """The results folder: ``$K3LAB_RESULTS`` if set, else ``<repo>/results``."""
+    env = os.environ.get("K3LAB_RESULTS")
+    return Path(env).resolve() if env else REPO_ROOT / "results"
+
+
+def results_dir(notebook_id: str, create: bool = True) -> Path:
+    """The folder of one notebook's outputs, e.g. ``results/01_memory_fit``."""
+    if not notebook_id or "/" in notebook_id or notebook_id.startswith("."):
+        raise ValueError(f"bad notebook id {notebook_id!r}: expected a name like '01_memory_fit'")
+    d = results_root() / notebook_id
+    if create:
+        d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def data_path(*parts: str) -> Path:
+    """A file under ``data/``; raises FileNotFoundError naming it if it is missing."""
+    p = DATA_DIR.joinpath(*parts)
+    if not p.exists():
+        raise FileNotFoundError(f"k3lab data file missing: {p.relative_to(REPO_ROOT)}")
+    return p
