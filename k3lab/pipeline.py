@@ -44,20 +44,21 @@ class Job:
         return self.notebook.stem
 
 
-def known_profiles() -> list[str]:
-    return sorted(p.stem for p in PARAMS_DIR.glob("*.yaml"))
+def known_profiles(params_dir: Path = PARAMS_DIR) -> list[str]:
+    return sorted(p.stem for p in Path(params_dir).glob("*.yaml"))
 
 
-def notebooks() -> list[Path]:
+def notebooks(notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
     """The study's notebooks, ``notebooks/NN_*.ipynb``, in order."""
-    return sorted(p for p in NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+    return sorted(p for p in Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb"))
 
 
-def load_profile(name: str) -> dict:
+def load_profile(name: str, params_dir: Path = PARAMS_DIR) -> dict:
     """Read and shape-check ``params/<name>.yaml``."""
-    path = PARAMS_DIR / f"{name}.yaml"
+    path = Path(params_dir) / f"{name}.yaml"
     if not path.exists():
-        raise PipelineError(f"unknown profile {name!r}; known profiles: {', '.join(known_profiles())}")
+        raise PipelineError(f"unknown profile {name!r}; known profiles: "
+                            f"{', '.join(known_profiles(params_dir))}")
     with open(path, encoding="utf-8") as f:
         prof = yaml.safe_load(f) or {}
     if not isinstance(prof, dict) or set(prof) - {"defaults", "notebooks"}:
@@ -83,10 +84,11 @@ def declared_parameters(notebook: Path) -> dict:
     return params
 
 
-def plan(profile: str, only: list[str] | None = None) -> list[Job]:
+def plan(profile: str, only: list[str] | None = None, params_dir: Path = PARAMS_DIR,
+         notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Job]:
     """Resolve a profile to the jobs to run, validating every parameter name first."""
-    prof = load_profile(profile)
-    nbs = {p.stem: p for p in notebooks()}
+    prof = load_profile(profile, params_dir)
+    nbs = {p.stem: p for p in notebooks(notebooks_dir)}
     unknown_nb = sorted(set(prof["notebooks"]) - set(nbs))
     if unknown_nb:
         raise PipelineError(f"profile {profile!r} names notebooks that do not exist: {unknown_nb}; "
@@ -135,9 +137,13 @@ def run_job(job: Job, kernel_name: str = KERNEL_NAME, progress: bool = False) ->
 
 
 def run(profile: str = "offline", only: list[str] | None = None,
-        kernel_name: str = KERNEL_NAME, report: bool = True) -> list[tuple[str, float]]:
-    """Run a profile end to end; returns (notebook id, seconds) per notebook."""
-    jobs = plan(profile, only)
+        kernel_name: str = KERNEL_NAME, report: bool = True, params_dir: Path = PARAMS_DIR,
+        notebooks_dir: Path = NOTEBOOKS_DIR) -> list[tuple[str, float]]:
+    """Run a profile end to end; returns (notebook id, seconds) per notebook.
+
+    Every job is validated before the first one runs.
+    """
+    jobs = plan(profile, only, params_dir, notebooks_dir)
     timings = []
     for job in jobs:
         t0 = time.perf_counter()
@@ -145,7 +151,7 @@ def run(profile: str = "offline", only: list[str] | None = None,
         run_job(job, kernel_name=kernel_name)
         dt = time.perf_counter() - t0
         timings.append((job.notebook_id, dt))
-        print(f"[k3lab]   done in {dt:.1f} s -> {results_dir(job.notebook_id, create=False)}", flush=True)
+        print(f"[k3lab]   done in {dt:.1f} s -> results/{job.notebook_id}/", flush=True)
     if report:
         from . import report as report_mod
 

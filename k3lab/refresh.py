@@ -17,26 +17,38 @@ from .pipeline import KERNEL_NAME
 
 
 def refresh(path: Path, kernel_name: str = KERNEL_NAME, timeout: int = 600) -> None:
+    """Execute one notebook in place; its results go wherever ``K3LAB_RESULTS`` points."""
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     nb.metadata["kernelspec"] = {"name": kernel_name, "display_name": "k3lab (.venv)", "language": "python"}
     nb.metadata.pop("papermill", None)
+    NotebookClient(nb, kernel_name=kernel_name, timeout=timeout, record_timing=False,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+    io.write_text(path, nbformat.writes(nb) + "\n")
+
+
+def refresh_all(paths: list[Path], kernel_name: str = KERNEL_NAME) -> None:
+    """Refresh notebooks in order, sharing one scratch results folder.
+
+    The folder is shared so that ``05_claims_ledger`` sees the claims that 01–04 just
+    recorded, exactly as in ``make reproduce`` and in the nbval run of ``make test``.
+    """
     with tempfile.TemporaryDirectory(prefix="k3lab-refresh-") as scratch:
         old = os.environ.get("K3LAB_RESULTS")
         os.environ["K3LAB_RESULTS"] = scratch
         try:
-            NotebookClient(nb, kernel_name=kernel_name, timeout=timeout, record_timing=False,
-                           resources={"metadata": {"path": str(path.parent)}}).execute()
+            for p in paths:
+                print(f"[k3lab] refreshing {p}", flush=True)
+                refresh(p.resolve(), kernel_name=kernel_name)
         finally:
             if old is None:
                 os.environ.pop("K3LAB_RESULTS", None)
             else:
                 os.environ["K3LAB_RESULTS"] = old
-    for cell in nb.cells:
-        cell.metadata.pop("execution", None)
-    io.write_text(path, nbformat.writes(nb) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,9 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     if not paths:
         print("usage: python -m k3lab.refresh NOTEBOOK.ipynb ...", file=sys.stderr)
         return 2
-    for p in paths:
-        print(f"[k3lab] refreshing {p}", flush=True)
-        refresh(p.resolve())
+    refresh_all(sorted(paths))
     return 0
 
 
