@@ -76,7 +76,7 @@ def verdict_figure(df):
     ax.invert_yaxis()
     ax.set_xlabel("number of claims")
     ax.set_title("Verdict per claim of the article, by finding")
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, -0.55), ncol=3, frameon=False, fontsize=8)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=8)
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     return fig
@@ -122,7 +122,8 @@ def _ledger_html(df) -> str:
     rows = []
     for r in df.to_dict("records"):
         color = VERDICT_COLORS.get(r["verdict"], "#eeeeee")
-        badge = (f'<span class="badge" style="background:{color}">'
+        text_color = "#222" if r["verdict"] in ("", "not reproducible here", "corrected") else "#fff"
+        badge = (f'<span class="badge" style="background:{color};color:{text_color}">'
                  f'{html.escape(r["verdict"] or "not recorded")}</span>')
         rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in (
             f"<b>{html.escape(r['claim_id'])}</b>", html.escape(r["quote"]),
