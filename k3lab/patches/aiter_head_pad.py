@@ -1,0 +1,177 @@
+"""Patch: let sglang's AITER attention backend serve 12 MLA heads per rank by zero-padding to 16.
+
+For sglang 0.5.16 (``sglang/srt/layers/attention/aiter_backend.py``), whose
+``AiterAttnBackend.__init__`` asserts heads per rank ∈ {4, 8} ∪ {16, 32, …, 128} and so
+refuses Kimi K3 at TP8 (12 heads) at start-up. After :data:`PATCH` is applied:
+
+* ``__init__``: for an MLA model whose per-rank head count fails sglang's rule but can be
+  padded (:func:`k3lab.attention.padded_heads`, 12 → 16), sglang's own ``__init__`` runs
+  against a view of the model config that reports the padded count (q heads, and the kv
+  heads of the MHA-form prefill, which equal the q heads). Every buffer and kernel
+  parameter sized by the head count (``num_head``, ``num_kv_head``, ``num_head_padded``,
+  the persistent-prefill metadata) is then built for 16. The real count is kept in
+  ``k3lab_real_heads``; nothing in the model config is modified.
+* ``mla_fp8_prefill_attn`` (the fp8 ASM MHA-form prefill on gfx950, AITER
+  ``mla_prefill_ps_asm_fwd`` + ``mla_reduce_v1``, which has no 12-head instance): q, k, v
+  are zero-padded to 16 heads with :func:`k3lab.attention.with_head_padding`, the original
+  method runs on them and the 12 real heads are sliced out.
+* ``_mla_decode_fwd_with_head_pad`` (every absorbed-form call: decode, target verify,
+  draft extend; AITER's 16-head decode kernels): q is zero-padded to 16 heads and the output
+  sliced, so a backend that also decodes stays correct. With
+  ``--decode-attention-backend triton`` it is never called.
+
+The non-fp8 prefill (``flash_attn_varlen_func``, CK) accepts any head count and is left as
+it is. Version-guarded (``known_versions``), idempotent (a second ``apply`` patches
+nothing), reversible (``revert`` restores the original functions). Written against
+sglang 0.5.16's source; it copies none of it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from k3lab import attention as A
+from k3lab.patches import check_version
+
+_MODULE = "sglang.srt.layers.attention.aiter_backend"
+_CLASS = "AiterAttnBackend"
+_METHODS = ("__init__", "mla_fp8_prefill_attn", "_mla_decode_fwd_with_head_pad")
+_MARK = "__k3lab_aiter_head_pad__"
+
+
+class _View:
+    """Read-through view of an object with some attributes replaced (the original is untouched)."""
+
+    def __init__(self, base, **overrides):
+        object.__setattr__(self, "_k3lab_base", base)
+        object.__setattr__(self, "_k3lab_over", overrides)
+
+    def __getattr__(self, name):
+        over = object.__getattribute__(self, "_k3lab_over")
+        if name in over:
+            return over[name]
+        return getattr(object.__getattribute__(self, "_k3lab_base"), name)
+
+
+def _padded_config(cfg, tp: int, real: int, padded: int):
+    """A view of sglang's ModelConfig that reports ``padded`` heads per rank (MHA-form kv too)."""
+    real_kv = cfg.get_num_kv_heads(tp)
+    kv = padded if real_kv == real else real_kv
+
+    def get_num_kv_heads(tensor_parallel_size):
+        return kv if tensor_parallel_size == tp else cfg.get_num_kv_heads(tensor_parallel_size)
+
+    return _View(cfg, num_attention_heads=padded * tp, get_num_kv_heads=get_num_kv_heads)
+
+
+def _wrap_init(orig):
+    @functools.wraps(orig)
+    def __init__(self, model_runner, *args, **kwargs):
+        from sglang.srt.configs.model_config import AttentionArch
+        from sglang.srt.runtime_context import get_parallel
+
+        cfg = model_runner.model_config
+        tp = get_parallel().attn_tp_size
+        n = cfg.num_attention_heads // tp
+        self.k3lab_real_heads = n
+        if (cfg.attention_arch != AttentionArch.MLA or A.is_supported_heads(n)
+                or n > A.SGLANG_MAX_HEADS):
+            return orig(self, model_runner, *args, **kwargs)
+        m = A.padded_heads(n)
+        runner = _View(model_runner, model_config=_padded_config(cfg, tp, n, m))
+        orig(self, runner, *args, **kwargs)
+        self.k3lab_padded_heads = m
+
+    setattr(__init__, _MARK, orig)
+    return __init__
+
+
+def _active(self, heads: int) -> int | None:
+    """The padded count if this backend was set up by the patch and ``heads`` is the real count."""
+    m = getattr(self, "k3lab_padded_heads", None)
+    return m if m is not None and heads == getattr(self, "k3lab_real_heads", None) else None
+
+
+def _wrap_prefill(orig):
+    @functools.wraps(orig)
+    def mla_fp8_prefill_attn(self, q, k, v, layer):
+        m = _active(self, q.shape[1])
+        if m is None:
+            return orig(self, q, k, v, layer)
+        layer16 = _View(layer, tp_q_head_num=m, tp_k_head_num=m, tp_v_head_num=m)
+        return A.with_head_padding(lambda q_, k_, v_: orig(self, q_, k_, v_, layer16), heads=m)(q, k, v)
+
+    setattr(mla_fp8_prefill_attn, _MARK, orig)
+    return mla_fp8_prefill_attn
+
+
+def _wrap_decode(orig):
+    @functools.wraps(orig)
+    def _mla_decode_fwd_with_head_pad(self, q, k_buffer_flat, layer, **kwargs):
+        m = _active(self, q.shape[1]) if q.dim() == 3 else None
+        if m is None:
+            return orig(self, q, k_buffer_flat, layer, **kwargs)
+        n = q.shape[1]
+        out = orig(self, A.pad_heads(q, m), k_buffer_flat, _View(layer, tp_q_head_num=m), **kwargs)
+        return out[:, :n].contiguous()
+
+    setattr(_mla_decode_fwd_with_head_pad, _MARK, orig)
+    return _mla_decode_fwd_with_head_pad
+
+
+_WRAPPERS = {"__init__": _wrap_init, "mla_fp8_prefill_attn": _wrap_prefill,
+             "_mla_decode_fwd_with_head_pad": _wrap_decode}
+
+
+class AiterHeadPadPatch:
+    """The :class:`k3lab.patches.Patch` for AITER MLA head padding."""
+
+    name = "aiter_head_pad"
+    known_versions = frozenset({"0.5.16"})
+
+    def _cls(self):
+        import importlib
+
+        mod = importlib.import_module(_MODULE)
+        cls = getattr(mod, _CLASS, None)
+        if cls is None:
+            raise RuntimeError(f"{_MODULE} has no {_CLASS}; this sglang is not one the patch knows")
+        missing = [m for m in _METHODS if not hasattr(cls, m)]
+        if missing:
+            raise RuntimeError(f"{_MODULE}.{_CLASS} lacks {missing}; refusing to patch")
+        return cls
+
+    def is_applied(self) -> bool:
+        cls = self._cls()
+        return all(hasattr(cls.__dict__.get(m), _MARK) for m in _METHODS)
+
+    def apply(self, version: str, force: bool = False) -> list[str]:
+        """Wrap the three methods (those not wrapped yet) → ``["module.Class.method", …]``."""
+        check_version(self, version, force)
+        cls = self._cls()
+        done = []
+        for m in _METHODS:
+            cur = cls.__dict__[m]
+            if hasattr(cur, _MARK):
+                continue
+            setattr(cls, m, _WRAPPERS[m](cur))
+            done.append(f"{_MODULE}.{_CLASS}.{m}")
+        return done
+
+    def revert(self) -> list[str]:
+        """Restore the original methods → list of what was restored (empty if not applied)."""
+        import sys
+
+        if _MODULE not in sys.modules:
+            return []
+        cls = self._cls()
+        done = []
+        for m in _METHODS:
+            cur = cls.__dict__.get(m)
+            if hasattr(cur, _MARK):
+                setattr(cls, m, getattr(cur, _MARK))
+                done.append(f"{_MODULE}.{_CLASS}.{m}")
+        return done
+
+
+PATCH = AiterHeadPadPatch()

@@ -1,0 +1,298 @@
+"""k3lab.attention: head-count rules, the zero-pad wrapper, the reference MLA prefill.
+
+Expected values are written by hand from the rules' statements (sglang 0.5.16
+aiter_backend.py; ROCm/aiter reduce.cu, asm_mla.cu) or computed by a second, naive
+implementation in this file.
+"""
+
+import math
+
+import pytest
+import torch
+
+from k3lab import attention as A
+
+# --------------------------------------------------------------------------- rules
+
+SGLANG_OK_BY_HAND = {4, 8, 16, 32, 48, 64, 80, 96, 112, 128}
+
+
+def test_is_supported_heads_matches_the_rule_written_out():
+    got = {n for n in range(1, 161) if A.is_supported_heads(n)}
+    assert got == SGLANG_OK_BY_HAND
+
+
+@pytest.mark.parametrize("n, expected", [(1, 4), (3, 4), (4, 4), (5, 8), (6, 8), (8, 8), (9, 16),
+                                         (12, 16), (16, 16), (17, 32), (24, 32), (40, 48),
+                                         (96, 96), (100, 112), (128, 128)])
+def test_padded_heads_by_hand(n, expected):
+    assert A.padded_heads(n) == expected
+
+
+@pytest.mark.parametrize("bad", [0, -12, 129, 1.5, True, "12", None])
+def test_padded_heads_rejects_bad_counts(bad):
+    with pytest.raises(ValueError):
+        A.padded_heads(bad)
+
+
+def test_kernel_heads_repeat_small_counts_to_16():
+    assert [A.kernel_heads(n) for n in (3, 4, 6, 8, 12, 24, 96)] == [16, 16, 16, 16, 16, 32, 96]
+
+
+def test_aiter_rules_differ_from_sglang():
+    # mla_reduce_v1 at v head dim 128 (fp8 ASM MHA-form prefill): 10 yes, 12 no, 48/96 yes
+    assert A.aiter_reduce_v1_supports(10) and not A.is_supported_heads(10)
+    assert not A.aiter_reduce_v1_supports(12) and not A.is_supported_heads(12)
+    assert A.aiter_reduce_v1_supports(96) and A.aiter_reduce_v1_supports(16)
+    assert not A.aiter_reduce_v1_supports(80) and A.is_supported_heads(80)
+    assert A.aiter_reduce_v1_padded(12) == 16 and A.aiter_reduce_v1_padded(24) == 32
+    assert A.aiter_reduce_v1_padded(129) is None
+    assert not A.aiter_reduce_v1_supports(16, v_head_dim=192)
+    # absorbed-form ASM prefill: one KV head, ratio 16 or 128 only
+    assert A.aiter_absorbed_prefill_supports(16) and A.aiter_absorbed_prefill_supports(128)
+    assert not any(A.aiter_absorbed_prefill_supports(n) for n in (4, 8, 12, 32, 48, 64, 96))
+    assert not A.aiter_absorbed_prefill_supports(32, kv_heads=2)
+
+
+def test_head_table_for_k3():
+    t = A.head_table(96).set_index("tp")
+    assert list(t.index) == [1, 2, 4, 8, 16, 32]
+    assert list(t.heads_per_rank) == [96, 48, 24, 12, 6, 3]
+    assert list(t.sglang_supported) == [True, True, False, False, False, False]
+    assert list(t.padded_heads) == [96, 48, 32, 16, 8, 4]
+    # 12 -> 16, 24 -> 32, 6 -> 8 and 3 -> 4 all waste a third of the real heads' FLOPs
+    assert t.loc[8, "extra_attention_flops_pct"] == pytest.approx(100 / 3, abs=1e-3)
+    assert t.loc[1, "extra_attention_flops_pct"] == 0
+    assert list(t.aiter_reduce_v1_ok) == [True, True, False, False, False, False]
+    with pytest.raises(ValueError, match="does not divide"):
+        A.head_table(96, tps=(5,))
+
+
+# --------------------------------------------------------------------------- FLOPs
+
+def _pairs_brute(q_len, kv_len):
+    i = torch.arange(q_len).unsqueeze(1)
+    j = torch.arange(kv_len).unsqueeze(0)
+    return int((j <= i + (kv_len - q_len)).sum())
+
+
+@pytest.mark.parametrize("q_len, kv_len", [(1, 1), (4, 4), (7, 7), (2, 5), (3, 10), (0, 4)])
+def test_causal_pairs_against_mask_count(q_len, kv_len):
+    assert A.causal_pairs(q_len, kv_len) == _pairs_brute(q_len, kv_len)
+
+
+def test_attention_flops_by_hand():
+    # S = 4, 1 head: 10 kept pairs x (192 + 128) MACs x 2 FLOPs
+    assert A.attention_flops(4, 1) == 2 * 320 * 10
+    assert A.attention_flops(4, 12, causal=False) == 2 * 12 * 320 * 16
+    assert A.attention_flops(1000, 16) / A.attention_flops(1000, 12) == pytest.approx(16 / 12)
+    with pytest.raises(ValueError):
+        A.attention_flops(5, 12, kv_len=4)
+
+
+# --------------------------------------------------------------------------- reference
+
+def _naive(q, k, v, cu_q, cu_k, scale, causal):
+    """Token-by-token, head-by-head attention in float64 with math.exp: the second implementation."""
+    out = torch.zeros(q.shape[0], q.shape[1], v.shape[2], dtype=torch.float64)
+    cu_q, cu_k = cu_q.tolist(), cu_k.tolist()
+    for b in range(len(cu_q) - 1):
+        lq, lk = cu_q[b + 1] - cu_q[b], cu_k[b + 1] - cu_k[b]
+        for i in range(lq):
+            for h in range(q.shape[1]):
+                qi = q[cu_q[b] + i, h].double()
+                js = [j for j in range(lk) if not causal or j <= i + lk - lq]
+                s = [float(qi @ k[cu_k[b] + j, h].double()) * scale for j in js]
+                mx = max(s)
+                w = [math.exp(x - mx) for x in s]
+                z = sum(w)
+                for wj, j in zip(w, js):
+                    out[cu_q[b] + i, h] += (wj / z) * v[cu_k[b] + j, h].double()
+    return out
+
+
+def test_reference_matches_naive_varlen_causal():
+    q, k, v, cu = A.make_varlen_batch([3, 1, 6], heads=2, qk_head_dim=8, v_head_dim=4,
+                                      dtype=torch.float64, seed=3)
+    got = A.mla_prefill_reference(q, k, v, cu, softmax_scale=0.3)
+    assert torch.allclose(got, _naive(q, k, v, cu, cu, 0.3, True), atol=1e-12)
+
+
+def test_reference_with_prefix_and_non_causal():
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(5, 3, 8, generator=g, dtype=torch.float64)
+    k = torch.randn(9, 3, 8, generator=g, dtype=torch.float64)
+    v = torch.randn(9, 3, 4, generator=g, dtype=torch.float64)
+    cu_q = torch.tensor([0, 2, 5])
+    cu_k = torch.tensor([0, 4, 9])   # sequence 0: 2 new tokens over a 2-token prefix, 1: 3 over 2
+    scale = 1 / math.sqrt(8)
+    for causal in (True, False):
+        got = A.mla_prefill_reference(q, k, v, cu_q, cu_k, causal=causal)
+        assert torch.allclose(got, _naive(q, k, v, cu_q, cu_k, scale, causal), atol=1e-12)
+
+
+def test_sdpa_prefill_matches_reference_fp32():
+    q, k, v, cu = A.make_varlen_batch([17, 1, 40], heads=12, seed=2)
+    assert torch.allclose(A.sdpa_prefill(q, k, v, cu), A.mla_prefill_reference(q, k, v, cu),
+                          atol=2e-5, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------- exactness
+
+LENS = [5, 17, 0, 1, 33, 64]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("kernel", [A.mla_prefill_reference, A.sdpa_prefill], ids=["reference", "sdpa"])
+def test_padding_is_bitwise_exact(kernel, dtype):
+    # Heads are independent and both kernels compute each head with the same code whatever
+    # the head count, so the 12 real heads come out bit-identical.
+    q, k, v, cu = A.make_varlen_batch(LENS, heads=12, dtype=dtype, seed=11)
+    plain = kernel(q, k, v, cu)
+    padded = A.with_head_padding(kernel)(q, k, v, cu)
+    assert padded.shape == plain.shape == (sum(LENS), 12, 128)
+    assert padded.dtype == dtype
+    assert torch.equal(padded, plain)
+
+
+def test_padded_kernel_sees_16_zero_heads():
+    seen = {}
+
+    def spy(q, k, v, cu):
+        seen["shapes"] = (tuple(q.shape), tuple(k.shape), tuple(v.shape))
+        seen["pad_zero"] = all(bool((t[:, 12:] == 0).all()) for t in (q, k, v))
+        return A.mla_prefill_reference(q, k, v, cu)
+
+    q, k, v, cu = A.make_varlen_batch([4, 6], heads=12, seed=1)
+    A.with_head_padding(spy)(q, k, v, cu)
+    assert seen["shapes"] == ((10, 16, 192), (10, 16, 192), (10, 16, 128))
+    assert seen["pad_zero"]
+
+
+def test_supported_count_passes_through_untouched():
+    got = {}
+
+    def spy(q, k, v, cu):
+        got["q"] = q
+        return torch.zeros(q.shape[0], q.shape[1], v.shape[2])
+
+    q, k, v, cu = A.make_varlen_batch([3], heads=16)
+    A.with_head_padding(spy)(q, k, v, cu)
+    assert got["q"] is q
+
+
+def test_tuple_outputs_have_lse_sliced():
+    def kern(q, k, v, cu):
+        return A.mla_prefill_reference(q, k, v, cu), torch.ones(q.shape[0], q.shape[1]), "meta"
+
+    q, k, v, cu = A.make_varlen_batch([3, 2], heads=12)
+    o, lse, meta = A.with_head_padding(kern)(q, k, v, cu)
+    assert o.shape == (5, 12, 128) and lse.shape == (5, 12) and meta == "meta"
+
+
+def test_explicit_target_heads():
+    q, k, v, cu = A.make_varlen_batch([3, 2], heads=12)
+    calls = []
+
+    def kern(q, k, v, cu):
+        calls.append(q.shape[1])
+        return A.mla_prefill_reference(q, k, v, cu)
+
+    A.with_head_padding(kern, heads=32)(q, k, v, cu)
+    A.with_head_padding(kern, heads=A.aiter_reduce_v1_padded)(q, k, v, cu)
+    assert calls == [32, 16]
+
+
+# --------------------------------------------------------------------------- stand-in: failure and fix
+
+def test_standin_refuses_12_heads_like_aiter():
+    q, k, v, cu = A.make_varlen_batch([8, 3], heads=12)
+    with pytest.raises(A.UnsupportedHeadCount, match="#heads: 12, head dimension: 128"):
+        A.StrictAsmPrefillStandIn()(q, k, v, cu, cu)
+
+
+def test_standin_accepts_padded_16_and_matches_reference():
+    q, k, v, cu = A.make_varlen_batch([8, 3, 20], heads=12, dtype=torch.bfloat16, seed=4)
+    kern = A.StrictAsmPrefillStandIn()
+    out = A.with_head_padding(kern)(q, k, v, cu, cu)
+    assert kern.calls == [16]
+    assert torch.equal(out, A.mla_prefill_reference(q, k, v, cu))
+
+
+def test_standin_refuses_wrong_head_dims():
+    q, k, v, cu = A.make_varlen_batch([4], heads=16, qk_head_dim=128, v_head_dim=128)
+    with pytest.raises(A.UnsupportedHeadCount, match="head dim"):
+        A.StrictAsmPrefillStandIn()(q, k, v, cu, cu)
+
+
+def _aiter_or_skip():
+    try:
+        return A.aiter_kernel()
+    except ImportError as e:
+        pytest.skip(f"AITER is not importable here (ROCm-only library): {e}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16])
+def test_real_aiter_kernel_padding_exact(dtype):
+    """The same exactness check against AITER's real varlen kernel (ROCm only)."""
+    kern = _aiter_or_skip()
+    if not torch.cuda.is_available():
+        pytest.skip("no ROCm/CUDA device visible to torch")
+    q, k, v, cu = A.make_varlen_batch(LENS, heads=12, dtype=dtype, seed=11, device="cuda")
+    cu = cu.to(torch.int32)
+    plain = kern(q, k, v, cu, cu)
+    padded = A.with_head_padding(kern)(q, k, v, cu, cu)
+    ref = A.mla_prefill_reference(q.cpu(), k.cpu(), v.cpu(), cu.cpu())
+    assert torch.allclose(padded.float().cpu(), ref.float(), atol=2e-2)
+    assert (padded.float() - plain.float()).abs().max().item() <= 1e-2
+
+
+# --------------------------------------------------------------------------- bad input
+
+def _ok():
+    return A.make_varlen_batch([3, 2], heads=12)
+
+
+def test_bad_layouts_raise_value_error():
+    q, k, v, cu = _ok()
+    wrapped = A.with_head_padding(A.mla_prefill_reference)
+    with pytest.raises(ValueError, match="3-D"):
+        wrapped(q.reshape(5, -1), k, v, cu)
+    with pytest.raises(ValueError, match="one k/v head per q head"):
+        wrapped(q, k[:, :1], v[:, :1], cu)
+    with pytest.raises(ValueError, match="dtypes differ"):
+        wrapped(q, k.double(), v, cu)
+    with pytest.raises(ValueError, match="head dims differ"):
+        wrapped(q, k[..., :128], v, cu)
+    with pytest.raises(ValueError, match="token counts differ"):
+        wrapped(q, k, v[:4], cu)
+    with pytest.raises(ValueError, match="floating point"):
+        wrapped(q.to(torch.int32), k, v, cu)
+    with pytest.raises(ValueError, match="torch.Tensor"):
+        wrapped(q.numpy(), k, v, cu)
+
+
+def test_too_many_heads_raise_value_error():
+    q, k, v, cu = A.make_varlen_batch([2], heads=130, qk_head_dim=4, v_head_dim=4)
+    with pytest.raises(ValueError, match="exceeds"):
+        A.with_head_padding(A.mla_prefill_reference)(q, k, v, cu)
+
+
+def test_bad_cu_seqlens_raise_value_error():
+    q, k, v, _ = _ok()
+    for cu, msg in ((torch.tensor([0, 3, 4]), "ends at 4"), (torch.tensor([1, 3, 5]), "start at 0"),
+                    (torch.tensor([0, 4, 3, 5]), "non-decreasing"), (torch.tensor([0.0, 5.0]), "integer"),
+                    (torch.tensor([5]), "1-D tensor")):
+        with pytest.raises(ValueError, match=msg):
+            A.mla_prefill_reference(q, k, v, cu)
+
+
+def test_kernel_returning_wrong_shape_is_caught():
+    q, k, v, cu = _ok()
+    with pytest.raises(ValueError, match="expected"):
+        A.with_head_padding(lambda q, k, v, cu: q[:, :12])(q, k, v, cu)
+    with pytest.raises(ValueError, match="callable"):
+        A.with_head_padding(42)
+    with pytest.raises(ValueError, match=">= 12"):
+        A.with_head_padding(A.mla_prefill_reference, heads=8)(q, k, v, cu)
