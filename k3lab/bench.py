@@ -1,0 +1,319 @@
+"""Finding 4, live: sglang ``bench_serving`` JSONL (read, validate) and concurrency sweeps.
+
+``python -m sglang.bench_serving … --output-file F`` appends one JSON object per run to
+``F`` (sglang 0.5.16 ``sglang/benchmark/serving.py``, the ``result`` dict written in
+``benchmark``). :func:`read_jsonl` reads such a file and validates every line: the keys
+k3lab uses must be there with the right types and units (``*_ms`` in milliseconds,
+``duration`` in seconds, ``*_throughput`` in tok/s or req/s), and the units must agree
+with each other (``output_throughput`` = ``total_output_tokens`` / ``duration``; a TTFT
+cannot exceed the end-to-end latency). A malformed line is a ValueError naming the file
+and the line number.
+
+:func:`sweep` (``python -m k3lab bench --base-url … --concurrency 1,4,16,24,64``) runs
+``python -m sglang.bench_serving`` once per concurrency (``random-ids``, 1,024 in /
+400 out, range ratio 1.0 by default) with a progress bar, then validates everything and
+moves the JSONL into ``results/`` atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import urlparse
+
+from . import io
+from .paths import results_dir
+
+NOTEBOOK_ID = "04_throughput_perf_per_dollar"
+DEFAULT_CONCURRENCIES = (1, 4, 16, 24, 64)
+
+#: key → (python types, unit, minimum). Units: ms, s, tok/s, req/s, tokens, requests.
+REQUIRED_KEYS: dict[str, tuple[tuple[type, ...], str, float]] = {
+    "completed": ((int,), "requests", 0),
+    "duration": ((int, float), "s", 0),
+    "total_input_tokens": ((int,), "tokens", 0),
+    "total_output_tokens": ((int,), "tokens", 0),
+    "request_throughput": ((int, float), "req/s", 0),
+    "input_throughput": ((int, float), "tok/s", 0),
+    "output_throughput": ((int, float), "tok/s", 0),
+    "total_throughput": ((int, float), "tok/s", 0),
+    "mean_e2e_latency_ms": ((int, float), "ms", 0),
+    "median_e2e_latency_ms": ((int, float), "ms", 0),
+    "mean_ttft_ms": ((int, float), "ms", 0),
+    "median_ttft_ms": ((int, float), "ms", 0),
+    "p99_ttft_ms": ((int, float), "ms", 0),
+    "mean_itl_ms": ((int, float), "ms", 0),
+    "median_itl_ms": ((int, float), "ms", 0),
+    "mean_tpot_ms": ((int, float), "ms", 0),
+    "random_input_len": ((int,), "tokens", 0),
+    "random_output_len": ((int,), "tokens", 0),
+}
+#: may be null (no --max-concurrency; no speculative decoding)
+OPTIONAL_KEYS: dict[str, tuple[tuple[type, ...], str, float]] = {
+    "max_concurrency": ((int,), "requests", 1),
+    "concurrency": ((int, float), "requests", 0),
+    "accept_length": ((int, float), "tokens/step", 0),
+    "random_range_ratio": ((int, float), "ratio", 0),
+}
+#: relative tolerance of the unit cross-checks (bench_serving rounds nothing, but
+#: ``duration`` is measured separately from the token counts)
+UNIT_REL_TOL = 0.02
+SUMMARY_COLUMNS = ["max_concurrency", "completed", "output_tok_s", "total_tok_s",
+                   "median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "mean_tpot_ms",
+                   "random_input_len", "random_output_len", "accept_length"]
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _check_number(where: str, key: str, v, types, minimum) -> None:
+    if isinstance(v, bool) or not isinstance(v, types):
+        want = "an integer" if types == (int,) else "a number"
+        raise ValueError(f"{where}: {key!r} must be {want}, got {v!r}")
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        raise ValueError(f"{where}: {key!r} must be finite, got {v!r}")
+    if v < minimum:
+        raise ValueError(f"{where}: {key!r} must be >= {minimum}, got {v!r}")
+
+
+def validate_record(rec, where: str = "record") -> dict:
+    """Check one bench_serving result object; returns it unchanged (ValueError otherwise)."""
+    if not isinstance(rec, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+    missing = [k for k in REQUIRED_KEYS if k not in rec]
+    if missing:
+        raise ValueError(f"{where}: missing key(s) {missing} (not a bench_serving result line?)")
+    for k, (types, _unit, lo) in REQUIRED_KEYS.items():
+        _check_number(where, k, rec[k], types, lo)
+    for k, (types, _unit, lo) in OPTIONAL_KEYS.items():
+        if rec.get(k) is not None:
+            _check_number(where, k, rec[k], types, lo)
+    if rec["completed"] == 0:
+        raise ValueError(f"{where}: no request completed (completed = 0): the run failed")
+    dur = rec["duration"]
+    if dur <= 0:
+        raise ValueError(f"{where}: 'duration' must be positive seconds, got {dur!r}")
+    # units must agree: tok/s = tokens / s, req/s = requests / s
+    for key, num in (("output_throughput", "total_output_tokens"),
+                     ("input_throughput", "total_input_tokens"),
+                     ("request_throughput", "completed")):
+        expect = rec[num] / dur
+        if not math.isclose(rec[key], expect, rel_tol=UNIT_REL_TOL, abs_tol=1e-9):
+            raise ValueError(f"{where}: units do not match: {key!r} = {rec[key]!r} but "
+                             f"{num!r} / 'duration' = {expect:.6g} per second")
+    tot = rec["output_throughput"] + rec["input_throughput"]
+    if not math.isclose(rec["total_throughput"], tot, rel_tol=UNIT_REL_TOL, abs_tol=1e-9):
+        raise ValueError(f"{where}: units do not match: 'total_throughput' {rec['total_throughput']!r} "
+                         f"!= input + output throughput {tot:.6g} tok/s")
+    # ms vs s: a request cannot take longer than the run, nor its first token longer than it
+    if rec["mean_e2e_latency_ms"] > dur * 1000 * (1 + UNIT_REL_TOL):
+        raise ValueError(f"{where}: units do not match: mean_e2e_latency_ms "
+                         f"{rec['mean_e2e_latency_ms']!r} ms exceeds the run's duration "
+                         f"{dur!r} s (a latency in seconds, or a duration in ms?)")
+    if rec["mean_ttft_ms"] > rec["mean_e2e_latency_ms"] * (1 + UNIT_REL_TOL):
+        raise ValueError(f"{where}: units do not match: mean_ttft_ms exceeds mean_e2e_latency_ms")
+    return rec
+
+
+def parse_lines(lines, source: str = "<jsonl>") -> list[dict]:
+    """Parse and validate JSONL text lines; blank lines are skipped."""
+    out = []
+    for i, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{source}:line {i}"
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+        out.append(validate_record(rec, where))
+    if not out:
+        raise ValueError(f"{source}: no bench_serving result lines")
+    return out
+
+
+def read_jsonl(path) -> list[dict]:
+    """Read a bench_serving ``--output-file`` JSONL → list of validated result dicts."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"bench_serving JSONL not found: {p.name}")
+    with open(p, encoding="utf-8") as f:
+        return parse_lines(f.readlines(), p.name)
+
+
+def summarize(records: list[dict]):
+    """One row per run, units in column names, sorted by concurrency → DataFrame."""
+    import pandas as pd
+
+    rows = []
+    for r in records:
+        rows.append({"max_concurrency": r.get("max_concurrency"), "completed": r["completed"],
+                     "output_tok_s": float(r["output_throughput"]),
+                     "total_tok_s": float(r["total_throughput"]),
+                     "median_ttft_ms": float(r["median_ttft_ms"]), "p99_ttft_ms": float(r["p99_ttft_ms"]),
+                     "median_itl_ms": float(r["median_itl_ms"]), "mean_tpot_ms": float(r["mean_tpot_ms"]),
+                     "random_input_len": r["random_input_len"], "random_output_len": r["random_output_len"],
+                     "accept_length": r.get("accept_length")})
+    df = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    return df.sort_values("max_concurrency", kind="stable").reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def parse_concurrencies(text: str) -> list[int]:
+    """'1,4,16,24,64' → [1, 4, 16, 24, 64] (positive, unique, in the order given)."""
+    out = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            c = int(part)
+        except ValueError:
+            raise ValueError(f"concurrency {part!r} is not an integer") from None
+        if c <= 0:
+            raise ValueError(f"concurrency must be positive, got {c}")
+        if c in out:
+            raise ValueError(f"concurrency {c} given twice")
+        out.append(c)
+    if not out:
+        raise ValueError("no concurrency given (expected e.g. '1,4,16,24,64')")
+    return out
+
+
+def check_base_url(url: str, allow_remote: bool = False) -> str:
+    """An http(s) URL with a host and no path; loopback only unless ``allow_remote``."""
+    u = urlparse(str(url))
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise ValueError(f"base URL must look like http://127.0.0.1:30000, got {url!r}")
+    if u.path not in ("", "/"):
+        raise ValueError(f"base URL must not have a path (bench_serving adds /v1/...), got {url!r}")
+    if not allow_remote:
+        host = u.hostname
+        loop = host == "localhost"
+        try:
+            loop = loop or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            pass
+        if not loop:
+            raise ValueError(f"base URL host {host!r} is not a loopback address; pass "
+                             f"allow_remote=True (--allow-remote) to benchmark another machine")
+    return str(url).rstrip("/")
+
+
+def build_command(base_url: str, concurrency: int, output_file, num_prompts: int | None = None,
+                  input_len: int = 1024, output_len: int = 400, range_ratio: float = 1.0,
+                  backend: str = "sglang-oai", tokenizer: str | None = None,
+                  model: str | None = None, python: str | None = None, seed: int = 1,
+                  extra: list[str] | None = None, allow_remote: bool = False) -> list[str]:
+    """The ``python -m sglang.bench_serving`` argv for one concurrency point.
+
+    ``num_prompts`` defaults to 4 × concurrency (at least 8), so every point runs at
+    its concurrency for several rounds. Options as in sglang 0.5.16 ``bench_serving``.
+    """
+    url = check_base_url(base_url, allow_remote)
+    for name, v in (("concurrency", concurrency), ("input_len", input_len), ("output_len", output_len)):
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    n = max(8, 4 * concurrency) if num_prompts is None else num_prompts
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        raise ValueError(f"num_prompts must be a positive integer, got {n!r}")
+    if not 0 < range_ratio <= 1:
+        raise ValueError(f"range_ratio must be in (0, 1], got {range_ratio!r}")
+    cmd = [python or sys.executable, "-m", "sglang.bench_serving",
+           "--backend", backend, "--base-url", url,
+           "--dataset-name", "random-ids",
+           "--random-input-len", str(input_len), "--random-output-len", str(output_len),
+           "--random-range-ratio", f"{range_ratio:g}",
+           "--num-prompts", str(n), "--max-concurrency", str(concurrency),
+           "--seed", str(seed), "--disable-tqdm",
+           "--output-file", str(output_file)]
+    if tokenizer:
+        cmd += ["--tokenizer", str(tokenizer)]
+    if model:
+        cmd += ["--model", str(model)]
+    return cmd + list(extra or [])
+
+
+def sweep(base_url: str, concurrencies=DEFAULT_CONCURRENCIES, out: str | os.PathLike | None = None,
+          runner=None, progress: bool = True, **kw) -> Path:
+    """Run bench_serving once per concurrency; validate; move the JSONL to ``out``.
+
+    ``out`` defaults to ``results/04_throughput_perf_per_dollar/bench_sweep.jsonl``.
+    ``runner(cmd) → returncode`` runs one command (default: subprocess, output shown).
+    Nothing lands at ``out`` unless every run succeeded and every line validates.
+    """
+    from tqdm.auto import tqdm
+
+    concs = parse_concurrencies(",".join(str(c) for c in concurrencies))
+    out = Path(out) if out else results_dir(NOTEBOOK_ID) / "bench_sweep.jsonl"
+    runner = runner or (lambda cmd: subprocess.run(cmd).returncode)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        for c in tqdm(concs, desc="bench_serving sweep", unit="run", disable=not progress):
+            cmd = build_command(base_url, c, tmp, **kw)
+            rc = runner(cmd)
+            if rc != 0:
+                raise RuntimeError(f"bench_serving failed (exit {rc}) at concurrency {c}: "
+                                   f"{shlex.join(cmd)}")
+        records = read_jsonl(tmp)
+        if len(records) != len(concs):
+            raise RuntimeError(f"expected {len(concs)} result lines, bench_serving wrote {len(records)}")
+        got = [r.get("max_concurrency") for r in records]
+        if got != concs:
+            raise RuntimeError(f"result lines are for concurrencies {got}, expected {concs}")
+        text = tmp.read_text(encoding="utf-8")
+        io.write_text(out, text)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def cli_main(argv: list[str] | None = None) -> int:
+    """``python -m k3lab bench``: a bench_serving concurrency sweep against a running server."""
+    ap = argparse.ArgumentParser(prog="python -m k3lab bench",
+                                 description="Drive sglang.bench_serving over a concurrency sweep.")
+    ap.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:30000")
+    ap.add_argument("--concurrency", default=",".join(map(str, DEFAULT_CONCURRENCIES)))
+    ap.add_argument("--input-len", type=int, default=1024)
+    ap.add_argument("--output-len", type=int, default=400)
+    ap.add_argument("--range-ratio", type=float, default=1.0)
+    ap.add_argument("--num-prompts-per-concurrency", type=int, default=None,
+                    help="requests per point (default 4 x concurrency, at least 8)")
+    ap.add_argument("--backend", default="sglang-oai")
+    ap.add_argument("--tokenizer", default=None)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--python", default=None, help="interpreter with sglang (default: this one)")
+    ap.add_argument("--out", default=None, help="JSONL path (default: results/04_throughput_perf_per_dollar/bench_sweep.jsonl)")
+    ap.add_argument("--allow-remote", action="store_true", help="allow a non-loopback server")
+    ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    a = ap.parse_args(argv)
+    try:
+        concs = parse_concurrencies(a.concurrency)
+        kw = dict(num_prompts=a.num_prompts_per_concurrency, input_len=a.input_len,
+                  output_len=a.output_len, range_ratio=a.range_ratio, backend=a.backend,
+                  tokenizer=a.tokenizer, model=a.model, python=a.python,
+                  allow_remote=a.allow_remote)
+        if a.dry_run:
+            for c in concs:
+                print(shlex.join(build_command(a.base_url, c, "OUT.jsonl", **kw)))
+            return 0
+        path = sweep(a.base_url, concs, a.out, **kw)
+    except (ValueError, RuntimeError, FileNotFoundError) as e:
+        print(f"k3lab bench: error: {e}", file=sys.stderr)
+        return 2
+    print(summarize(read_jsonl(path)).to_string(index=False))
+    print(f"wrote {path.name}")
+    return 0

@@ -1,0 +1,418 @@
+"""Finding 4: a decode roofline and communication model → an upper bound on tok/s.
+
+For one decode step of a deployment at concurrency ``c`` (``c`` requests, each adding
+one token, or ``accept_len`` tokens with speculative decoding), per GPU of the slowest
+pipeline stage:
+
+- **bytes read** (HBM): the stage's non-expert weights per rank as stored (BF16;
+  ``k3lab.memory.shard_table``, without the embedding table, of which a step reads only
+  ``c`` rows), the routed experts touched (expected distinct experts of
+  ``tokens × top_k`` picks out of ``num_experts`` per MoE layer, each expert split over
+  the ``tp`` ranks; ``k3lab.memory.routed_expert_bytes``), the MLA latent KV of every
+  request's context (``k3lab.memory.kv_bytes_per_token``, divided by ``dcp`` under
+  decode context parallelism) and the KDA recurrent state, read and written once per
+  request (``k3lab.memory.kda_state_bytes_per_request``);
+- **FLOPs**: 2 × active parameters per token / (tp·pp) per token, plus absorbed-MLA
+  attention over the context, at the GPU's fastest dense peak;
+- **communication**: two all-reduces per layer of the stage (after attention and
+  after the MLP) of a ``tokens × hidden`` BF16 tensor, ring model with latency +
+  bandwidth: ``2(p−1)`` steps, ``2(nodes−1)`` of them over the network (NCCL's cost
+  model, ``data/roofline.yaml``), bus bandwidth = scale-up link per GPU, or the
+  node's scale-out bandwidth when the ring leaves the node; plus, with PP, one
+  activation send per stage over the network.
+
+Step time = max(memory, compute) + communication (TP all-reduces sit on the critical
+path of decode; ``overlap=True`` gives the looser max of the three). Throughput bound =
+tokens emitted per step / step time, for the whole deployment (tok/s per deployment).
+
+Every choice the facts leave open is taken in the favourable direction (fp8 KV, bf16
+KDA state, uniform routing, the fastest dense peak, one NIC per GPU, NCCL's lowest
+latency protocol at full link bandwidth, no kernel launch or scheduler overhead), so the
+result bounds a real run from above. Units: bytes, FLOP, seconds, tok/s.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import asdict, dataclass, field
+
+import yaml
+
+from . import memory
+from .paths import data_path
+from .specs import GB, ModelConfig, load_gpu, load_model, scale_out_link
+
+ROUTING_MODELS = ("uniform", "min")
+
+
+@functools.lru_cache(maxsize=None)
+def inputs() -> dict:
+    """``data/roofline.yaml``, shape-checked (every value names a known source)."""
+    with open(data_path("roofline.yaml"), encoding="utf-8") as f:
+        doc = yaml.safe_load(f)
+    src = doc.get("sources") or {}
+
+    def check(path, cell):
+        if isinstance(cell, dict) and "source" in cell:
+            if cell["source"] not in src:
+                raise ValueError(f"data/roofline.yaml: {path} cites unknown source {cell['source']!r}")
+        elif isinstance(cell, dict):
+            for k, v in cell.items():
+                check(f"{path}.{k}", v)
+
+    for k, v in doc.items():
+        if k != "sources":
+            check(k, v)
+    return doc
+
+
+# --------------------------------------------------------------------------- deployments
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A serving layout: ``num_gpus`` GPUs of one kind, ``tp`` × ``pp`` ranks,
+    ``dcp``-way decode context parallelism (KV sharded over ``dcp`` ranks)."""
+
+    id: str
+    label: str
+    gpu: str
+    num_gpus: int
+    gpus_per_node: int
+    tp: int
+    pp: int = 1
+    dcp: int = 1
+    kv_dtype: str = "fp8"
+    state_dtype: str = "bf16"
+    nics_per_node: int | None = None
+
+    def __post_init__(self):
+        for k in ("num_gpus", "gpus_per_node", "tp", "pp", "dcp"):
+            v = getattr(self, k)
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ValueError(f"deployment {self.id!r}: {k} must be a positive integer, got {v!r}")
+        if self.tp * self.pp != self.num_gpus:
+            raise ValueError(f"deployment {self.id!r}: tp × pp = {self.tp * self.pp} != num_gpus {self.num_gpus}")
+        if self.num_gpus % self.gpus_per_node:
+            raise ValueError(f"deployment {self.id!r}: {self.num_gpus} GPUs are not whole {self.gpus_per_node}-GPU nodes")
+        if self.tp % self.dcp:
+            raise ValueError(f"deployment {self.id!r}: dcp={self.dcp} must divide tp={self.tp}")
+        if self.tp > self.gpus_per_node and self.pp > 1:
+            raise ValueError(f"deployment {self.id!r}: a TP group larger than a node with PP is not modelled")
+        load_gpu(self.gpu)  # unknown GPU → ValueError naming the known ones
+
+    @property
+    def num_nodes(self) -> int:
+        return self.num_gpus // self.gpus_per_node
+
+    @property
+    def tp_nodes(self) -> int:
+        """Nodes one TP group spans."""
+        return max(1, -(-self.tp // self.gpus_per_node))
+
+
+def deployments() -> dict[str, Deployment]:
+    """The article's table rows (``data/article_table.yaml``) plus ``extra_deployments``
+    of ``data/roofline.yaml`` (B200 TP8×PP2)."""
+    from .throughput import article_table
+
+    out = {r.id: Deployment(id=r.id, label=r.label, gpu=r.gpu, num_gpus=r.num_gpus,
+                            gpus_per_node=r.gpus_per_node, tp=r.tp, pp=r.pp, dcp=r.dcp)
+           for r in article_table().values()}
+    for key, d in (inputs().get("extra_deployments") or {}).items():
+        out[key] = Deployment(id=key, label=d["label"], gpu=d["gpu"], num_gpus=d["num_gpus"],
+                              gpus_per_node=d["gpus_per_node"], tp=d["tp"], pp=d["pp"], dcp=d["dcp"])
+    return out
+
+
+# --------------------------------------------------------------------------- pieces
+
+
+def expected_distinct_experts(tokens: float, num_experts: int, top_k: int, routing: str = "uniform") -> float:
+    """Expected number of distinct experts touched by ``tokens`` tokens, each picking
+    ``top_k`` distinct experts out of ``num_experts``.
+
+    ``uniform``: each token's top-k set is a uniform random k-subset, independent across
+    tokens, so one expert is missed by a token with probability 1 − k/N and
+    E = N · (1 − (1 − k/N)^tokens). ``min``: every token picks the same k (the floor).
+    """
+    if routing not in ROUTING_MODELS:
+        raise ValueError(f"routing must be one of {ROUTING_MODELS}, got {routing!r}")
+    if not tokens > 0:
+        raise ValueError(f"tokens must be positive, got {tokens!r}")
+    if not 0 < top_k <= num_experts:
+        raise ValueError(f"need 0 < top_k <= num_experts, got top_k={top_k}, num_experts={num_experts}")
+    if routing == "min":
+        return float(top_k)
+    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
+
+
+def ring_all_reduce_s(nbytes: float, ranks: int, ranks_per_node: int, intra_bytes_s: float,
+                      intra_latency_s: float, inter_bytes_s_per_node: float = 0.0,
+                      inter_latency_s: float = 0.0) -> float:
+    """Ring all-reduce time of ``nbytes`` over ``ranks`` ranks (NCCL's ring cost model).
+
+    ``2(p−1)`` steps each move ``nbytes/p`` per link; ``2(nodes−1)`` of the steps cross
+    the network (latency ``inter_latency_s``), the others stay in the node
+    (``intra_latency_s``). Bus bandwidth: the scale-up link per GPU in one node; across
+    nodes, the smaller of that and the node's total scale-out bandwidth (a multi-channel
+    ring uses every NIC of the node at once). Returns seconds.
+    """
+    if ranks <= 0 or ranks_per_node <= 0:
+        raise ValueError(f"ranks and ranks_per_node must be positive, got {ranks}, {ranks_per_node}")
+    if nbytes < 0:
+        raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+    if ranks == 1:
+        return 0.0
+    nodes = -(-ranks // ranks_per_node)
+    if nodes > 1 and inter_bytes_s_per_node <= 0:
+        raise ValueError("a ring across nodes needs a positive scale-out bandwidth")
+    if intra_bytes_s <= 0:
+        raise ValueError("intra-node bandwidth must be positive")
+    steps = 2 * (ranks - 1)
+    inter_steps = 2 * (nodes - 1)
+    bus = intra_bytes_s if nodes == 1 else min(intra_bytes_s, inter_bytes_s_per_node)
+    return ((steps - inter_steps) * intra_latency_s + inter_steps * inter_latency_s
+            + steps / ranks * nbytes / bus)
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """One decode step of one deployment at concurrency ``concurrency`` (per GPU of the
+    slowest stage). Bytes in bytes, time in seconds, throughput in tok/s per deployment."""
+
+    deployment: str
+    concurrency: float
+    tokens_per_request_step: float
+    accept_len: float
+    context_tokens: float
+    experts_touched_per_layer: float
+    bytes_non_expert: float
+    bytes_experts: float
+    bytes_kv: float
+    bytes_state: float
+    flops: float
+    t_memory_s: float
+    t_compute_s: float
+    t_allreduce_s: float
+    t_pp_send_s: float
+    t_step_s: float
+    tok_s_bound: float
+
+    @property
+    def bytes_total(self) -> float:
+        return self.bytes_non_expert + self.bytes_experts + self.bytes_kv + self.bytes_state
+
+    @property
+    def t_comm_s(self) -> float:
+        return self.t_allreduce_s + self.t_pp_send_s
+
+
+@functools.lru_cache(maxsize=None)
+def _stage_layers(cfg: ModelConfig, tp: int, pp: int) -> tuple[int, tuple[int, ...]]:
+    stage = memory.heaviest_stage(cfg, tp, pp)
+    lo, hi = memory.pp_stages(cfg, pp)[stage]
+    return stage, tuple(range(lo, hi))
+
+
+@functools.lru_cache(maxsize=None)
+def non_expert_read_bytes(cfg: ModelConfig, tp: int, pp: int = 1) -> float:
+    """Non-expert weight bytes one rank of the heaviest stage reads per decode step:
+    its shard of every checkpoint tensor except the routed experts and the embedding
+    table (a step reads ``c`` of its rows). From ``k3lab.memory.shard_table``."""
+    t = memory.shard_table(cfg, tp, pp)
+    keep = (~t["component"].isin(["routed_experts", "embed_tokens"])) & (t["checkpoint_bytes"] > 0)
+    return float(t.loc[keep, "rank_bytes"].sum())
+
+
+def _peak_flops(gpu) -> float:
+    return max(gpu.dense_fp4_tflops, gpu.dense_fp8_tflops, gpu.dense_bf16_tflops) * 1e12
+
+
+def decode_step(dep: Deployment, concurrency: float, context_tokens: float | None = None,
+                tokens_per_request_step: float = 1.0, accept_len: float = 1.0,
+                routing: str | None = None, overlap: bool = False,
+                nics_per_node: int | None = None, cfg: ModelConfig | None = None) -> StepCost:
+    """Cost of one decode step at ``concurrency`` requests → :class:`StepCost`.
+
+    ``context_tokens``: mean context per request during decode (default: the article's
+    workload, input + output/2 = 1024 + 200). ``tokens_per_request_step``: tokens the
+    target processes per request per step (1, or the draft block size when verifying);
+    ``accept_len``: tokens each request emits per step (≤ tokens_per_request_step + 1).
+    """
+    cfg = load_model() if cfg is None else cfg
+    inp = inputs()
+    if isinstance(concurrency, bool) or not isinstance(concurrency, (int, float)) or not concurrency > 0:
+        raise ValueError(f"concurrency must be positive, got {concurrency!r}")
+    if not tokens_per_request_step >= 1:
+        raise ValueError(f"tokens_per_request_step must be >= 1, got {tokens_per_request_step}")
+    if not 0 < accept_len <= tokens_per_request_step + 1:
+        raise ValueError(f"accept_len must be in (0, tokens_per_request_step + 1], got {accept_len}")
+    if context_tokens is None:
+        from .throughput import article_workload
+
+        w = article_workload()
+        context_tokens = w["input_len_tokens"] + w["output_len_tokens"] / 2
+    if not context_tokens >= 0:
+        raise ValueError(f"context_tokens must be >= 0, got {context_tokens}")
+    routing = routing or inp["routing"]["model"]
+    gpu = load_gpu(dep.gpu)
+    link = scale_out_link()
+    nics = nics_per_node or dep.nics_per_node or int(inp["scale_out_nics_per_node"]["value"])
+    lat_up = inp["link_latency_us"]["scale_up"]["value"] * 1e-6
+    lat_out = inp["link_latency_us"]["scale_out"]["value"] * 1e-6
+    act_b = inp["activation_dtype_bytes"]["value"]
+    n_ar = inp["all_reduces_per_layer"]["value"]
+
+    stage, layers = _stage_layers(cfg, dep.tp, dep.pp)
+    micro = min(float(concurrency), float(dep.pp))  # microbatches in flight
+    req = concurrency / micro  # requests per microbatch
+    tokens = req * tokens_per_request_step
+    moe_layers = sum(1 for i in layers if i >= cfg.first_k_dense_replace)
+    experts = expected_distinct_experts(tokens, cfg.num_experts, cfg.num_experts_per_token, routing)
+
+    b_ne = non_expert_read_bytes(cfg, dep.tp, dep.pp)
+    b_exp = moe_layers * experts * memory.routed_expert_bytes(cfg) / dep.tp
+    b_kv = req * context_tokens * memory.kv_bytes_per_token(cfg, dep.kv_dtype, layers=layers) / dep.dcp
+    b_state = 2 * req * memory.kda_state_bytes_per_request(cfg, dep.tp, dep.state_dtype, layers=layers)
+    t_mem = (b_ne + b_exp + b_kv + b_state) / (gpu.hbm_bw_tb_s * 1e12)
+
+    active = memory.count_params(cfg).active
+    mla_layers = sum(1 for i in layers if (i + 1) in cfg.full_attn_layers)
+    heads = cfg.num_attention_heads / dep.tp
+    attn = (mla_layers * heads * 2 * (context_tokens / dep.dcp)
+            * (2 * cfg.kv_lora_rank + cfg.qk_rope_head_dim))
+    flops = tokens * (2 * active / (dep.tp * dep.pp) + attn)
+    t_flop = flops / _peak_flops(gpu)
+
+    msg = tokens * cfg.hidden_size * act_b
+    t_ar_one = ring_all_reduce_s(msg, dep.tp, min(dep.tp, dep.gpus_per_node),
+                                 gpu.scale_up_gb_s_per_direction * GB, lat_up,
+                                 nics * link["gbyte_s"] * GB, lat_out)
+    t_ar = n_ar * len(layers) * t_ar_one
+    t_send = 0.0
+    if dep.pp > 1:
+        t_send = lat_out + msg / (nics * link["gbyte_s"] * GB)
+    t_comm = t_ar + t_send
+    t_step = max(t_mem, t_flop, t_comm) if overlap else max(t_mem, t_flop) + t_comm
+    # a request needs pp stage-steps per token; `micro` microbatches share that cycle
+    cycle = max(float(dep.pp), micro) * t_step
+    tok_s = concurrency * accept_len / cycle
+    return StepCost(deployment=dep.id, concurrency=float(concurrency),
+                    tokens_per_request_step=float(tokens_per_request_step),
+                    accept_len=float(accept_len), context_tokens=float(context_tokens),
+                    experts_touched_per_layer=experts, bytes_non_expert=b_ne, bytes_experts=b_exp,
+                    bytes_kv=b_kv, bytes_state=b_state, flops=flops, t_memory_s=t_mem,
+                    t_compute_s=t_flop, t_allreduce_s=t_ar, t_pp_send_s=t_send,
+                    t_step_s=t_step, tok_s_bound=tok_s)
+
+
+def spec_params() -> dict:
+    """Speculative-decoding bound parameters: verify width (block size) and the highest
+    reported acceptance length (``data/roofline.yaml``)."""
+    s = inputs()["speculative"]
+    return {"tokens_per_request_step": float(s["block_size_tokens"]["value"]),
+            "accept_len": float(s["accept_len_max_reported"]["value"])}
+
+
+def bound(dep: Deployment, concurrency: float, **kw) -> float:
+    """Upper bound on tok/s (deployment) at ``concurrency``, whether or not the run used
+    speculative decoding: the larger of the plain-decode bound and the bound with
+    DSpark-style verification at the highest reported acceptance length."""
+    plain = decode_step(dep, concurrency, **kw).tok_s_bound
+    spec = decode_step(dep, concurrency, **spec_params(), **kw).tok_s_bound
+    return max(plain, spec)
+
+
+def curve(dep: Deployment, concurrencies, **kw):
+    """Bound vs concurrency → DataFrame with one row per concurrency (plain decode and
+    with speculative verification), times in ms, bytes in GB (1e9)."""
+    import pandas as pd
+
+    rows = []
+    sp = spec_params()
+    for c in concurrencies:
+        p = decode_step(dep, c, **kw)
+        s = decode_step(dep, c, **sp, **kw)
+        rows.append({"deployment": dep.id, "label": dep.label, "concurrency": float(c),
+                     "experts_touched_per_layer": p.experts_touched_per_layer,
+                     "gb_non_expert": p.bytes_non_expert / GB, "gb_experts": p.bytes_experts / GB,
+                     "gb_kv": p.bytes_kv / GB, "gb_state": p.bytes_state / GB,
+                     "t_memory_ms": p.t_memory_s * 1e3, "t_compute_ms": p.t_compute_s * 1e3,
+                     "t_comm_ms": p.t_comm_s * 1e3, "t_step_ms": p.t_step_s * 1e3,
+                     "tok_s_bound_plain": p.tok_s_bound, "tok_s_bound_spec": s.tok_s_bound,
+                     "tok_s_bound": max(p.tok_s_bound, s.tok_s_bound)})
+    return pd.DataFrame(rows)
+
+
+def bounds_for_measured(default_concurrency: int = 64, **kw):
+    """Each measured point of ``data/article_table.yaml`` next to its roofline bound.
+
+    A point whose concurrency the article does not state is bounded at
+    ``default_concurrency`` (64, the highest concurrency point the article mentions).
+    Columns: point, config, concurrency, concurrency_assumed, tok_s, tok_s_bound,
+    measured_over_bound.
+    """
+    import pandas as pd
+
+    from .throughput import measured_points
+
+    deps = deployments()
+    rows = []
+    for r in measured_points().to_dict("records"):
+        c = r["concurrency"]
+        assumed = c is pd.NA or c is None or (isinstance(c, float) and math.isnan(c))
+        conc = float(default_concurrency) if assumed else float(c)
+        b = bound(deps[r["config"]], conc, **kw)
+        rows.append({"point": r["point"], "config": r["config"], "label": r["label"],
+                     "concurrency": conc, "concurrency_assumed": bool(assumed),
+                     "tok_s": r["tok_s"], "tok_s_bound": b, "measured_over_bound": r["tok_s"] / b})
+    return pd.DataFrame(rows)
+
+
+def comm_share(dep: Deployment, concurrency: float, **kw) -> dict:
+    """How much of a deployment's bound its communication costs: the bound as modelled,
+    with communication removed, and the fraction of the step spent communicating."""
+    with_comm = decode_step(dep, concurrency, **kw)
+    no_comm_t = max(with_comm.t_memory_s, with_comm.t_compute_s)
+    cycle = max(float(dep.pp), min(float(concurrency), float(dep.pp)))
+    return {"tok_s_bound": with_comm.tok_s_bound,
+            "tok_s_bound_no_comm": concurrency * with_comm.accept_len / (cycle * no_comm_t),
+            "comm_fraction_of_step": with_comm.t_comm_s / with_comm.t_step_s,
+            "t_comm_ms": with_comm.t_comm_s * 1e3, "t_step_ms": with_comm.t_step_s * 1e3}
+
+
+def as_dict(step: StepCost) -> dict:
+    """A :class:`StepCost` as a plain dict (for tables)."""
+    return asdict(step)
+
+
+def figure(curves, measured, title: str = "Decode roofline (upper bound) vs the article's measurements"):
+    """Bound vs concurrency per deployment (solid: plain decode; dotted: with DSpark-style
+    verification at the best reported acceptance), measured points as markers."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5))
+    colors = {}
+    for dep, g in curves.groupby("deployment", sort=False):
+        line, = ax.plot(g["concurrency"], g["tok_s_bound_plain"], "-", label=f"{g['label'].iloc[0]}: bound")
+        colors[dep] = line.get_color()
+        ax.plot(g["concurrency"], g["tok_s_bound_spec"], ":", color=line.get_color())
+    for _, m in measured.iterrows():
+        ax.plot(m["concurrency"], m["tok_s"], "o" if not m["concurrency_assumed"] else "s",
+                color=colors.get(m["config"], "k"), ms=8, mec="k")
+        ax.annotate(f"{m['tok_s']:.0f} ({m['measured_over_bound']:.0%} of bound)", (m["concurrency"], m["tok_s"]),
+                    textcoords="offset points", xytext=(6, -12), fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("concurrency (requests in flight)")
+    ax.set_ylabel("output tok/s per deployment")
+    ax.set_title(title, fontsize=11)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="upper left")
+    ax.text(0.99, 0.02, "dotted: with speculative verification (7-token blocks, accept 3.8)\n"
+            "circle: concurrency from the article; square: assumed c=64",
+            transform=ax.transAxes, ha="right", va="bottom", fontsize=7)
+    fig.tight_layout()
+    return fig
