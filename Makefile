@@ -23,11 +23,13 @@ $(STAMP): pyproject.toml
 # The compatibility environment: a real, pinned sglang imported on CPU (see requirements/).
 sglang-env: $(SGL_STAMP)
 
-$(SGL_STAMP): requirements/sglang-0.5.16.txt pyproject.toml
+$(SGL_STAMP): requirements/sglang-0.5.16.txt requirements/sglang-0.5.23.txt pyproject.toml
 	test -x $(SGL_PY) || $(PYTHON) -m venv $(SGL_VENV)
 	$(SGL_PY) -m pip install -q -r requirements/sglang-0.5.16.txt
 	$(SGL_PY) -m pip install -q --no-deps sglang==0.5.16
 	$(SGL_PY) -m pip install -q --no-deps -e .
+	# sglang 0.5.23 beside it (not on sys.path): read by child processes only (see the file)
+	$(SGL_PY) -m pip install -q --no-deps --upgrade --target $(SGL_VENV)/sglang-0.5.23 -r requirements/sglang-0.5.23.txt
 	touch $@
 
 reproduce: setup

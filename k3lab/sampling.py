@@ -1,0 +1,314 @@
+"""Top-k / top-p probability renormalisation in plain PyTorch, with FlashInfer's semantics.
+
+These are the functions sglang's speculative verifier calls on its dense path
+(``top_k_renorm_prob`` / ``top_p_renorm_prob``; ``sglang/srt/speculative/dflash_utils.py``,
+0.5.16). On ROCm 0.5.16 binds both to ``None``; :mod:`k3lab.patches.topk_renorm` binds
+these instead. Written from the documented behaviour of FlashInfer's
+``top_k_renorm_probs`` / ``top_p_renorm_probs`` (``flashinfer.sampling``) and of sglang's
+Triton renorm kernels (``sglang/kernels/ops/sampling/renorm_triton.py``, 0.5.23), not
+from their code:
+
+* top-k: per row, the pivot is the k-th largest probability; every entry ``>= pivot`` is
+  kept (ties at the pivot survive, so a row may keep more than k entries); the row is
+  divided by ``max(kept sum, 1e-8)``. ``k >= vocab`` (sglang's ``TOP_K_ALL = 1 << 30``) or
+  ``k == -1`` means "unrestricted": the row is only renormalised.
+* top-p: per row, the pivot is the smallest probability of the shortest
+  highest-probability prefix whose mass reaches ``p`` times the row's mass; every entry
+  ``>= pivot`` is kept (ties again survive) and the row is renormalised. ``p == 1``
+  only renormalises.
+
+Dtype policy: float16, bfloat16, float32 and float64 are accepted. The pivot and the mask
+are computed on the values exactly as given (an up-cast to float32 is exact, so ties in
+bf16/fp16 stay ties); sums are accumulated in float32 (float64 for float64 input); the
+result is returned in the input dtype. Any device works: nothing here names one.
+
+Bad input raises ``ValueError`` naming the problem: NaN/inf, negative entries, a row
+whose entries are all zero, ``k`` of 0 or below (other than -1), a per-row ``k``/``p``
+whose length does not match the rows, an empty batch.
+
+Also here: :func:`top_k_sort_fix`, the article's "sort, masked_fill, divide" fix, and
+:func:`top_k_rank_mask`, a rank-mask renorm (keep exactly k entries by rank), the
+behaviour sglang 0.5.23's torch fallback documents (``_dflash_top_k_renorm_prob``); both
+are kept as baselines for the benchmark and the tie study.
+"""
+
+from __future__ import annotations
+
+import torch
+
+TOP_K_ALL = 1 << 30  # sglang's "whole vocabulary" value (sglang/srt/sampling/sampling_params.py)
+UNRESTRICTED_K = -1  # the user-facing "no top-k" convention
+NORM_EPS = 1e-8
+TOP_P_SLACK = 1e-6  # relative slack when testing "cumulative mass >= p"  # FlashInfer's normaliser floor: divide by max(sum, 1e-8)
+_FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def check_probs(probs: torch.Tensor, name: str = "probs") -> torch.Tensor:
+    """Validate a ``[rows, vocab]`` probability tensor → its row sums ``[rows]`` (acc dtype).
+
+    ValueError naming the problem (and the rows) for NaN, inf, negative entries or a row
+    whose entries are all zero. Cheap on purpose: one flat ``aminmax`` pass finds NaN
+    (it propagates), ±inf and negatives; one row-sum pass finds all-zero rows. The
+    per-row scan that names the rows only runs once something is wrong.
+    """
+    if not isinstance(probs, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(probs).__name__}")
+    if probs.dim() != 2:
+        raise ValueError(f"{name} must be 2-D [rows, vocab], got shape {tuple(probs.shape)}")
+    if probs.dtype not in _FLOAT_DTYPES:
+        raise ValueError(f"{name} must be float16/bfloat16/float32/float64, got {probs.dtype}")
+    rows, vocab = probs.shape
+    if rows == 0:
+        raise ValueError(f"{name}: empty batch (0 rows)")
+    if vocab == 0:
+        raise ValueError(f"{name}: empty vocabulary (0 columns)")
+    lo, hi = torch.aminmax(probs)
+    if not (bool(torch.isfinite(lo)) and bool(torch.isfinite(hi)) and bool(lo >= 0)):
+        bad_nan = torch.isnan(probs).any(dim=-1)
+        if bool(bad_nan.any()):
+            raise ValueError(f"{name} has NaN in row(s) {_rows(bad_nan)}")
+        bad_inf = torch.isinf(probs).any(dim=-1)
+        if bool(bad_inf.any()):
+            raise ValueError(f"{name} has inf in row(s) {_rows(bad_inf)}")
+        neg = (probs < 0).any(dim=-1)
+        raise ValueError(f"{name} has negative entries in row(s) {_rows(neg)}")
+    sums = probs.sum(dim=-1, dtype=_acc_dtype(probs.dtype))
+    zero = sums == 0
+    if bool(zero.any()):
+        raise ValueError(f"{name} has all-zero row(s) {_rows(zero)}: nothing to renormalise")
+    return sums
+
+
+def _rows(mask: torch.Tensor, limit: int = 8) -> str:
+    idx = torch.nonzero(mask).flatten().tolist()
+    more = f" (+{len(idx) - limit} more)" if len(idx) > limit else ""
+    return ", ".join(map(str, idx[:limit])) + more
+
+
+def per_row_k(top_k, rows: int, vocab: int, device=None) -> torch.Tensor:
+    """``top_k`` (int or 1-D integer tensor of ``rows``) → int64 ``[rows]`` on ``device``.
+
+    Unrestricted entries (``-1`` or ``>= vocab``) become ``vocab``. ValueError for k == 0,
+    k < -1, a float or non-1-D tensor, or a length that does not match the rows.
+    """
+    if isinstance(top_k, bool):
+        raise ValueError(f"top_k must be an int or a 1-D integer tensor, got {top_k!r}")
+    if isinstance(top_k, int):
+        k = torch.full((rows,), top_k, dtype=torch.int64, device=device)
+    elif isinstance(top_k, torch.Tensor):
+        if top_k.dtype.is_floating_point or top_k.dtype == torch.bool or top_k.is_complex():
+            raise ValueError(f"top_k must hold integers, got dtype {top_k.dtype}")
+        if top_k.dim() != 1:
+            raise ValueError(f"top_k must be 1-D (one k per row), got shape {tuple(top_k.shape)}")
+        if top_k.numel() != rows:
+            raise ValueError(f"top_k has {top_k.numel()} entries but probs has {rows} rows")
+        k = top_k.to(device=device, dtype=torch.int64)
+    else:
+        raise ValueError(f"top_k must be an int or a 1-D integer tensor, got {type(top_k).__name__}")
+    bad = (k <= 0) & (k != UNRESTRICTED_K)
+    if bool(bad.any()):
+        raise ValueError(f"top_k must be >= 1 or -1 (unrestricted); got {k[bad][0].item()} "
+                         f"in row(s) {_rows(bad)}")
+    return torch.where((k == UNRESTRICTED_K) | (k > vocab), torch.full_like(k, vocab), k)
+
+
+def per_row_p(top_p, rows: int, device=None) -> torch.Tensor:
+    """``top_p`` (number or 1-D tensor of ``rows``) → float64 ``[rows]``, each in (0, 1]."""
+    if isinstance(top_p, bool):
+        raise ValueError(f"top_p must be a number or a 1-D tensor, got {top_p!r}")
+    if isinstance(top_p, (int, float)):
+        p = torch.full((rows,), float(top_p), dtype=torch.float64, device=device)
+    elif isinstance(top_p, torch.Tensor):
+        if top_p.dim() != 1:
+            raise ValueError(f"top_p must be 1-D (one p per row), got shape {tuple(top_p.shape)}")
+        if top_p.numel() != rows:
+            raise ValueError(f"top_p has {top_p.numel()} entries but probs has {rows} rows")
+        p = top_p.to(device=device, dtype=torch.float64)
+    else:
+        raise ValueError(f"top_p must be a number or a 1-D tensor, got {type(top_p).__name__}")
+    bad = ~((p > 0) & (p <= 1))  # also catches NaN
+    if bool(bad.any()):
+        raise ValueError(f"top_p must be in (0, 1]; got {p[bad][0].item()} in row(s) {_rows(bad)}")
+    return p
+
+
+def _renorm(x: torch.Tensor, keep: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
+    """Zero what ``keep`` drops, divide each row by max(kept sum, 1e-8) (``x`` in acc dtype)."""
+    kept = x * keep
+    s = kept.sum(dim=-1, keepdim=True).clamp_min(NORM_EPS)
+    return (kept / s).to(out_dtype)
+
+
+def top_k_pivot(probs: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """The k-th largest value of each row → ``[rows, 1]`` (0 for unrestricted rows, k == vocab).
+
+    ``probs`` ``[rows, vocab]``, ``k`` int64 ``[rows]`` in [1, vocab]. One ``torch.topk``
+    with the largest restricted k (a partial selection, not a sort).
+    """
+    rows, vocab = probs.shape
+    pivot = torch.zeros((rows, 1), dtype=probs.dtype, device=probs.device)
+    restricted = torch.nonzero(k < vocab).flatten()
+    if restricted.numel():
+        sub_k = k[restricted]
+        vals = torch.topk(probs[restricted], int(sub_k.max()), dim=-1).values
+        pivot[restricted] = vals.gather(1, (sub_k - 1).unsqueeze(1))
+    return pivot
+
+
+def top_k_renorm_prob(probs: torch.Tensor, top_k, *, validate: bool = True) -> torch.Tensor:
+    """Top-k renormalisation, FlashInfer semantics (see the module docstring).
+
+    probs: ``[rows, vocab]`` probabilities (need not sum to 1), float16/bf16/fp32/fp64.
+    top_k: an int or an integer tensor ``[rows]``; -1 or >= vocab = unrestricted.
+    Returns ``[rows, vocab]`` in probs' dtype: each row keeps the entries >= its k-th
+    largest value, divided by max(kept sum, 1e-8). ``validate=False`` skips the input
+    checks for callers that already guarantee finite, non-negative, nonzero rows.
+
+    How (no full sort): one ``torch.topk`` of ``max k + 1`` over the restricted rows gives
+    each row's pivot (rank k-1) and the next value (rank k). Where they differ, the kept
+    set is exactly the first k entries: they are scattered into a zero row. Where they
+    are equal (a tie straddles the pivot) and for unrestricted rows, the row is masked
+    densely (``probs >= pivot``) so every tied entry is kept.
+    """
+    sums = check_probs(probs) if validate else None
+    rows, vocab = probs.shape
+    k = per_row_k(top_k, rows, vocab, device=probs.device)
+    acc = _acc_dtype(probs.dtype)
+    out = torch.zeros_like(probs)
+    restricted = k < vocab
+    free = torch.nonzero(~restricted).flatten()
+    if free.numel():  # unrestricted rows: only renormalised
+        x = probs[free].to(acc)
+        s = (sums[free] if sums is not None else x.sum(dim=-1)).unsqueeze(1).clamp_min(NORM_EPS)
+        out[free] = (x / s).to(probs.dtype)
+    dense_rows = free[:0]
+    dense_pivot = torch.zeros((0, 1), dtype=probs.dtype, device=probs.device)
+    r_idx = torch.nonzero(restricted).flatten()
+    if r_idx.numel():
+        all_restricted = r_idx.numel() == rows
+        sub = probs if all_restricted else probs[r_idx]
+        sub_k = k[r_idx]
+        kmax = int(sub_k.max())
+        vals, idx = torch.topk(sub, kmax + 1, dim=-1)  # kmax < vocab, so kmax + 1 <= vocab
+        pivot = vals.gather(1, (sub_k - 1).unsqueeze(1))
+        nxt = vals.gather(1, sub_k.unsqueeze(1))
+        straddle = (nxt == pivot).squeeze(1)
+        clean = ~straddle
+        if bool(clean.any()):
+            c = torch.nonzero(clean).flatten()
+            ranks = torch.arange(kmax + 1, device=probs.device).unsqueeze(0)
+            v = vals[c].to(acc).masked_fill(ranks >= sub_k[c].unsqueeze(1), 0.0)
+            v = (v / v.sum(dim=-1, keepdim=True).clamp_min(NORM_EPS)).to(probs.dtype)
+            if all_restricted and c.numel() == rows:
+                out.scatter_(1, idx, v)  # the common case: no copy of the rows
+            else:
+                rows_c = r_idx[c]
+                out[rows_c] = out[rows_c].scatter_(1, idx[c], v)
+        if bool(straddle.any()):
+            s = torch.nonzero(straddle).flatten()
+            dense_rows = torch.cat([dense_rows, r_idx[s]])
+            dense_pivot = torch.cat([dense_pivot, pivot[s]])
+    if dense_rows.numel():
+        x = probs[dense_rows]
+        out[dense_rows] = _renorm(x.to(acc), x >= dense_pivot, probs.dtype)
+    return out
+
+
+def top_p_pivot(probs: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """The smallest value of the shortest top prefix reaching mass ``p`` → ``[rows, 1]``.
+
+    probs ``[rows, vocab]``; p float64 ``[rows]`` in (0, 1]. Mass is measured relative to
+    the row's total (cumulative sum in float64 over a descending sort), with a relative
+    slack of :data:`TOP_P_SLACK`.
+    """
+    sorted_vals = torch.sort(probs, dim=-1, descending=True).values
+    csum = torch.cumsum(sorted_vals.to(torch.float64), dim=-1)
+    # reaching p is judged with a relative slack of 1e-6: the row's total carries the
+    # rounding of its float32/bf16 entries, and p = 0.5 on [0.5, 0.2, 0.2, 0.1] must stop at 0.5
+    target = p.to(csum.device).unsqueeze(1) * csum[:, -1:] * (1.0 - TOP_P_SLACK)
+    # first position whose cumulative mass reaches the target (p == 1 → the last nonzero)
+    n = torch.searchsorted(csum, target, right=False).clamp_max(probs.shape[1] - 1)
+    return sorted_vals.gather(1, n)
+
+
+def top_p_renorm_prob(probs: torch.Tensor, top_p, *, validate: bool = True) -> torch.Tensor:
+    """Top-p (nucleus) renormalisation, FlashInfer threshold semantics.
+
+    probs: ``[rows, vocab]``; top_p: a number or a tensor ``[rows]`` in (0, 1].
+    Returns ``[rows, vocab]`` in probs' dtype: each row keeps every entry >= the pivot of
+    :func:`top_p_pivot` (ties kept), divided by max(kept sum, 1e-8). p == 1 keeps all.
+    """
+    if validate:
+        check_probs(probs)
+    rows, _ = probs.shape
+    p = per_row_p(top_p, rows, device=probs.device)
+    full = p >= 1.0
+    pivot = top_p_pivot(probs, p)
+    pivot = torch.where(full.unsqueeze(1), torch.zeros_like(pivot), pivot)
+    keep = probs >= pivot
+    return _renorm(probs.to(_acc_dtype(probs.dtype)), keep, probs.dtype)
+
+
+# --- baselines (benchmark and tie study) -------------------------------------------------
+
+def top_k_sort_fix(probs: torch.Tensor, top_k) -> torch.Tensor:
+    """The article's fix as described: full sort, masked_fill, divide (threshold semantics).
+
+    Sort each row descending, read the k-th value as the pivot, ``masked_fill`` what is
+    below it with 0, divide by the kept sum. Same output as :func:`top_k_renorm_prob`; the
+    cost is a full ``O(vocab log vocab)`` sort of every row. No input validation.
+    """
+    rows, vocab = probs.shape
+    k = per_row_k(top_k, rows, vocab, device=probs.device)
+    sorted_vals = torch.sort(probs, dim=-1, descending=True).values
+    pivot = sorted_vals.gather(1, (k - 1).unsqueeze(1))
+    pivot = torch.where((k >= vocab).unsqueeze(1), torch.zeros_like(pivot), pivot)
+    x = probs.to(_acc_dtype(probs.dtype))
+    x = x.masked_fill(probs < pivot, 0.0)
+    return (x / x.sum(dim=-1, keepdim=True).clamp_min(NORM_EPS)).to(probs.dtype)
+
+
+def top_k_rank_mask(probs: torch.Tensor, top_k) -> torch.Tensor:
+    """Rank-mask renorm: keep exactly the first k entries of ``torch.topk``, drop the rest.
+
+    The behaviour sglang 0.5.23's torch fallback documents (``dflash_utils.py``,
+    ``_dflash_top_k_renorm_prob``): ``topk`` with the batch's largest k, zero ranks >= each
+    row's k, divide by the kept sum, scatter back. Where ties straddle the pivot, which of
+    the tied entries survive depends on ``torch.topk``'s order, and the rest are dropped.
+    Computed in the input dtype, as the fallback does. No input validation.
+    """
+    rows, vocab = probs.shape
+    k = per_row_k(top_k, rows, vocab, device=probs.device)
+    kmax = int(k.max())
+    vals, idx = torch.topk(probs, kmax, dim=-1)
+    ranks = torch.arange(kmax, device=probs.device).unsqueeze(0)
+    vals = vals.masked_fill(ranks >= k.unsqueeze(1), 0.0)
+    vals = vals / vals.sum(dim=-1, keepdim=True)
+    return torch.zeros_like(probs).scatter_(1, idx, vals)
+
+
+def kept_counts(renormed: torch.Tensor) -> torch.Tensor:
+    """Entries kept per row (nonzero) → int64 ``[rows]``."""
+    return (renormed != 0).sum(dim=-1)
+
+
+def tie_straddles(probs: torch.Tensor, top_k) -> torch.Tensor:
+    """Rows where threshold and rank semantics differ → bool ``[rows]``.
+
+    They differ exactly when the (k+1)-th largest value equals the k-th (a tie straddles
+    the pivot), for restricted rows. Read from one ``torch.topk`` of ``max k + 1``.
+    """
+    rows, vocab = probs.shape
+    k = per_row_k(top_k, rows, vocab, device=probs.device)
+    restricted = k < vocab
+    if not bool(restricted.any()):
+        return restricted
+    kk = torch.where(restricted, k, torch.ones_like(k))
+    vals = torch.topk(probs, int(kk.max()) + 1, dim=-1).values
+    at = vals.gather(1, (kk - 1).unsqueeze(1)).squeeze(1)
+    after = vals.gather(1, kk.unsqueeze(1)).squeeze(1)
+    return restricted & (at == after)

@@ -1,0 +1,238 @@
+"""Speculative verification (chain rejection sampling) and a speed-up model for DSpark on K3.
+
+Two parts:
+
+1. :func:`verify_chain` — a chain verifier: ``n`` draft tokens are checked left to right
+   against the target distributions (``n + 1`` rows per request: one per draft position
+   plus the bonus). Draft token ``x`` at position ``i`` is accepted with probability
+   ``min(1, p_i(x) / q_i(x))``; at the first rejection a token is drawn from
+   ``normalise(max(p_i - q_i, 0))``; if all are accepted a bonus token is drawn from
+   ``p_n``. With ``draft_probs=None`` the draft is a point mass (``q_i = one-hot(x_i)``),
+   as in sglang's DFlash/DSpark target-only verification (``dflash_utils.py``, 0.5.16:
+   ``draft_probs`` all zeros, "sampled from relu(q - p)"). The emitted tokens are then
+   distributed exactly as the target (Leviathan et al. 2023, Chen et al. 2023). The target
+   rows are whatever the caller's renorm produced, so a chi-square test over many seeded
+   draws (:func:`chi_square_gof`) tells a correct renorm from a wrong one.
+
+2. A speed-up model (:func:`single_stream_speedup`, :func:`throughput_curve`) from the
+   acceptance length and the cost of a verify step relative to a decode step, derived from
+   the model config: a verify step over ``n`` tokens reads the routed experts those tokens
+   pick (``E[distinct experts]``), a decode step those of one token. Inputs and their
+   provenance: ``data/spec_decode_model.yaml``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import yaml
+
+from .paths import data_path
+
+# --- 1. the verifier ---------------------------------------------------------------------
+
+
+def verify_chain(target_probs: torch.Tensor, draft_tokens: torch.Tensor,
+                 draft_probs: torch.Tensor | None = None,
+                 generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Chain speculative verification with rejection sampling.
+
+    target_probs: ``[B, n + 1, V]`` rows summing to 1 (the target after temperature and
+    top-k/top-p renorm). draft_tokens: int ``[B, n]``. draft_probs: ``[B, n, V]`` or None
+    (point-mass draft). Returns ``(accept_len [B] int64 in [0, n], tokens [B, n + 1])``:
+    the accepted drafts, then the one token drawn at the first rejection (or the bonus),
+    padded with -1.
+    """
+    if target_probs.dim() != 3:
+        raise ValueError(f"target_probs must be [B, n+1, V], got {tuple(target_probs.shape)}")
+    B, n1, V = target_probs.shape
+    if draft_tokens.shape != (B, n1 - 1):
+        raise ValueError(f"draft_tokens must be [B, n] = {(B, n1 - 1)}, got {tuple(draft_tokens.shape)}")
+    if draft_probs is not None and draft_probs.shape != (B, n1 - 1, V):
+        raise ValueError(f"draft_probs must be [B, n, V] = {(B, n1 - 1, V)}, got {tuple(draft_probs.shape)}")
+    n = n1 - 1
+    dev = target_probs.device
+    p_all = target_probs.to(torch.float64)
+    tokens = torch.full((B, n + 1), -1, dtype=torch.int64, device=dev)
+    accept_len = torch.zeros(B, dtype=torch.int64, device=dev)
+    active = torch.ones(B, dtype=torch.bool, device=dev)
+    rows = torch.arange(B, device=dev)
+    for i in range(n):
+        x = draft_tokens[:, i].to(torch.int64)
+        p = p_all[:, i]
+        if draft_probs is None:
+            q = torch.zeros_like(p).scatter_(1, x.unsqueeze(1), 1.0)
+        else:
+            q = draft_probs[:, i].to(torch.float64)
+        px, qx = p[rows, x], q[rows, x]
+        u = torch.rand(B, generator=generator, dtype=torch.float64, device=dev)
+        accept = active & (u * qx < px)  # u < p/q without dividing by q
+        reject = active & ~accept
+        tokens[accept, i] = x[accept]
+        accept_len += accept.to(torch.int64)
+        if bool(reject.any()):
+            resid = (p - q).clamp_min(0.0)[reject]
+            tot = resid.sum(dim=1, keepdim=True)
+            resid = torch.where(tot > 0, resid / tot.clamp_min(1e-300), p[reject])
+            tokens[reject, i] = torch.multinomial(resid, 1, generator=generator).squeeze(1)
+        active = accept
+    if bool(active.any()):
+        tokens[active, n] = torch.multinomial(p_all[active, n], 1, generator=generator).squeeze(1)
+    return accept_len, tokens
+
+
+def first_token_counts(target_row: torch.Tensor, draft_tokens: list[int], draws: int,
+                       seed: int = 0, draft_probs: torch.Tensor | None = None) -> torch.Tensor:
+    """Histogram ``[V]`` of the first emitted token over ``draws`` seeded verifications.
+
+    target_row: ``[V]`` — the same target at every position (one context), repeated over
+    ``n + 1`` positions; draft_tokens: the ``n`` proposed tokens (same for every draw).
+    """
+    V = target_row.shape[0]
+    n = len(draft_tokens)
+    tp = target_row.to(torch.float64).expand(draws, n + 1, V)
+    dt = torch.tensor(draft_tokens, dtype=torch.int64).expand(draws, n)
+    dp = None if draft_probs is None else draft_probs.to(torch.float64).expand(draws, n, V)
+    g = torch.Generator().manual_seed(seed)
+    _, toks = verify_chain(tp, dt, dp, generator=g)
+    return torch.bincount(toks[:, 0], minlength=V)
+
+
+def chi_square_gof(counts: torch.Tensor, expected_probs: torch.Tensor) -> tuple[float, int, float]:
+    """Pearson chi-square goodness of fit → (statistic, degrees of freedom, p-value).
+
+    counts ``[V]`` observed; expected_probs ``[V]`` summing to 1. Bins with zero expected
+    probability must be empty (any count there gives statistic inf, p-value 0). The p-value
+    is the chi-square survival function, ``Q(df/2, x/2)`` (``torch.special.gammaincc``).
+    """
+    counts = counts.to(torch.float64)
+    e = expected_probs.to(torch.float64) * counts.sum()
+    support = e > 0
+    if bool((counts[~support] > 0).any()):
+        return math.inf, int(support.sum()) - 1, 0.0
+    x = float((((counts - e) ** 2)[support] / e[support]).sum())
+    df = int(support.sum()) - 1
+    if df <= 0:
+        return x, df, 1.0
+    p = float(torch.special.gammaincc(torch.tensor(df / 2, dtype=torch.float64),
+                                      torch.tensor(x / 2, dtype=torch.float64)))
+    return x, df, p
+
+
+# --- 2. the speed-up model ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepBytes:
+    """Weight bytes one forward step reads, for the whole model (all TP ranks together).
+
+    ``non_expert_bytes``: attention, shared experts, dense layer, latent projections,
+    router, lm_head (BF16). ``routed_expert_bytes``: one routed expert of every MoE layer
+    (MXFP4), i.e. what each distinct expert chosen costs.
+    """
+
+    non_expert_bytes: float
+    routed_expert_bytes_per_expert_all_layers: float
+    num_experts: int
+    experts_per_token: int
+
+    def step_bytes(self, tokens: int) -> float:
+        """Bytes read by a step over ``tokens`` tokens (batch × positions)."""
+        return (self.non_expert_bytes + self.routed_expert_bytes_per_expert_all_layers
+                * expected_distinct_experts(tokens, self.num_experts, self.experts_per_token))
+
+
+def expected_distinct_experts(tokens: int, num_experts: int = 896, top_k: int = 16) -> float:
+    """E[# distinct experts] when ``tokens`` tokens each pick ``top_k`` of ``num_experts``.
+
+    Uniform, independent routing: ``E · (1 − (1 − k/E)^tokens)``. (Real routing is skewed,
+    which lowers it; uniform is the upper end, so the verify cost here is an upper bound.)
+    """
+    if tokens < 0 or num_experts <= 0 or not 0 < top_k <= num_experts:
+        raise ValueError(f"bad routing: tokens={tokens}, num_experts={num_experts}, top_k={top_k}")
+    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
+
+
+def model_inputs() -> dict:
+    """``data/spec_decode_model.yaml``: the model's inputs, each with its source."""
+    with open(data_path("spec_decode_model.yaml"), encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def step_bytes_from_config(cfg, expert_bytes_per_param: float, dense_bytes_per_param: float) -> StepBytes:
+    """Count per-step weight bytes from the K3 text config (see FACTS-style notes in data/).
+
+    Non-expert parameters read every step: 69 KDA layers (q/k/v/g 7168→96·128 each, o_proj,
+    f_a/f_b low-rank gate, b_proj), 24 MLA layers (q_a/q_b, kv_a/kv_b, o_proj, g_proj),
+    the dense layer-0 MLP, per MoE layer the shared experts, the 7168↔3584 latent
+    projections and the router, plus the lm_head. Norms and conv kernels are negligible.
+    """
+    h = cfg.hidden_size
+    lin = cfg.linear_attn_num_heads * cfg.linear_attn_head_dim
+    kda = 4 * h * lin + lin * h + (h * 128 + 128 * lin) + h * cfg.linear_attn_num_heads
+    nh = cfg.num_attention_heads
+    qk = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim
+    mla = (h * cfg.q_lora_rank + cfg.q_lora_rank * nh * qk
+           + h * (cfg.kv_lora_rank + cfg.qk_rope_head_dim)
+           + cfg.kv_lora_rank * nh * (cfg.qk_nope_head_dim + cfg.v_head_dim)
+           + nh * cfg.v_head_dim * h + h * nh * cfg.v_head_dim)
+    moe_layers = cfg.num_hidden_layers - cfg.first_k_dense_replace
+    lat = cfg.routed_expert_hidden_size
+    per_moe = (cfg.num_shared_experts * 3 * h * cfg.moe_intermediate_size
+               + 2 * h * lat + lat * cfg.num_experts)
+    dense = cfg.first_k_dense_replace * 3 * h * cfg.intermediate_size
+    head = cfg.vocab_size * h
+    non_expert = (cfg.num_kda_layers * kda + cfg.num_mla_layers * mla + moe_layers * per_moe
+                  + dense + head)
+    expert = moe_layers * 3 * lat * cfg.moe_intermediate_size
+    return StepBytes(non_expert * dense_bytes_per_param, expert * expert_bytes_per_param,
+                     cfg.num_experts, cfg.num_experts_per_token)
+
+
+def verify_cost_ratio(sb: StepBytes, batch: int, verify_tokens: int, fixed_fraction: float) -> float:
+    """t(verify step over batch × verify_tokens) / t(decode step over batch), weights only.
+
+    ``fixed_fraction``: the share of a decode step that does not scale with bytes read
+    (launch overhead, synchronisation, communication latency), in [0, 1].
+    """
+    if not 0.0 <= fixed_fraction <= 1.0:
+        raise ValueError(f"fixed_fraction must be in [0, 1], got {fixed_fraction}")
+    mem = sb.step_bytes(batch * verify_tokens) / sb.step_bytes(batch)
+    return fixed_fraction + (1.0 - fixed_fraction) * mem
+
+
+def single_stream_speedup(accept_length: float, verify_ratio: float, draft_ratio: float) -> float:
+    """Decode speed-up with speculation at batch 1: τ / (c_verify + c_draft).
+
+    accept_length τ: tokens emitted per verify step (accepted drafts + the bonus), ≥ 1.
+    verify_ratio, draft_ratio: their costs in units of one plain decode step.
+    """
+    if accept_length < 1 or verify_ratio <= 0 or draft_ratio < 0:
+        raise ValueError(f"bad inputs: accept_length={accept_length}, verify_ratio={verify_ratio}, "
+                         f"draft_ratio={draft_ratio}")
+    return accept_length / (verify_ratio + draft_ratio)
+
+
+def throughput_gain(sb: StepBytes, concurrency: int, accept_length: float, verify_tokens: int,
+                    fixed_fraction: float, draft_ratio: float) -> float:
+    """Aggregate tok/s with speculation ÷ without, at one concurrency (weights-bound model)."""
+    return single_stream_speedup(accept_length,
+                                 verify_cost_ratio(sb, concurrency, verify_tokens, fixed_fraction),
+                                 draft_ratio)
+
+
+def speedup_grid(sb: StepBytes, accept_lengths, fixed_fractions, draft_ratio: float,
+                 verify_tokens: int = 8, batch: int = 1):
+    """DataFrame of single-stream (``batch``) speed-ups over τ × fixed_fraction."""
+    import pandas as pd
+
+    rows = []
+    for f in fixed_fractions:
+        cv = verify_cost_ratio(sb, batch, verify_tokens, f)
+        for tau in accept_lengths:
+            rows.append({"accept_length": float(tau), "fixed_fraction": float(f), "verify_cost_ratio": cv,
+                         "draft_cost_ratio": draft_ratio,
+                         "speedup": single_stream_speedup(float(tau), cv, draft_ratio)})
+    return pd.DataFrame(rows)

@@ -1,0 +1,104 @@
+"""k3lab.patches.topk_renorm / serve / plugin, without sglang: a stand-in module object
+is put where sglang's dflash_utils would be; the real-sglang twin is tests/sglang/."""
+
+import sys
+import types
+
+import pytest
+
+from k3lab import patches, sampling
+from k3lab.patches import plugin, serve
+from k3lab.patches import topk_renorm as T
+
+MOD = "sglang.srt.speculative.dflash_utils"
+
+
+@pytest.fixture
+def fake_dflash(monkeypatch):
+    m = types.ModuleType(MOD)
+    m.top_k_renorm_prob = None
+    m.top_p_renorm_prob = None
+    monkeypatch.setitem(sys.modules, MOD, m)
+    patch = T.TopKRenormPatch()
+    yield m, patch
+    patch.revert()
+
+
+def test_apply_binds_none_names_and_revert_restores(fake_dflash):
+    m, patch = fake_dflash
+    done = patch.apply("0.5.16")
+    assert done == [f"{MOD}.top_k_renorm_prob", f"{MOD}.top_p_renorm_prob"]
+    p = sampling.torch.tensor([[0.1, 0.3, 0.2, 0.2, 0.2]])
+    assert m.top_k_renorm_prob(p, sampling.torch.tensor([2])).ne(0).sum() == 4
+    assert patch.apply("0.5.16") == []  # idempotent
+    assert sorted(patch.revert()) == done
+    assert m.top_k_renorm_prob is None and m.top_p_renorm_prob is None
+
+
+def test_missing_name_is_bound_then_removed(fake_dflash):
+    m, patch = fake_dflash
+    del m.top_k_renorm_prob  # the PR #32621 state
+    assert f"{MOD}.top_k_renorm_prob" in patch.apply("0.5.16")
+    assert callable(m.top_k_renorm_prob)
+    patch.revert()
+    assert not hasattr(m, "top_k_renorm_prob")
+
+
+def test_real_kernel_left_alone(fake_dflash):
+    m, patch = fake_dflash
+    kernel = lambda probs, k: probs  # noqa: E731 - stands for sgl_kernel's on CUDA
+    m.top_k_renorm_prob = kernel
+    assert patch.apply("0.5.16") == [f"{MOD}.top_p_renorm_prob"]
+    assert m.top_k_renorm_prob is kernel
+
+
+def test_unknown_version_refused_unless_forced(fake_dflash):
+    m, patch = fake_dflash
+    with pytest.raises(patches.UnsupportedSglangVersion, match="does not know sglang 9.9.9"):
+        patch.apply("9.9.9")
+    assert m.top_k_renorm_prob is None
+    assert patch.apply("9.9.9", force=True)
+
+
+def test_module_absent_gives_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, MOD, None)  # import of it raises ImportError
+    with pytest.raises(RuntimeError, match="has no module"):
+        T.TopKRenormPatch().apply("0.5.16")
+
+
+def test_serve_splits_arguments():
+    opts, rest = serve.split_argv(["--force", "--", "--model-path", "m", "--tp", "8", "--force"])
+    assert opts == {"force": True, "dry_run": False}
+    assert rest == ["--model-path", "m", "--tp", "8", "--force"]  # sglang's, untouched
+    with pytest.raises(ValueError, match="unknown k3lab serve option"):
+        serve.split_argv(["--model-path", "m"])
+
+
+def test_serve_applies_then_passes_arguments(monkeypatch):
+    calls = []
+    monkeypatch.setattr(patches, "apply", lambda force=False: calls.append(("apply", force)) or ["x.y"])
+    monkeypatch.delenv(plugin.ENV_ENABLE, raising=False)
+    got = serve.main(["--", "--model-path", "m", "--port", "31000"],
+                     runner=lambda args: calls.append(("run", args)) or 0)
+    assert got == 0
+    assert calls == [("apply", False), ("run", ["--model-path", "m", "--port", "31000"])]
+    import os
+    assert os.environ[plugin.ENV_ENABLE] == "1"  # spawned sglang processes re-apply
+
+
+def test_serve_errors(monkeypatch, capsys):
+    assert serve.main([]) == 2
+    def refuse(force=False):
+        raise patches.UnsupportedSglangVersion("k3lab patch 'topk_renorm' does not know sglang 1.0")
+    monkeypatch.setattr(patches, "apply", refuse)
+    assert serve.main(["--", "--model-path", "m"], runner=lambda a: 0) == 2
+    assert "does not know sglang 1.0" in capsys.readouterr().err
+
+
+def test_plugin_is_inert_without_env(monkeypatch):
+    monkeypatch.delenv(plugin.ENV_ENABLE, raising=False)
+    monkeypatch.setattr(patches, "apply", lambda force=False: pytest.fail("must not apply"))
+    assert plugin.sglang_plugin() == []
+    monkeypatch.setenv(plugin.ENV_ENABLE, "1")
+    monkeypatch.setattr(patches, "apply", lambda force=False: ["a.b"])
+    assert plugin.sglang_plugin() == ["a.b"]
