@@ -43,7 +43,7 @@ test-unit: setup
 	$(PY) -m pytest -q -m "not sglang" tests
 
 test-sglang: sglang-env
-	$(SGL_PY) -m pytest -q -m sglang tests -p no:cacheprovider
+	$(SGL_PY) -m pytest -q -m sglang tests/sglang -p no:cacheprovider
 
 test-notebooks: setup
 	rm -rf $(NBVAL_RESULTS)

@@ -133,7 +133,8 @@ def machine_meta(device: str, command: str) -> dict:
         "torch": torch.__version__,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "note": "2 shared cores: other processes ran concurrently; compare ratios, not absolute times",
+        "note": "compare ratios, not absolute times; load_average_at_end says how busy the "
+                "machine was (other processes may have shared its cores)",
     }
     try:
         meta["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -705,16 +705,33 @@ def layout_variant(name: str = "default") -> dict:
 
 # --------------------------------------------------------------------------- notebook helpers
 
-#: The configurations of the study: (label, gpu key, HBM override in GB or None, num_gpus, tp, pp).
-CONFIGURATIONS = (
-    ("8×MI355X TP8", "mi355x", None, 8, 8, 1),
-    ("8×B300 TP8", "b300", None, 8, 8, 1),
-    ("8×B200 TP8 (HGX, 180 GB usable)", "b200", None, 8, 8, 1),
-    ("8×B200 TP8 (article's 192 GB)", "b200", 192, 8, 8, 1),
-    ("16×B200 TP16", "b200", None, 16, 16, 1),
-    ("16×B200 TP8×PP2", "b200", None, 16, 8, 2),
-    ("8×H200 TP8", "h200", None, 8, 8, 1),
-)
+def study_configurations() -> tuple:
+    """The configurations of the study: (label, gpu key, HBM override in GB or None,
+    num_gpus, tp, pp).
+
+    The B200 appears twice at TP8: with its HGX usable capacity (``usable_hbm_gb``) and
+    with the article's "192GB per GPU", which is the B200's physical HBM (``hbm_gb`` in
+    ``data/hardware.yaml``) used as if all of it were usable. Both numbers and the labels
+    come from the hardware table.
+    """
+    b200 = load_gpu("b200")
+    return (
+        ("8×MI355X TP8", "mi355x", None, 8, 8, 1),
+        ("8×B300 TP8", "b300", None, 8, 8, 1),
+        (f"8×B200 TP8 (HGX, {b200.usable_hbm_gb:g} GB usable)", "b200", None, 8, 8, 1),
+        (f"8×B200 TP8 (article's {b200.hbm_gb:g} GB)", "b200", b200.hbm_gb, 8, 8, 1),
+        ("16×B200 TP16", "b200", None, 16, 16, 1),
+        ("16×B200 TP8×PP2", "b200", None, 16, 8, 2),
+        ("8×H200 TP8", "h200", None, 8, 8, 1),
+    )
+
+
+def __getattr__(name: str):
+    # ``memory.CONFIGURATIONS`` stays available; it is built from data/hardware.yaml on use
+    if name == "CONFIGURATIONS":
+        return study_configurations()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: How the figure groups the components of the weights.
 WEIGHT_GROUPS = {
@@ -758,9 +775,11 @@ def gap_frame(cfg: ModelConfig, tp: int = 8, layout: dict | None = None):
 
 
 def configuration_plans(cfg: ModelConfig, kv_dtype: str = "bf16", mem_fraction: float = 0.9,
-                        configurations=CONFIGURATIONS) -> list[tuple[str, Plan]]:
-    """(label, :class:`Plan`) for each configuration of :data:`CONFIGURATIONS`."""
+                        configurations=None) -> list[tuple[str, Plan]]:
+    """(label, :class:`Plan`) for each configuration (default: :func:`study_configurations`)."""
     out = []
+    if configurations is None:
+        configurations = study_configurations()
     for label, key, hbm, n, tp, pp in configurations:
         g = load_gpu(key)
         if hbm is not None:

@@ -238,8 +238,9 @@ def decode_step(dep: Deployment, concurrency: float, context_tokens: float | Non
 
     ``context_tokens``: mean context per request during decode (default: the article's
     workload, input + output/2 = 1024 + 200). ``tokens_per_request_step``: tokens the
-    target processes per request per step (1, or the draft block size when verifying);
-    ``accept_len``: tokens each request emits per step (≤ tokens_per_request_step + 1).
+    target processes per request per step (1, or the verify rows when verifying: the draft
+    block + 1); ``accept_len``: tokens each request emits per step (≤ tokens_per_request_step:
+    at most every draft plus the bonus token of the last row).
     """
     cfg = load_model() if cfg is None else cfg
     inp = inputs()
@@ -247,8 +248,8 @@ def decode_step(dep: Deployment, concurrency: float, context_tokens: float | Non
         raise ValueError(f"concurrency must be positive, got {concurrency!r}")
     if not tokens_per_request_step >= 1:
         raise ValueError(f"tokens_per_request_step must be >= 1, got {tokens_per_request_step}")
-    if not 0 < accept_len <= tokens_per_request_step + 1:
-        raise ValueError(f"accept_len must be in (0, tokens_per_request_step + 1], got {accept_len}")
+    if not 0 < accept_len <= tokens_per_request_step:
+        raise ValueError(f"accept_len must be in (0, tokens_per_request_step], got {accept_len}")
     if context_tokens is None:
         from .throughput import article_workload
 
@@ -309,10 +310,15 @@ def decode_step(dep: Deployment, concurrency: float, context_tokens: float | Non
 
 
 def spec_params() -> dict:
-    """Speculative-decoding bound parameters: verify width (block size) and the highest
-    reported acceptance length (``data/roofline.yaml``)."""
+    """Speculative-decoding bound parameters (``data/roofline.yaml``): verify width = target
+    rows per request (the draft block + 1, as sglang 0.5.16's DSpark verify) and the highest
+    reported acceptance length."""
     s = inputs()["speculative"]
-    return {"tokens_per_request_step": float(s["block_size_tokens"]["value"]),
+    block, rows = s["block_size_tokens"]["value"], s["verify_rows_per_request"]["value"]
+    if rows != block + 1:
+        raise ValueError(f"data/roofline.yaml: verify_rows_per_request ({rows}) must be "
+                         f"block_size_tokens + 1 ({block + 1})")
+    return {"tokens_per_request_step": float(rows),
             "accept_len": float(s["accept_len_max_reported"]["value"])}
 
 
@@ -411,7 +417,9 @@ def figure(curves, measured, title: str = "Decode roofline (upper bound) vs the 
     ax.set_title(title, fontsize=11)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8, loc="upper left")
-    ax.text(0.99, 0.02, "dotted: with speculative verification (7-token blocks, accept 3.8)\n"
+    s = inputs()["speculative"]
+    ax.text(0.99, 0.02, f"dotted: with speculative verification ({s['block_size_tokens']['value']}-token blocks, "
+            f"{s['verify_rows_per_request']['value']} verify rows, accept {s['accept_len_max_reported']['value']})\n"
             "circle: concurrency from the article; square: assumed c=64",
             transform=ax.transAxes, ha="right", va="bottom", fontsize=7)
     fig.tight_layout()

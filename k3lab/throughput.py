@@ -526,8 +526,15 @@ def article_ratios():
 # --------------------------------------------------------------------------- figures
 
 
+ARTICLE_TIERS = ("article", "article_rate_check")
+
+
 def price_check():
-    """Each article price against every other tier's price for the same GPU.
+    """Each article price against the independent tiers' prices for the same GPU.
+
+    Independent means not taken from the article: the ``article_rate_check`` tier (the
+    article's own "independent rate checks", copied from its text) is excluded too, so the
+    article is never checked against itself.
 
     Columns: gpu, article_usd_per_gpu_hour, other_min, other_max, within_public_range,
     and the B300 ÷ MI355X price ratio per tier is in :func:`price_ratio_by_tier`.
@@ -538,7 +545,7 @@ def price_check():
     rows = []
     for gpu in sorted(set(pr[pr["tier"] == "article"]["gpu"])):
         art = price(gpu, "article")
-        other = pr[(pr["gpu"] == gpu) & (pr["tier"] != "article")]["usd_per_gpu_hour"]
+        other = pr[(pr["gpu"] == gpu) & ~pr["tier"].isin(ARTICLE_TIERS)]["usd_per_gpu_hour"]
         rows.append({"gpu": gpu, "article_usd_per_gpu_hour": art, "other_min": float(other.min()),
                      "other_max": float(other.max()),
                      "within_public_range": bool(other.min() <= art <= other.max())})

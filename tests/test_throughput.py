@@ -170,3 +170,18 @@ def test_claimed_values_agree_with_the_table_file():
     assert tab["mi355x_tp8"].tok_s == claims.get("T1").claimed
     assert tab["b300_tp8_dcp"].tok_s == claims.get("T2").claimed
     assert tab["b200_tp16"].tok_s == claims.get("T3").claimed
+
+
+def test_price_check_never_compares_the_article_with_itself():
+    from k3lab import throughput as tp
+
+    pc = tp.price_check().set_index("gpu")
+    pr = tp.prices()
+    indep = pr[~pr.tier.isin(["article", "article_rate_check"])]
+    for gpu, row in pc.iterrows():
+        p = indep[indep.gpu == gpu].usd_per_gpu_hour
+        assert (row.other_min, row.other_max) == (p.min(), p.max())
+    # MI355X: the independent figures (InferenceX cost tiers) top out at 2.10 $/GPU-h,
+    # below the article's 2.50; only the article's own Vultr quote (2.59) would cover it.
+    assert pc.loc["mi355x", "other_max"] == 2.10
+    assert not pc.loc["mi355x", "within_public_range"]
