@@ -89,6 +89,14 @@ def _rows(mask: torch.Tensor, limit: int = 8) -> str:
     return ", ".join(map(str, idx[:limit])) + more
 
 
+def _check_one_per_row(t: torch.Tensor, name: str, symbol: str, rows: int) -> None:
+    """ValueError unless ``t`` is 1-D with one entry per row of probs."""
+    if t.dim() != 1:
+        raise ValueError(f"{name} must be 1-D (one {symbol} per row), got shape {tuple(t.shape)}")
+    if t.numel() != rows:
+        raise ValueError(f"{name} has {t.numel()} entries but probs has {rows} rows")
+
+
 def per_row_k(top_k, rows: int, vocab: int, device=None) -> torch.Tensor:
     """``top_k`` (int or 1-D integer tensor of ``rows``) → int64 ``[rows]`` on ``device``.
 
@@ -102,10 +110,7 @@ def per_row_k(top_k, rows: int, vocab: int, device=None) -> torch.Tensor:
     elif isinstance(top_k, torch.Tensor):
         if top_k.dtype.is_floating_point or top_k.dtype == torch.bool or top_k.is_complex():
             raise ValueError(f"top_k must hold integers, got dtype {top_k.dtype}")
-        if top_k.dim() != 1:
-            raise ValueError(f"top_k must be 1-D (one k per row), got shape {tuple(top_k.shape)}")
-        if top_k.numel() != rows:
-            raise ValueError(f"top_k has {top_k.numel()} entries but probs has {rows} rows")
+        _check_one_per_row(top_k, "top_k", "k", rows)
         k = top_k.to(device=device, dtype=torch.int64)
     else:
         raise ValueError(f"top_k must be an int or a 1-D integer tensor, got {type(top_k).__name__}")
@@ -123,10 +128,7 @@ def per_row_p(top_p, rows: int, device=None) -> torch.Tensor:
     if isinstance(top_p, (int, float)):
         p = torch.full((rows,), float(top_p), dtype=torch.float64, device=device)
     elif isinstance(top_p, torch.Tensor):
-        if top_p.dim() != 1:
-            raise ValueError(f"top_p must be 1-D (one p per row), got shape {tuple(top_p.shape)}")
-        if top_p.numel() != rows:
-            raise ValueError(f"top_p has {top_p.numel()} entries but probs has {rows} rows")
+        _check_one_per_row(top_p, "top_p", "p", rows)
         p = top_p.to(device=device, dtype=torch.float64)
     else:
         raise ValueError(f"top_p must be a number or a 1-D tensor, got {type(top_p).__name__}")
