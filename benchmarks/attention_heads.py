@@ -15,7 +15,8 @@ import sys
 
 import torch
 
-from k3lab import headbench, io
+from k3lab import io
+from k3lab.live import kernel_timing as headbench
 from k3lab.paths import MEASURED_DIR
 
 

@@ -4,7 +4,7 @@
 
 Runs sglang's own ``AiterAttnBackend.__init__`` for Kimi K3 (96 heads) at TP 1..32, and its
 ``forward_extend`` fp8 prefill path with k3lab's labelled AITER stand-ins
-(k3lab.sglang_harness), unpatched and patched. Writes
+(k3lab.probes.aiter_backend), unpatched and patched. Writes
 ``data/measured/cpu-2core/sglang_aiter_probe.json`` for notebook 03 (which runs in .venv,
 without sglang) to replay.
 """
@@ -17,7 +17,7 @@ import platform
 import torch
 
 from k3lab import io, patches
-from k3lab import sglang_harness as H
+from k3lab.probes import aiter_backend as H
 from k3lab.paths import MEASURED_DIR
 from k3lab.patches.aiter_head_pad import _MARK, PATCH
 
@@ -62,7 +62,7 @@ def main() -> int:
            "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "command": "python benchmarks/sglang_aiter_probe.py (in .venv-sglang)",
            "real": "sglang's aiter_backend module and AiterAttnBackend methods",
-           "stand_ins": "model runner/config/layer/batch objects and the AITER kernels (k3lab.sglang_harness)",
+           "stand_ins": "model runner/config/layer/batch objects and the AITER kernels (k3lab.probes.aiter_backend)",
            "tp_rows": rows, "patched": applied, "reverted": reverted,
            "prefill_12_heads_unpadded": unpatched_prefill, "prefill_12_heads_patched": patched_prefill}
     io.write_json(MEASURED_DIR / "cpu-2core" / "sglang_aiter_probe.json", doc)

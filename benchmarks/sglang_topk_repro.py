@@ -22,7 +22,7 @@ import torch
 
 from k3lab import io
 from k3lab.paths import MEASURED_DIR
-from k3lab.patches import topk_repro
+from k3lab.probes import topk_repro
 
 NAME = "sglang_topk_repro"
 

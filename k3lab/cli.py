@@ -15,7 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("render results/report.html from results/", "k3lab.report:main"),
     "fit": ("memory fit of Kimi K3 on a GPU configuration", "k3lab.memory:cli_main"),
     "serve": ("apply the k3lab patches, then run sglang's server in this process", "k3lab.patches.serve:main"),
-    "bench": ("drive sglang.bench_serving over a concurrency sweep (live)", "k3lab.bench:cli_main"),
+    "bench": ("drive sglang.bench_serving over a concurrency sweep (live)", "k3lab.live.bench_serving:cli_main"),
 }
 
 

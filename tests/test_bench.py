@@ -1,4 +1,4 @@
-"""k3lab.bench: bench_serving JSONL validation, command construction, the sweep driver.
+"""k3lab.live.bench_serving: bench_serving JSONL validation, command construction, the sweep driver.
 
 The fixture is real: ``data/measured/cpu-2core/bench_live_smoke.jsonl`` was written by
 sglang 0.5.16's bench_serving against a llama.cpp server on this CPU
@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from k3lab import bench, cli
+from k3lab import cli
+from k3lab.live import bench_serving as bench
 from k3lab.paths import MEASURED_DIR
 
 SMOKE = MEASURED_DIR / "cpu-2core" / "bench_live_smoke.jsonl"

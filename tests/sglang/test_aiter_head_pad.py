@@ -1,6 +1,6 @@
 """The AITER head-pad patch against the real sglang 0.5.16 ``aiter_backend`` module, on CPU.
 
-Real: sglang's module and AiterAttnBackend methods. Stand-ins (k3lab.sglang_harness, labelled):
+Real: sglang's module and AiterAttnBackend methods. Stand-ins (k3lab.probes.aiter_backend, labelled):
 the model runner/config/layer/batch objects and the AITER kernels, which enforce AITER's
 head-count rules and compute with k3lab's reference. AITER's own kernels cannot run here.
 """
@@ -10,7 +10,7 @@ import torch
 
 from k3lab import attention as A
 from k3lab import patches
-from k3lab import sglang_harness as H
+from k3lab.probes import aiter_backend as H
 from k3lab.patches.aiter_head_pad import PATCH, _MARK
 
 

@@ -1,11 +1,11 @@
-"""k3lab.bench's command line is accepted by the real sglang 0.5.16 bench_serving parser."""
+"""k3lab.live.bench_serving's command line is accepted by the real sglang 0.5.16 bench_serving parser."""
 
 import argparse
 import sys
 
 import pytest
 
-from k3lab import bench
+from k3lab.live import bench_serving as bench
 
 
 class _Parsed(Exception):

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from k3lab import patches, sampling
-from k3lab.patches import plugin, serve, topk_repro
+from k3lab.patches import plugin, serve
+from k3lab.probes import topk_repro
 from k3lab.patches.topk_renorm import PATCH, REPLACEMENTS
 
 VOCAB = 2048

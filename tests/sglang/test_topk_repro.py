@@ -4,7 +4,7 @@ regenerated here and must equal what is committed, so it cannot go stale silentl
 import json
 
 from k3lab.paths import MEASURED_DIR
-from k3lab.patches import topk_repro
+from k3lab.probes import topk_repro
 
 COMMITTED = MEASURED_DIR / "cpu-2core" / "sglang_topk_repro.json"
 

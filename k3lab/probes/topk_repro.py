@@ -94,7 +94,7 @@ def sampling_info(requests: list[dict], vocab: int):
 @contextlib.contextmanager
 def bindings(state: str):
     """Put dflash_utils' renorm names into ``state`` (see :data:`STATES`); restore after."""
-    from .topk_renorm import PATCH
+    from ..patches.topk_renorm import PATCH
 
     if state not in STATES:
         raise ValueError(f"unknown state {state!r}; states: {STATES}")
@@ -122,7 +122,7 @@ def bindings(state: str):
 
 def describe_bindings(mod) -> dict[str, str]:
     """What each renorm name of the module is bound to, in words."""
-    from .topk_renorm import REPLACEMENTS
+    from ..patches.topk_renorm import REPLACEMENTS
 
     out = {}
     for n in ("top_k_renorm_prob", "top_p_renorm_prob", "tree_speculative_sampling_target_only"):
@@ -227,7 +227,7 @@ def run_case(state: str, mix: str, vocab: int = DEFAULT_VOCAB, draft: int = DRAF
 
 _CHILD = """
 import sys
-from k3lab.patches import topk_repro as r
+from k3lab.probes import topk_repro as r
 sys.exit(r._crash_child({vocab}))
 """
 

@@ -29,8 +29,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
-from . import io
-from .paths import results_dir
+from .. import io
+from ..paths import results_dir
 
 NOTEBOOK_ID = "04_throughput_perf_per_dollar"
 DEFAULT_CONCURRENCIES = (1, 4, 16, 24, 64)

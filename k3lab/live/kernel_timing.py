@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from . import attention as A
+from .. import attention as A
 
 DEFAULT_LENS = (1024, 2048, 4096, 8192, 16384, 32768)
 #: repeats per sequence length: many where a run is cheap, one at 32k (~1–2 min a run here).

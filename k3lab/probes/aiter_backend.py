@@ -24,7 +24,7 @@ from types import SimpleNamespace as NS
 
 import torch
 
-from . import attention as A
+from .. import attention as A
 
 MODULE = "sglang.srt.layers.attention.aiter_backend"
 
