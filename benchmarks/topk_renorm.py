@@ -1,5 +1,6 @@
-"""Top-k renorm on this CPU at K3's vocabulary: k3lab vs the article's sort fix vs sglang
-0.5.23's rank-mask fallback; and how often ties at the pivot make rank masking differ.
+"""Top-k renorm on this CPU at K3's vocabulary: k3lab vs sglang 0.5.23's rank-mask fallback vs
+the article's sort fix, interleaved in one process; and how often ties at the pivot make rank
+masking differ.
 
     PYTHONPATH=.venv-sglang/sglang-0.5.23 .venv-sglang/bin/python benchmarks/topk_renorm.py
 
@@ -7,15 +8,26 @@ With sglang 0.5.23 importable (the command above; ``make sglang-env`` installs i
 real ``_dflash_top_k_renorm_prob`` is timed; otherwise k3lab's rank-mask twin
 (:func:`k3lab.sampling.top_k_rank_mask`) stands in and the CSV says so (column ``impl``).
 
-Writes ``data/measured/cpu-2core/topk_renorm.csv`` (median seconds over repeats and
-ratios; 2 shared cores, other work running: ratios are the result, not seconds),
-``topk_renorm_ties.csv`` and ``topk_renorm.meta.json``. Takes ~6 minutes.
+Timing: per k case, every contender runs once per round, rounds repeat ``--repeats`` times,
+and each round starts one contender later (A,B,C,… then B,C,…,A), so load from other jobs
+on this shared machine falls on all of them alike. Contenders: ``k3lab``
+(:func:`k3lab.sampling.top_k_renorm_prob`, validation on, as the sglang patch calls it),
+``rank_mask`` (the fallback), ``sort_fix``, and two floors that are not renormalisations:
+``topk`` (one ``torch.topk(probs, k)``, values and indices, the selection the fallback makes)
+and ``zeros_like`` (allocating and zeroing the ``[rows, vocab]`` output every contender
+returns). Ratios (``*_over_*``) are medians of the per-round ratios; ``*_s`` are median
+seconds; ``speedup_vs_*`` are ratios of those medians. ``--profile`` also prints where
+k3lab's and the fallback's time goes per operator (torch.profiler, one call per case).
+
+Writes ``data/measured/cpu-2core/topk_renorm.csv``, ``topk_renorm_ties.csv`` and
+``topk_renorm.meta.json`` (machine, load averages, versions, date, command). ~5 minutes.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import platform
 import statistics
 import sys
@@ -35,6 +47,7 @@ NAME = "topk_renorm"
 VOCAB = 163_840
 BATCH, DRAFT = 64, 8  # rows = batch × verify rows per request
 K_CASES = ("1", "20", "50", "1024", "20 mixed with unrestricted")
+CONTENDERS = ("k3lab", "rank_mask", "sort_fix", "topk", "zeros_like")
 TIE_SETTINGS = [  # (input distribution, logit std)
     ("bf16 logits -> fp32 softmax", 1.0), ("bf16 logits -> fp32 softmax", 3.0),
     ("probs stored in bf16", 1.0), ("probs stored in bf16", 3.0),
@@ -62,13 +75,32 @@ def rank_mask_impl():
     return S.top_k_rank_mask, "k3lab.sampling.top_k_rank_mask (twin of 0.5.23's fallback)"
 
 
-def median_s(fn, repeats: int) -> float:
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+def interleaved(fns: dict, repeats: int) -> dict[str, list[float]]:
+    """Wall seconds per call: ``repeats`` rounds, each calling every fn once, start rotating."""
+    names = list(fns)
+    ts: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(repeats):
+        for n in names[r % len(names):] + names[: r % len(names)]:
+            t0 = time.perf_counter()
+            fns[n]()
+            ts[n].append(time.perf_counter() - t0)
+    return ts
+
+
+def paired_ratio(a: list[float], b: list[float]) -> float:
+    """Median over rounds of a[i] / b[i]."""
+    return statistics.median(x / y for x, y in zip(a, b))
+
+
+def k3lab_plan(k: torch.Tensor, vocab: int) -> str:
+    """How k3lab finds the top entries for this k (:func:`k3lab.sampling._top_k_plan`)."""
+    restricted = k[k < vocab]
+    if not restricted.numel():
+        return "none (renormalise only)"
+    plan, chunk = S._top_k_plan(vocab, int(restricted.max()))
+    if plan == "floor" and restricted.numel() < k.numel():
+        plan, chunk = "topk", 0  # as top_k_renorm_prob does for mixed batches
+    return f"{plan} (chunk {chunk})" if chunk else plan
 
 
 def timing_table(rows: int, vocab: int, repeats: int, seed: int = 0) -> pd.DataFrame:
@@ -78,20 +110,52 @@ def timing_table(rows: int, vocab: int, repeats: int, seed: int = 0) -> pd.DataF
     out = []
     for case in tqdm(K_CASES, desc="k cases"):
         k = k_for(case, rows)
-        ours = S.top_k_renorm_prob(probs, k)
-        sort = S.top_k_sort_fix(probs, k)
-        rank = rank_fn(probs, k)
-        t_ours = median_s(lambda: S.top_k_renorm_prob(probs, k), repeats)
-        t_sort = median_s(lambda: S.top_k_sort_fix(probs, k), repeats)
-        t_rank = median_s(lambda: rank_fn(probs, k), repeats)
+        k_sel = int(k[k < vocab].max()) if bool((k < vocab).any()) else vocab
+        fns = {"k3lab": lambda: S.top_k_renorm_prob(probs, k), "rank_mask": lambda: rank_fn(probs, k),
+               "sort_fix": lambda: S.top_k_sort_fix(probs, k), "topk": lambda: torch.topk(probs, k_sel, dim=-1),
+               "zeros_like": lambda: torch.zeros_like(probs)}
+        assert tuple(fns) == CONTENDERS
+        ours, rank, sort = fns["k3lab"](), fns["rank_mask"](), fns["sort_fix"]()  # also the warm-up
+        load0 = os.getloadavg()[0]
+        ts = interleaved(fns, repeats)
+        load1 = os.getloadavg()[0]
+        med = {n: statistics.median(v) for n, v in ts.items()}
         out.append({"k": case, "rows": rows, "vocab": vocab, "dtype": "float32", "repeats": repeats,
-                    "k3lab_s": t_ours, "sort_fix_s": t_sort, "rank_mask_s": t_rank,
-                    "speedup_vs_sort_fix": t_sort / t_ours, "speedup_vs_rank_mask": t_rank / t_ours,
+                    "k3lab_s": med["k3lab"], "sort_fix_s": med["sort_fix"], "rank_mask_s": med["rank_mask"],
+                    "speedup_vs_sort_fix": med["sort_fix"] / med["k3lab"],
+                    "speedup_vs_rank_mask": med["rank_mask"] / med["k3lab"],
                     "same_kept_set_as_sort_fix": bool(torch.equal(ours != 0, sort != 0)),
                     "max_abs_diff_vs_sort_fix": float((ours - sort).abs().max()),
                     "rows_differing_from_rank_mask": int(((ours != 0) != (rank != 0)).any(dim=1).sum()),
-                    "impl": rank_label})
+                    "impl": rank_label,
+                    "topk_s": med["topk"], "zeros_like_s": med["zeros_like"],
+                    "k3lab_over_rank_mask": paired_ratio(ts["k3lab"], ts["rank_mask"]),
+                    "k3lab_over_sort_fix": paired_ratio(ts["k3lab"], ts["sort_fix"]),
+                    "topk_over_k3lab": paired_ratio(ts["topk"], ts["k3lab"]),
+                    "zeros_like_over_k3lab": paired_ratio(ts["zeros_like"], ts["k3lab"]),
+                    "k3lab_plan": k3lab_plan(k, vocab),
+                    "load_1min_before": round(load0, 2), "load_1min_after": round(load1, 2)})
+        del ours, rank, sort
     return pd.DataFrame(out)
+
+
+def profile_table(rows: int, vocab: int, seed: int = 0, top: int = 12) -> str:
+    """Per-operator self CPU time of one k3lab call and one fallback call per k case."""
+    from torch.profiler import ProfilerActivity, profile
+
+    g = torch.Generator().manual_seed(seed)
+    probs = torch.softmax(torch.randn(rows, vocab, generator=g) * 3.0, dim=-1)
+    rank_fn, rank_label = rank_mask_impl()
+    parts = []
+    for case in K_CASES:
+        k = k_for(case, rows)
+        for label, fn in (("k3lab", lambda: S.top_k_renorm_prob(probs, k)), (rank_label, lambda: rank_fn(probs, k))):
+            fn()
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                fn()
+            table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=top)
+            parts.append(f"== k = {case}: {label}\n{table}")
+    return "\n".join(parts)
 
 
 def tie_table(rows: int, vocab: int, seed: int = 1) -> pd.DataFrame:
@@ -121,18 +185,33 @@ def tie_table(rows: int, vocab: int, seed: int = 1) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo where there is one."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out-dir", type=Path, default=MEASURED_DIR / "cpu-2core")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--rows", type=int, default=BATCH * DRAFT)
     ap.add_argument("--tie-rows", type=int, default=1024)
     ap.add_argument("--vocab", type=int, default=VOCAB)
+    ap.add_argument("--profile", action="store_true", help="also print a per-operator profile (stdout only)")
     a = ap.parse_args(argv)
     if a.repeats < 1 or a.rows < 2 or a.tie_rows < 1 or a.vocab < 1025:
         raise SystemExit("repeats >= 1, rows >= 2, tie-rows >= 1, vocab > 1024 required")
     torch.manual_seed(0)
+    started = dt.datetime.now(dt.timezone.utc)
+    load_start = os.getloadavg()
     timing = timing_table(a.rows, a.vocab, a.repeats)
+    load_end = os.getloadavg()
     ties = tie_table(a.tie_rows, a.vocab)
     io.write_csv(timing, a.out_dir / f"{NAME}.csv")
     io.write_csv(ties, a.out_dir / f"{NAME}_ties.csv")
@@ -140,18 +219,26 @@ def main(argv=None) -> int:
         sgl = version("sglang")
     except PackageNotFoundError:
         sgl = None
-    meta = {"machine": platform.machine(), "cpu": platform.processor() or platform.machine(),
+    meta = {"machine": platform.machine(), "cpu": cpu_model(), "cpus": os.cpu_count(),
             "threads": torch.get_num_threads(), "python": platform.python_version(),
-            "torch": torch.__version__, "sglang_on_path": sgl, "date": dt.date.today().isoformat(),
+            "torch": torch.__version__, "sglang_on_path": sgl, "date": started.date().isoformat(),
+            "started_utc": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "load_average_at_start": [round(x, 2) for x in load_start],
+            "load_average_after_timing": [round(x, 2) for x in load_end],
             "command": ("PYTHONPATH=.venv-sglang/sglang-0.5.23 .venv-sglang/bin/python " if sgl == "0.5.23" else "python ")
                        + " ".join(["benchmarks/topk_renorm.py", *(argv if argv is not None else sys.argv[1:])]),
-            "notes": "median wall seconds over `repeats` per case on a shared 2-core box; compare the "
-                     "ratios. Inputs: softmax(3 * N(0,1)) float32 rows, seeded. Tie study inputs: "
-                     "columns input/logit_std; seed 1.",
+            "notes": "shared 2-core box with other jobs running: compare the ratios, not seconds. Contenders "
+                     "run interleaved in one process (rotating order per round); *_s are median wall seconds, "
+                     "*_over_* medians of per-round ratios, load_1min_* the 1-minute load average around each "
+                     "case. Inputs: softmax(3 * N(0,1)) float32 rows, seeded. Tie study inputs: columns "
+                     "input/logit_std; seed 1.",
             "outputs": [f"{NAME}.csv", f"{NAME}_ties.csv"]}
     io.write_json(a.out_dir / f"{NAME}.meta.json", meta)
-    print(timing.to_string(index=False))
-    print(ties.to_string(index=False))
+    with pd.option_context("display.width", 250, "display.max_columns", 40):
+        print(timing.to_string(index=False))
+        print(ties.to_string(index=False))
+    if a.profile:
+        print(profile_table(a.rows, a.vocab))
     return 0
 
 

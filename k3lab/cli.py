@@ -3,17 +3,22 @@
 Commands register themselves in :data:`COMMANDS` (name → (help, module:function)); each
 function takes ``argv`` (the arguments after the command) and returns an exit code.
 Modules are imported only when their command runs, so ``python -m k3lab --help`` is fast.
+A user's mistake (a bad argument, a broken data file, a path that cannot be written) ends
+in one line on stderr and exit status 2; Ctrl-C in one line and 130 (``K3LAB_DEBUG=1``
+shows the traceback instead).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "reproduce": ("run every notebook with papermill under a profile", "k3lab.pipeline:main"),
     "report": ("render results/report.html from results/", "k3lab.report:main"),
-    "fit": ("memory fit of Kimi K3 on a GPU configuration", "k3lab.memory:cli_main"),
+    "fit": ("memory fit of a model on a GPU configuration", "k3lab.memory:cli_main"),
+    "compare": ("every GPU x layout that fits a model, with $/hour and a decode bound", "k3lab.compare:cli_main"),
     "serve": ("apply the k3lab patches, then run sglang's server in this process", "k3lab.patches.serve:main"),
     "bench": ("drive sglang.bench_serving over a concurrency sweep (live)", "k3lab.live.bench_serving:cli_main"),
 }
@@ -35,5 +40,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"k3lab: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     mod_name, func_name = COMMANDS[name][1].split(":")
-    func = getattr(importlib.import_module(mod_name), func_name)
-    return int(func(rest) or 0)
+    try:
+        func = getattr(importlib.import_module(mod_name), func_name)
+        return int(func(rest) or 0)
+    except KeyboardInterrupt:
+        print(f"k3lab {name}: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as e:  # a user's mistake (bad data file, unwritable path): one line
+        if os.environ.get("K3LAB_DEBUG"):
+            raise
+        print(f"k3lab {name}: error: {e}", file=sys.stderr)
+        return 2

@@ -18,11 +18,19 @@ from typing import Any, Iterator
 FLOAT_FORMAT = "%.6g"
 
 
+def _file_mode() -> int:
+    """0666 minus the process umask (0644 under the usual 022), as open() would give."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
 
-    On any exception the temporary file is removed and ``path`` is left as it was.
+    On any exception the temporary file is removed and ``path`` is left as it was. The
+file gets the usual permissions (0644 under umask 022), not mkstemp's 0600.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -31,6 +39,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, _file_mode())  # mkstemp creates 0600; results are for others to read
         os.replace(tmp_path, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -1,7 +1,8 @@
 """Where the project's data and results live.
 
 ``data/`` is read from the source tree (the package is installed editable by
-``make setup``). ``results/`` defaults to ``<repo>/results`` and can be redirected with
+``make setup``); ``K3LAB_DATA`` points elsewhere (the tests use it to feed the loader
+broken copies). ``results/`` defaults to ``<repo>/results`` and can be redirected with
 the environment variable ``K3LAB_RESULTS`` (the tests do this so that they never touch a
 user's results).
 """
@@ -16,6 +17,12 @@ DATA_DIR: Path = REPO_ROOT / "data"
 NOTEBOOKS_DIR: Path = REPO_ROOT / "notebooks"
 PARAMS_DIR: Path = REPO_ROOT / "params"
 MEASURED_DIR: Path = DATA_DIR / "measured"
+
+
+def data_dir() -> Path:
+    """The data folder: ``$K3LAB_DATA`` if set, else ``<repo>/data``."""
+    env = os.environ.get("K3LAB_DATA")
+    return Path(env).resolve() if env else DATA_DIR
 
 
 def results_root() -> Path:
@@ -36,7 +43,7 @@ def results_dir(notebook_id: str, create: bool = True) -> Path:
 
 def data_path(*parts: str) -> Path:
     """A file under ``data/``; raises FileNotFoundError naming it if it is missing."""
-    p = DATA_DIR.joinpath(*parts)
+    p = data_dir().joinpath(*parts)
     if not p.exists():
         raise FileNotFoundError(f"k3lab data file missing: {p.relative_to(REPO_ROOT)}")
     return p

@@ -1,37 +1,55 @@
-"""Run the study's notebooks with papermill under a parameter profile.
+"""Run the study's notebooks with papermill under a parameter profile — as one transaction.
 
-``params/<profile>.yaml`` has two keys::
+``params/<profile>.yaml``::
 
     defaults:   {mode: offline, smoke: false}      # given to every notebook
     notebooks:  {01_memory_fit: {...}, ...}        # per-notebook overrides
+    what_if:    false                              # true: a buyer's question (see below)
 
-Every parameter is checked against the names the notebook declares in its cell tagged
-``parameters`` *before anything runs* (papermill itself only warns about unknown
-names). Each executed notebook is written to a temporary name under
-``results/NN_*/`` and renamed when it finished, so an interrupted run leaves no
-half-written notebook behind.
+A run is a transaction. Every notebook executes into a staging folder; only when all of
+them, the ledger and the report succeeded are the staged files moved into the target
+folder, with ``manifest.json`` (run id, start/end, git commit, profile, versions, every
+file and its sha256) moved last. An interrupted or failed run leaves the previous complete
+results untouched; the next run removes its leftovers (and rolls back a half-done move).
+A second run while one is active fails at once (``.lock`` holds the pid).
+
+The study's profiles (``what_if: false``) write ``results/``. A what-if profile runs only
+the notebooks it names and writes ``results/runs/<profile>/``, never over the study's
+results.
+
+Every parameter is checked against the notebook's ``parameters`` cell before anything
+runs; the notebooks check them again themselves (``k3lab.nbparams``), so a notebook run
+by hand fails the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import hashlib
+import json
 import os
+import platform
+import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from . import io
-from .paths import NOTEBOOKS_DIR, PARAMS_DIR, results_dir, results_root
+from . import data, io, nbparams
+from .paths import NOTEBOOKS_DIR, PARAMS_DIR, REPO_ROOT, results_root
 
 KERNEL_NAME = "k3lab"
 REQUIRED_PARAMETERS = ("mode", "smoke")
 MODES = ("offline", "live")
+MANIFEST = "manifest.json"
+LOCK = ".lock"
+FAILED = "failed"
 
 
 class PipelineError(ValueError):
-    """A profile or notebook that cannot be run as asked."""
+    """A profile, notebook or run that cannot go ahead as asked (one line for the user)."""
 
 
 @dataclass(frozen=True)
@@ -54,124 +72,337 @@ def notebooks(notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
 
 
 def load_profile(name: str, params_dir: Path = PARAMS_DIR) -> dict:
-    """Read and shape-check ``params/<name>.yaml``."""
+    """Read and shape-check ``params/<name>.yaml`` → {defaults, notebooks, what_if}."""
     path = Path(params_dir) / f"{name}.yaml"
     if not path.exists():
-        raise PipelineError(f"unknown profile {name!r}; known profiles: "
-                            f"{', '.join(known_profiles(params_dir))}")
-    with open(path, encoding="utf-8") as f:
-        prof = yaml.safe_load(f) or {}
-    if not isinstance(prof, dict) or set(prof) - {"defaults", "notebooks"}:
-        raise PipelineError(f"{path.name}: top-level keys must be 'defaults' and 'notebooks', "
-                            f"got {sorted(prof) if isinstance(prof, dict) else type(prof).__name__}")
+        raise PipelineError(f"unknown profile {name!r}; known profiles: {', '.join(known_profiles(params_dir))}")
+    try:
+        prof = data.read_yaml(path)
+    except data.DataError as e:
+        raise PipelineError(str(e).replace("data/", "params/", 1)) from None
+    prof = prof or {}
+    if not isinstance(prof, dict) or set(prof) - {"defaults", "notebooks", "what_if", "description"}:
+        raise PipelineError(f"params/{path.name}: top-level keys must be 'defaults', 'notebooks' and "
+                            f"optionally 'what_if', 'description'; got "
+                            f"{sorted(prof) if isinstance(prof, dict) else type(prof).__name__}")
     defaults = prof.get("defaults") or {}
     per_nb = prof.get("notebooks") or {}
-    if not isinstance(defaults, dict) or not isinstance(per_nb, dict):
-        raise PipelineError(f"{path.name}: 'defaults' and 'notebooks' must be mappings")
+    what_if = prof.get("what_if", False)
+    if not isinstance(defaults, dict) or not isinstance(per_nb, dict) or not isinstance(what_if, bool):
+        raise PipelineError(f"params/{path.name}: 'defaults' and 'notebooks' must be mappings, 'what_if' true/false")
+    for nb, p in per_nb.items():
+        if p is not None and not isinstance(p, dict):
+            raise PipelineError(f"params/{path.name}: notebooks.{nb} must be a mapping of parameters")
     mode = defaults.get("mode", "offline")
     if mode not in MODES:
-        raise PipelineError(f"{path.name}: mode must be one of {MODES}, got {mode!r}")
-    return {"defaults": defaults, "notebooks": per_nb}
+        raise PipelineError(f"params/{path.name}: mode must be one of {MODES}, got {mode!r}")
+    if what_if and not per_nb:
+        raise PipelineError(f"params/{path.name}: a what-if profile must name the notebooks it runs")
+    return {"defaults": defaults, "notebooks": per_nb, "what_if": what_if}
 
 
 def declared_parameters(notebook: Path) -> dict:
-    """Names (→ inferred type) declared in the notebook's ``parameters`` cell."""
-    import papermill as pm
+    """Names → default values declared in the notebook's ``parameters`` cell."""
+    import nbformat
 
-    params = pm.inspect_notebook(str(notebook))
-    if not params:
-        raise PipelineError(f"{notebook.name}: no cell tagged 'parameters' (or it declares nothing)")
-    return params
+    nb = nbformat.read(notebook, as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
+    if not cells:
+        raise PipelineError(f"{notebook.name}: no cell tagged 'parameters'")
+    try:
+        return nbparams.declared([cells[0].source])[0]
+    except nbparams.ParameterError as e:
+        raise PipelineError(f"{notebook.name}: {e}") from None
 
 
-def plan(profile: str, only: list[str] | None = None, params_dir: Path = PARAMS_DIR,
-         notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Job]:
-    """Resolve a profile to the jobs to run, validating every parameter name first."""
+def plan(profile: str, params_dir: Path = PARAMS_DIR, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Job]:
+    """Resolve a profile to the jobs to run, validating every parameter first."""
     prof = load_profile(profile, params_dir)
     nbs = {p.stem: p for p in notebooks(notebooks_dir)}
     unknown_nb = sorted(set(prof["notebooks"]) - set(nbs))
     if unknown_nb:
         raise PipelineError(f"profile {profile!r} names notebooks that do not exist: {unknown_nb}; "
                             f"notebooks: {sorted(nbs)}")
-    if only:
-        missing = sorted(set(only) - set(nbs))
-        if missing:
-            raise PipelineError(f"no such notebook(s): {missing}; notebooks: {sorted(nbs)}")
     jobs = []
     for nb_id, path in nbs.items():
-        if only and nb_id not in only:
+        if prof["what_if"] and nb_id not in prof["notebooks"]:
             continue
         params = dict(prof["defaults"])
         params.update(prof["notebooks"].get(nb_id) or {})
-        declared = declared_parameters(path)
+        defaults = declared_parameters(path)
         for req in REQUIRED_PARAMETERS:
-            if req not in declared:
+            if req not in defaults:
                 raise PipelineError(f"{path.name}: its parameters cell must declare {req!r}")
-        undeclared = sorted(set(params) - set(declared))
-        if undeclared:
-            raise PipelineError(
-                f"profile {profile!r} gives {path.name} parameter(s) {undeclared} that the "
-                f"notebook does not declare; it declares: {sorted(declared)}")
+        try:
+            nbparams.validate(defaults, params)
+        except nbparams.ParameterError as e:
+            raise PipelineError(f"profile {profile!r}, {path.name}: {e}") from None
         jobs.append(Job(path, params))
     if not jobs:
         raise PipelineError("nothing to run: no notebooks/NN_*.ipynb found")
     return jobs
 
 
-def run_job(job: Job, kernel_name: str = KERNEL_NAME, progress: bool = False) -> Path:
-    """Execute one notebook with papermill into ``results/<id>/<id>.ipynb`` atomically."""
-    import papermill as pm
+# --------------------------------------------------------------------------- the transaction
 
-    out = results_dir(job.notebook_id) / f"{job.notebook_id}.ipynb"
-    with io.atomic_path(out) as tmp:
-        tmp_nb = tmp.with_suffix(".ipynb")
+
+def target_dir(profile: str, what_if: bool) -> Path:
+    """Where a profile's results land: ``results/`` or ``results/runs/<profile>/``."""
+    return results_root() / "runs" / profile if what_if else results_root()
+
+
+def _managed(target: Path) -> list[Path]:
+    """Entries of a results folder that a run owns (never README.md, runs/, failed/, dot-files)."""
+    if not target.exists():
+        return []
+    return sorted(p for p in target.iterdir()
+                  if not p.name.startswith(".") and p.name not in ("README.md", "runs", FAILED))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def run_lock(target: Path):
+    """Hold ``<target>/.lock`` for the run; PipelineError if a live run holds it."""
+    target.mkdir(parents=True, exist_ok=True)
+    lock = target / LOCK
+    while True:
         try:
-            pm.execute_notebook(str(job.notebook), str(tmp_nb), parameters=job.parameters,
-                                kernel_name=kernel_name, cwd=str(job.notebook.parent),
-                                progress_bar=progress, log_output=False)
-            os.replace(tmp_nb, tmp)
-        finally:
-            if tmp_nb.exists():
-                tmp_nb.unlink()
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            try:
+                pid = int(lock.read_text().strip() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if pid and _pid_alive(pid):
+                raise PipelineError(f"another k3lab run (pid {pid}) is writing {target}; wait for it "
+                                    f"or stop it (its lock is {lock.name})") from None
+            lock.unlink(missing_ok=True)  # stale: its process is gone
+        except PermissionError:
+            raise PipelineError(f"cannot write to {target} (permission denied)") from None
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def recover(target: Path) -> list[str]:
+    """Clean up what an interrupted run left in ``target``; returns what it did.
+
+    A ``.old-<id>`` folder means a commit was cut short: if ``manifest.json`` names run
+    ``<id>`` the new results are complete and the old ones go; otherwise the move is rolled
+    back. Staging folders and temporary files of dead runs are removed.
+    """
+    done = []
+    if not target.exists():
+        return done
+    for old in sorted(target.glob(".old-*")):
+        run_id = old.name[len(".old-"):]
+        man = target / MANIFEST
+        committed = man.exists() and json.loads(man.read_text()).get("run_id") == run_id
+        if not committed:
+            for p in _managed(target):
+                _remove(p)
+            for p in sorted(old.iterdir()):
+                os.replace(p, target / p.name)
+            done.append(f"rolled back the interrupted commit of run {run_id}")
+        shutil.rmtree(old, ignore_errors=True)
+    for st in sorted(target.glob(".staging-*")):
+        shutil.rmtree(st, ignore_errors=True)
+        done.append(f"removed {st.name}")
+    for tmp in sorted(target.rglob(".*.tmp")):
+        if "runs" in tmp.relative_to(target).parts[:-1] and target == results_root():
+            continue
+        tmp.unlink(missing_ok=True)
+        done.append(f"removed {tmp.relative_to(target)}")
+    return done
+
+
+def _remove(p: Path) -> None:
+    if p.is_dir():
+        shutil.rmtree(p)
+    else:
+        p.unlink(missing_ok=True)
+
+
+def commit(staging: Path, target: Path, run_id: str) -> None:
+    """Move the staged run into ``target``: old entries aside, new ones in, manifest last."""
+    old = target / f".old-{run_id}"
+    old.mkdir()
+    for p in _managed(target):
+        os.replace(p, old / p.name)
+    staged = sorted(staging.iterdir(), key=lambda p: p.name == MANIFEST)
+    for p in staged:
+        os.replace(p, target / p.name)
+    shutil.rmtree(old)
+    staging.rmdir()
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown (git not available)"
+    if out.returncode:
+        return "unknown (not a git checkout)"
+    return out.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
+
+
+def versions() -> dict:
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for pkg in ("k3lab", "torch", "numpy", "pandas", "matplotlib", "papermill", "pydantic", "aiconfigurator-core"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = None
     return out
 
 
-def run(profile: str = "offline", only: list[str] | None = None,
-        kernel_name: str = KERNEL_NAME, report: bool = True, params_dir: Path = PARAMS_DIR,
-        notebooks_dir: Path = NOTEBOOKS_DIR) -> list[tuple[str, float]]:
-    """Run a profile end to end; returns (notebook id, seconds) per notebook.
+def manifest(staging: Path, run_id: str, profile: str, jobs: list[Job], started: str) -> dict:
+    files = {str(p.relative_to(staging)): sha256(p) for p in sorted(staging.rglob("*")) if p.is_file()}
+    return {"run_id": run_id, "profile": profile, "started_utc": started,
+            "finished_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "git_commit": git_commit(), "versions": versions(),
+            "notebooks": {j.notebook_id: j.parameters for j in jobs}, "files": files}
 
-    Every job is validated before the first one runs.
-    """
-    jobs = plan(profile, only, params_dir, notebooks_dir)
+
+def read_manifest(target: Path | None = None) -> dict:
+    """The manifest of the complete run in ``target`` (default ``results/``)."""
+    path = (target or results_root()) / MANIFEST
+    if not path.exists():
+        raise PipelineError(f"{path} is missing: no complete run there (make reproduce)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _error_line(e) -> str:
+    """One line for a failed notebook cell (papermill's PapermillExecutionError)."""
+    ename = getattr(e, "ename", type(e).__name__)
+    evalue = str(getattr(e, "evalue", e)).strip().splitlines()
+    cell = getattr(e, "exec_count", None)
+    return f"cell [{cell}]: {ename}: {evalue[-1] if evalue else ''}"
+
+
+def run_job(job: Job, out_dir: Path, kernel_name: str = KERNEL_NAME) -> Path:
+    """Execute one notebook with papermill into ``out_dir/<id>/<id>.ipynb``."""
+    import papermill as pm
+
+    d = out_dir / job.notebook_id
+    d.mkdir(parents=True, exist_ok=True)
+    out = d / f"{job.notebook_id}.ipynb"
+    pm.execute_notebook(str(job.notebook), str(out), parameters=job.parameters,
+                        kernel_name=kernel_name, cwd=str(job.notebook.parent),
+                        progress_bar=False, log_output=False)
+    os.chmod(out, 0o644)
+    return out
+
+
+def run(profile: str = "offline", kernel_name: str = KERNEL_NAME, report: bool = True,
+        params_dir: Path = PARAMS_DIR, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[tuple[str, float]]:
+    """Run a profile as one transaction; returns (notebook id, seconds) per notebook."""
+    jobs = plan(profile, params_dir, notebooks_dir)
+    what_if = load_profile(profile, params_dir)["what_if"]
+    target = target_dir(profile, what_if)
     timings = []
-    for job in jobs:
-        t0 = time.perf_counter()
-        print(f"[k3lab] running {job.notebook.name} ({profile})", flush=True)
-        run_job(job, kernel_name=kernel_name)
-        dt = time.perf_counter() - t0
-        timings.append((job.notebook_id, dt))
-        print(f"[k3lab]   done in {dt:.1f} s -> results/{job.notebook_id}/", flush=True)
-    if report:
-        from . import report as report_mod
+    with run_lock(target):
+        for line in recover(target):
+            print(f"[k3lab] {line}", flush=True)
+        started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
+        staging = target / f".staging-{run_id}"
+        staging.mkdir()
+        env_before = {k: os.environ.get(k) for k in ("K3LAB_RESULTS", nbparams.RUN_ENV)}
+        os.environ["K3LAB_RESULTS"] = str(staging)
+        if what_if:
+            os.environ[nbparams.RUN_ENV] = profile
+        try:
+            for job in jobs:
+                t0 = time.perf_counter()
+                print(f"[k3lab] running {job.notebook.name} ({profile})", flush=True)
+                try:
+                    run_job(job, staging, kernel_name)
+                except Exception as e:  # a notebook cell raised: keep what it showed
+                    kept = _keep_failed(staging, target, job)
+                    raise PipelineError(f"{job.notebook.name} failed at {_error_line(e)} "
+                                        f"(the executed notebook is kept at {kept}); "
+                                        f"{target} is unchanged") from None
+                timings.append((job.notebook_id, time.perf_counter() - t0))
+                print(f"[k3lab]   done in {timings[-1][1]:.1f} s", flush=True)
+            if report:
+                from . import report as report_mod
 
-        path = report_mod.build(results_root())
-        print(f"[k3lab] report: {path}", flush=True)
+                report_mod.build(staging, what_if=what_if)
+            io.write_json(staging / MANIFEST, manifest(staging, run_id, profile, jobs, started))
+            commit(staging, target, run_id)
+        finally:
+            for k, v in env_before.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+    print(f"[k3lab] results: {_shown(target)}/ (manifest.json lists every file)", flush=True)
     return timings
+
+
+def _shown(p: Path) -> str:
+    try:
+        return str(p.relative_to(REPO_ROOT))
+    except ValueError:
+        return str(p)
+
+
+def _keep_failed(staging: Path, target: Path, job: Job) -> str:
+    src = staging / job.notebook_id / f"{job.notebook_id}.ipynb"
+    dst_dir = target / FAILED
+    dst_dir.mkdir(exist_ok=True)
+    dst = dst_dir / f"{job.notebook_id}.ipynb"
+    if src.exists():
+        os.replace(src, dst)
+        os.chmod(dst, 0o644)
+        return _shown(dst)
+    return "(papermill wrote none)"
 
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m k3lab reproduce", description=__doc__.splitlines()[0])
-    ap.add_argument("--profile", default=os.environ.get("PROFILE", "offline"))
-    ap.add_argument("--only", nargs="*", help="notebook ids to run (default: all)")
+    ap.add_argument("--profile", default=os.environ.get("PROFILE", "offline"),
+                    help="a file of params/ (default: offline; PROFILE= in make)")
     ap.add_argument("--kernel", default=KERNEL_NAME)
     ap.add_argument("--no-report", action="store_true")
     a = ap.parse_args(argv)
     try:
-        run(a.profile, a.only, a.kernel, report=not a.no_report)
-    except PipelineError as e:
+        run(a.profile, a.kernel, report=not a.no_report)
+    except (PipelineError, data.DataError) as e:
         print(f"k3lab reproduce: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("k3lab reproduce: interrupted; the previous results are untouched", file=sys.stderr)
+        return 130
     return 0

@@ -20,13 +20,11 @@ article number. Decode is discussed in :func:`decode_attention_intensity`.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
-import yaml
-
 from . import attention as A
-from .paths import data_path
+from . import data
+from .model.inventory import count_params
 
 
 @dataclass(frozen=True)
@@ -45,29 +43,15 @@ class ArticlePrefill:
     source: str
 
 
-@functools.lru_cache(maxsize=None)
 def load_article() -> ArticlePrefill:
-    """Read and validate ``data/prefill/article_prefill.yaml``."""
-    with open(data_path("prefill", "article_prefill.yaml"), encoding="utf-8") as f:
-        d = yaml.safe_load(f)
-    try:
-        vals = dict(
-            context_tokens=int(d["context_tokens"]["value"]),
-            ttft_before_s=float(d["ttft_s"]["mi355x_before"]["value"]),
-            ttft_b300_s=float(d["ttft_s"]["b300"]["value"]),
-            tok_s_before_low=float(d["prefill_tok_s"]["before_low"]["value"]),
-            tok_s_before_high=float(d["prefill_tok_s"]["before_high"]["value"]),
-            tok_s_after=float(d["prefill_tok_s"]["after"]["value"]),
-            speedup_low=float(d["ttft_speedup"]["low"]["value"]),
-            speedup_high=float(d["ttft_speedup"]["high"]["value"]),
-            tp=int(d["serving"]["tp"]["value"]),
-            source=str(d["source"]["title"]),
-        )
-    except (KeyError, TypeError) as e:
-        raise ValueError(f"data/prefill/article_prefill.yaml: missing or malformed field ({e})") from e
-    if not all(v > 0 for k, v in vals.items() if k != "source"):
-        raise ValueError("data/prefill/article_prefill.yaml: every value must be positive")
-    return ArticlePrefill(**vals)
+    """The article's prefill figures (``data/article_prefill.yaml``, validated by the loader)."""
+    d = data.load("article_prefill")
+    return ArticlePrefill(
+        context_tokens=int(d.context_tokens.value), ttft_before_s=d.ttft_s_mi355x_before.value,
+        ttft_b300_s=d.ttft_s_b300.value, tok_s_before_low=d.prefill_tok_s_before_low.value,
+        tok_s_before_high=d.prefill_tok_s_before_high.value, tok_s_after=d.prefill_tok_s_after.value,
+        speedup_low=d.ttft_speedup_low.value, speedup_high=d.ttft_speedup_high.value,
+        tp=int(d.tp.value), source=d.source.title)
 
 
 # --------------------------------------------------------------------------- FLOPs
@@ -105,10 +89,8 @@ def kda_flops_per_token(cfg) -> int:
 
 
 def active_params(cfg) -> int:
-    """Active parameters per token from ``k3lab.memory.count_params(cfg).active`` (lazy)."""
-    from . import memory  # written for finding 1; imported only when needed
-
-    return int(memory.count_params(cfg).active)
+    """Active parameters per token (``k3lab.model.inventory.count_params(cfg).active``)."""
+    return int(count_params(cfg).active)
 
 
 def rest_flops_per_token_per_rank(cfg, tp: int = 8, active: int | None = None) -> float:

@@ -5,13 +5,13 @@ one token, or ``accept_len`` tokens with speculative decoding), per GPU of the s
 pipeline stage:
 
 - **bytes read** (HBM): the stage's non-expert weights per rank as stored (BF16;
-  ``k3lab.memory.shard_table``, without the embedding table, of which a step reads only
+  ``k3lab.model.sharding.shard_table``, without the embedding table, of which a step reads only
   ``c`` rows), the routed experts touched (expected distinct experts of
   ``tokens × top_k`` picks out of ``num_experts`` per MoE layer, each expert split over
-  the ``tp`` ranks; ``k3lab.memory.routed_expert_bytes``), the MLA latent KV of every
-  request's context (``k3lab.memory.kv_bytes_per_token``, divided by ``dcp`` under
+  the ``tp`` ranks; ``k3lab.model.inventory.routed_expert_bytes``), the MLA latent KV of every
+  request's context (``k3lab.model.capacity.kv_bytes_per_token``, divided by ``dcp`` under
   decode context parallelism) and the KDA recurrent state, read and written once per
-  request (``k3lab.memory.kda_state_bytes_per_request``);
+  request (``k3lab.model.capacity.kda_state_bytes_per_request``);
 - **FLOPs**: 2 × active parameters per token / (tp·pp) per token, plus absorbed-MLA
   attention over the context, at the GPU's fastest dense peak;
 - **communication**: two all-reduces per layer of the stage (after attention and
@@ -35,117 +35,28 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
-import yaml
-
-from . import memory
-from .paths import data_path
-from .specs import GB, ModelConfig, load_gpu, load_model, scale_out_link
-
-ROUTING_MODELS = ("uniform", "min")
-
-
-@functools.lru_cache(maxsize=None)
-def inputs() -> dict:
-    """``data/roofline.yaml``, shape-checked (every value names a known source)."""
-    with open(data_path("roofline.yaml"), encoding="utf-8") as f:
-        doc = yaml.safe_load(f)
-    src = doc.get("sources") or {}
-
-    def check(path, cell):
-        if isinstance(cell, dict) and "source" in cell:
-            if cell["source"] not in src:
-                raise ValueError(f"data/roofline.yaml: {path} cites unknown source {cell['source']!r}")
-        elif isinstance(cell, dict):
-            for k, v in cell.items():
-                check(f"{path}.{k}", v)
-
-    for k, v in doc.items():
-        if k != "sources":
-            check(k, v)
-    return doc
+from . import data
+from .model.capacity import kda_state_bytes_per_request, kv_bytes_per_token
+from .model.inventory import count_params, routed_expert_bytes
+from .model.sharding import Setting, heaviest_stage, pp_stages, shard_table
+from .model.step import expected_distinct_experts
+from .specs import GB, Deployment, ModelConfig, load_model, scale_out_link
+from .throughput import article_table, article_workload, measured_points
 
 
 # --------------------------------------------------------------------------- deployments
 
 
-@dataclass(frozen=True)
-class Deployment:
-    """A serving layout: ``num_gpus`` GPUs of one kind, ``tp`` × ``pp`` ranks,
-    ``dcp``-way decode context parallelism (KV sharded over ``dcp`` ranks)."""
-
-    id: str
-    label: str
-    gpu: str
-    num_gpus: int
-    gpus_per_node: int
-    tp: int
-    pp: int = 1
-    dcp: int = 1
-    kv_dtype: str = "fp8"
-    state_dtype: str = "bf16"
-    nics_per_node: int | None = None
-
-    def __post_init__(self):
-        for k in ("num_gpus", "gpus_per_node", "tp", "pp", "dcp"):
-            v = getattr(self, k)
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise ValueError(f"deployment {self.id!r}: {k} must be a positive integer, got {v!r}")
-        if self.tp * self.pp != self.num_gpus:
-            raise ValueError(f"deployment {self.id!r}: tp × pp = {self.tp * self.pp} != num_gpus {self.num_gpus}")
-        if self.num_gpus % self.gpus_per_node:
-            raise ValueError(f"deployment {self.id!r}: {self.num_gpus} GPUs are not whole {self.gpus_per_node}-GPU nodes")
-        if self.tp % self.dcp:
-            raise ValueError(f"deployment {self.id!r}: dcp={self.dcp} must divide tp={self.tp}")
-        if self.tp > self.gpus_per_node and self.pp > 1:
-            raise ValueError(f"deployment {self.id!r}: a TP group larger than a node with PP is not modelled")
-        load_gpu(self.gpu)  # unknown GPU → ValueError naming the known ones
-
-    @property
-    def num_nodes(self) -> int:
-        return self.num_gpus // self.gpus_per_node
-
-    @property
-    def tp_nodes(self) -> int:
-        """Nodes one TP group spans."""
-        return max(1, -(-self.tp // self.gpus_per_node))
-
-
 def deployments() -> dict[str, Deployment]:
-    """The article's table rows (``data/article_table.yaml``) plus ``extra_deployments``
-    of ``data/roofline.yaml`` (B200 TP8×PP2)."""
-    from .throughput import article_table
-
-    out = {r.id: Deployment(id=r.id, label=r.label, gpu=r.gpu, num_gpus=r.num_gpus,
-                            gpus_per_node=r.gpus_per_node, tp=r.tp, pp=r.pp, dcp=r.dcp)
-           for r in article_table().values()}
-    for key, d in (inputs().get("extra_deployments") or {}).items():
-        out[key] = Deployment(id=key, label=d["label"], gpu=d["gpu"], num_gpus=d["num_gpus"],
-                              gpus_per_node=d["gpus_per_node"], tp=d["tp"], pp=d["pp"], dcp=d["dcp"])
+    """The article's table rows (``data/article_table.yaml``) plus ``extra_deployments`` of
+    ``data/serving_model.yaml`` (B200 TP8×PP2), as :class:`~k3lab.specs.Deployment`."""
+    out = {k: r.deployment for k, r in article_table().items()}
+    for key, d in data.load("serving_model").extra_deployments.items():
+        out[key] = Deployment(d.gpu, d.num_gpus, d.tp, d.pp, dcp=d.dcp, gpus_per_node=d.gpus_per_node,
+                              id=key, label=d.label)
     return out
-
-
-# --------------------------------------------------------------------------- pieces
-
-
-def expected_distinct_experts(tokens: float, num_experts: int, top_k: int, routing: str = "uniform") -> float:
-    """Expected number of distinct experts touched by ``tokens`` tokens, each picking
-    ``top_k`` distinct experts out of ``num_experts``.
-
-    ``uniform``: each token's top-k set is a uniform random k-subset, independent across
-    tokens, so one expert is missed by a token with probability 1 − k/N and
-    E = N · (1 − (1 − k/N)^tokens). ``min``: every token picks the same k (the floor).
-    """
-    if routing not in ROUTING_MODELS:
-        raise ValueError(f"routing must be one of {ROUTING_MODELS}, got {routing!r}")
-    if not tokens > 0:
-        raise ValueError(f"tokens must be positive, got {tokens!r}")
-    if not 0 < top_k <= num_experts:
-        raise ValueError(f"need 0 < top_k <= num_experts, got top_k={top_k}, num_experts={num_experts}")
-    if routing == "min":
-        return float(top_k)
-    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
 
 
 def ring_all_reduce_s(nbytes: float, ranks: int, ranks_per_node: int, intra_bytes_s: float,
@@ -211,8 +122,8 @@ class StepCost:
 
 @functools.lru_cache(maxsize=None)
 def _stage_layers(cfg: ModelConfig, tp: int, pp: int) -> tuple[int, tuple[int, ...]]:
-    stage = memory.heaviest_stage(cfg, tp, pp)
-    lo, hi = memory.pp_stages(cfg, pp)[stage]
+    stage = heaviest_stage(cfg, tp, pp)
+    lo, hi = pp_stages(cfg, pp)[stage]
     return stage, tuple(range(lo, hi))
 
 
@@ -220,30 +131,29 @@ def _stage_layers(cfg: ModelConfig, tp: int, pp: int) -> tuple[int, tuple[int, .
 def non_expert_read_bytes(cfg: ModelConfig, tp: int, pp: int = 1) -> float:
     """Non-expert weight bytes one rank of the heaviest stage reads per decode step:
     its shard of every checkpoint tensor except the routed experts and the embedding
-    table (a step reads ``c`` of its rows). From ``k3lab.memory.shard_table``."""
-    t = memory.shard_table(cfg, tp, pp)
+    table (a step reads ``c`` of its rows), as sglang holds it on an NVIDIA GPU (the
+    favourable side: no ROCm expert padding). From ``k3lab.model.sharding.shard_table``."""
+    t = shard_table(cfg, tp, pp, Setting())
     keep = (~t["component"].isin(["routed_experts", "embed_tokens"])) & (t["checkpoint_bytes"] > 0)
     return float(t.loc[keep, "rank_bytes"].sum())
-
-
-def _peak_flops(gpu) -> float:
-    return max(gpu.dense_fp4_tflops, gpu.dense_fp8_tflops, gpu.dense_bf16_tflops) * 1e12
 
 
 def decode_step(dep: Deployment, concurrency: float, context_tokens: float | None = None,
                 tokens_per_request_step: float = 1.0, accept_len: float = 1.0,
                 routing: str | None = None, overlap: bool = False,
-                nics_per_node: int | None = None, cfg: ModelConfig | None = None) -> StepCost:
+                nics_per_node: int | None = None, cfg: ModelConfig | None = None,
+                kv_dtype: str = "fp8", state_dtype: str = "bf16") -> StepCost:
     """Cost of one decode step at ``concurrency`` requests → :class:`StepCost`.
 
     ``context_tokens``: mean context per request during decode (default: the article's
     workload, input + output/2 = 1024 + 200). ``tokens_per_request_step``: tokens the
     target processes per request per step (1, or the verify rows when verifying: the draft
     block + 1); ``accept_len``: tokens each request emits per step (≤ tokens_per_request_step:
-    at most every draft plus the bonus token of the last row).
+    at most every draft plus the bonus token of the last row). ``kv_dtype`` / ``state_dtype``:
+    fp8 KV and bf16 KDA state by default, the favourable (fewest bytes) reading.
     """
     cfg = load_model() if cfg is None else cfg
-    inp = inputs()
+    inp = data.load("serving_model")
     if isinstance(concurrency, bool) or not isinstance(concurrency, (int, float)) or not concurrency > 0:
         raise ValueError(f"concurrency must be positive, got {concurrency!r}")
     if not tokens_per_request_step >= 1:
@@ -251,20 +161,18 @@ def decode_step(dep: Deployment, concurrency: float, context_tokens: float | Non
     if not 0 < accept_len <= tokens_per_request_step:
         raise ValueError(f"accept_len must be in (0, tokens_per_request_step], got {accept_len}")
     if context_tokens is None:
-        from .throughput import article_workload
-
         w = article_workload()
         context_tokens = w["input_len_tokens"] + w["output_len_tokens"] / 2
     if not context_tokens >= 0:
         raise ValueError(f"context_tokens must be >= 0, got {context_tokens}")
-    routing = routing or inp["routing"]["model"]
-    gpu = load_gpu(dep.gpu)
+    routing = routing or inp.routing
+    gpu = dep.gpu_spec
     link = scale_out_link()
-    nics = nics_per_node or dep.nics_per_node or int(inp["scale_out_nics_per_node"]["value"])
-    lat_up = inp["link_latency_us"]["scale_up"]["value"] * 1e-6
-    lat_out = inp["link_latency_us"]["scale_out"]["value"] * 1e-6
-    act_b = inp["activation_dtype_bytes"]["value"]
-    n_ar = inp["all_reduces_per_layer"]["value"]
+    nics = nics_per_node or inp.scale_out_nics_per_node.value
+    lat_up = inp.link_latency_us_scale_up.value * 1e-6
+    lat_out = inp.link_latency_us_scale_out.value * 1e-6
+    act_b = inp.activation_dtype_bytes.value
+    n_ar = inp.all_reduces_per_layer.value
 
     stage, layers = _stage_layers(cfg, dep.tp, dep.pp)
     micro = min(float(concurrency), float(dep.pp))  # microbatches in flight
@@ -274,18 +182,18 @@ def decode_step(dep: Deployment, concurrency: float, context_tokens: float | Non
     experts = expected_distinct_experts(tokens, cfg.num_experts, cfg.num_experts_per_token, routing)
 
     b_ne = non_expert_read_bytes(cfg, dep.tp, dep.pp)
-    b_exp = moe_layers * experts * memory.routed_expert_bytes(cfg) / dep.tp
-    b_kv = req * context_tokens * memory.kv_bytes_per_token(cfg, dep.kv_dtype, layers=layers) / dep.dcp
-    b_state = 2 * req * memory.kda_state_bytes_per_request(cfg, dep.tp, dep.state_dtype, layers=layers)
+    b_exp = moe_layers * experts * routed_expert_bytes(cfg) / dep.tp
+    b_kv = req * context_tokens * kv_bytes_per_token(cfg, kv_dtype, layers=layers) / dep.dcp
+    b_state = 2 * req * kda_state_bytes_per_request(cfg, dep.tp, state_dtype, layers=layers)
     t_mem = (b_ne + b_exp + b_kv + b_state) / (gpu.hbm_bw_tb_s * 1e12)
 
-    active = memory.count_params(cfg).active
+    active = count_params(cfg).active
     mla_layers = sum(1 for i in layers if (i + 1) in cfg.full_attn_layers)
     heads = cfg.num_attention_heads / dep.tp
     attn = (mla_layers * heads * 2 * (context_tokens / dep.dcp)
             * (2 * cfg.kv_lora_rank + cfg.qk_rope_head_dim))
     flops = tokens * (2 * active / (dep.tp * dep.pp) + attn)
-    t_flop = flops / _peak_flops(gpu)
+    t_flop = flops / gpu.peak_dense_flops
 
     msg = tokens * cfg.hidden_size * act_b
     t_ar_one = ring_all_reduce_s(msg, dep.tp, min(dep.tp, dep.gpus_per_node),
@@ -313,13 +221,9 @@ def spec_params() -> dict:
     """Speculative-decoding bound parameters (``data/roofline.yaml``): verify width = target
     rows per request (the draft block + 1, as sglang 0.5.16's DSpark verify) and the highest
     reported acceptance length."""
-    s = inputs()["speculative"]
-    block, rows = s["block_size_tokens"]["value"], s["verify_rows_per_request"]["value"]
-    if rows != block + 1:
-        raise ValueError(f"data/roofline.yaml: verify_rows_per_request ({rows}) must be "
-                         f"block_size_tokens + 1 ({block + 1})")
-    return {"tokens_per_request_step": float(rows),
-            "accept_len": float(s["accept_len_max_reported"]["value"])}
+    s = data.load("serving_model").speculative  # the loader checks rows == block + 1
+    return {"tokens_per_request_step": float(s.verify_rows_per_request.value),
+            "accept_len": float(s.accept_length_high.value)}
 
 
 def bound(dep: Deployment, concurrency: float, **kw) -> float:
@@ -362,8 +266,6 @@ def bounds_for_measured(default_concurrency: int = 64, **kw):
     """
     import pandas as pd
 
-    from .throughput import measured_points
-
     deps = deployments()
     rows = []
     for r in measured_points().to_dict("records"):
@@ -387,40 +289,3 @@ def comm_share(dep: Deployment, concurrency: float, **kw) -> dict:
             "tok_s_bound_no_comm": concurrency * with_comm.accept_len / (cycle * no_comm_t),
             "comm_fraction_of_step": with_comm.t_comm_s / with_comm.t_step_s,
             "t_comm_ms": with_comm.t_comm_s * 1e3, "t_step_ms": with_comm.t_step_s * 1e3}
-
-
-def as_dict(step: StepCost) -> dict:
-    """A :class:`StepCost` as a plain dict (for tables)."""
-    return asdict(step)
-
-
-def figure(curves, measured, title: str = "Decode roofline (upper bound) vs the article's measurements"):
-    """Bound vs concurrency per deployment (solid: plain decode; dotted: with DSpark-style
-    verification at the best reported acceptance), measured points as markers."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9, 5))
-    colors = {}
-    for dep, g in curves.groupby("deployment", sort=False):
-        line, = ax.plot(g["concurrency"], g["tok_s_bound_plain"], "-", label=f"{g['label'].iloc[0]}: bound")
-        colors[dep] = line.get_color()
-        ax.plot(g["concurrency"], g["tok_s_bound_spec"], ":", color=line.get_color())
-    for _, m in measured.iterrows():
-        ax.plot(m["concurrency"], m["tok_s"], "o" if not m["concurrency_assumed"] else "s",
-                color=colors.get(m["config"], "k"), ms=8, mec="k")
-        ax.annotate(f"{m['tok_s']:.0f} ({m['measured_over_bound']:.0%} of bound)", (m["concurrency"], m["tok_s"]),
-                    textcoords="offset points", xytext=(6, -12), fontsize=8)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("concurrency (requests in flight)")
-    ax.set_ylabel("output tok/s per deployment")
-    ax.set_title(title, fontsize=11)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="upper left")
-    s = inputs()["speculative"]
-    ax.text(0.99, 0.02, f"dotted: with speculative verification ({s['block_size_tokens']['value']}-token blocks, "
-            f"{s['verify_rows_per_request']['value']} verify rows, accept {s['accept_len_max_reported']['value']})\n"
-            "circle: concurrency from the article; square: assumed c=64",
-            transform=ax.transAxes, ha="right", va="bottom", fontsize=7)
-    fig.tight_layout()
-    return fig

@@ -34,12 +34,14 @@ are kept as baselines for the benchmark and the tie study.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 TOP_K_ALL = 1 << 30  # sglang's "whole vocabulary" value (sglang/srt/sampling/sampling_params.py)
 UNRESTRICTED_K = -1  # the user-facing "no top-k" convention
-NORM_EPS = 1e-8
-TOP_P_SLACK = 1e-6  # relative slack when testing "cumulative mass >= p"  # FlashInfer's normaliser floor: divide by max(sum, 1e-8)
+NORM_EPS = 1e-8  # FlashInfer's normaliser floor: divide by max(sum, 1e-8)
+TOP_P_SLACK = 1e-6  # relative slack when testing "cumulative mass >= p"
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
@@ -55,17 +57,7 @@ def check_probs(probs: torch.Tensor, name: str = "probs") -> torch.Tensor:
     (it propagates), ±inf and negatives; one row-sum pass finds all-zero rows. The
     per-row scan that names the rows only runs once something is wrong.
     """
-    if not isinstance(probs, torch.Tensor):
-        raise ValueError(f"{name} must be a torch.Tensor, got {type(probs).__name__}")
-    if probs.dim() != 2:
-        raise ValueError(f"{name} must be 2-D [rows, vocab], got shape {tuple(probs.shape)}")
-    if probs.dtype not in _FLOAT_DTYPES:
-        raise ValueError(f"{name} must be float16/bfloat16/float32/float64, got {probs.dtype}")
-    rows, vocab = probs.shape
-    if rows == 0:
-        raise ValueError(f"{name}: empty batch (0 rows)")
-    if vocab == 0:
-        raise ValueError(f"{name}: empty vocabulary (0 columns)")
+    _check_layout(probs, name)
     lo, hi = torch.aminmax(probs)
     if not (bool(torch.isfinite(lo)) and bool(torch.isfinite(hi)) and bool(lo >= 0)):
         bad_nan = torch.isnan(probs).any(dim=-1)
@@ -81,6 +73,28 @@ def check_probs(probs: torch.Tensor, name: str = "probs") -> torch.Tensor:
     if bool(zero.any()):
         raise ValueError(f"{name} has all-zero row(s) {_rows(zero)}: nothing to renormalise")
     return sums
+
+
+def _check_layout(probs: torch.Tensor, name: str = "probs") -> None:
+    """ValueError unless ``probs`` is a non-empty 2-D float16/bf16/fp32/fp64 tensor."""
+    if not isinstance(probs, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(probs).__name__}")
+    if probs.dim() != 2:
+        raise ValueError(f"{name} must be 2-D [rows, vocab], got shape {tuple(probs.shape)}")
+    if probs.dtype not in _FLOAT_DTYPES:
+        raise ValueError(f"{name} must be float16/bfloat16/float32/float64, got {probs.dtype}")
+    rows, vocab = probs.shape
+    if rows == 0:
+        raise ValueError(f"{name}: empty batch (0 rows)")
+    if vocab == 0:
+        raise ValueError(f"{name}: empty vocabulary (0 columns)")
+
+
+def _check_finite_nonneg(probs: torch.Tensor) -> None:
+    """One flat ``aminmax`` pass: NaN, ±inf or a negative entry → :func:`check_probs` raises."""
+    lo, hi = torch.aminmax(probs)
+    if not (bool(torch.isfinite(lo)) and bool(torch.isfinite(hi)) and bool(lo >= 0)):
+        check_probs(probs)
 
 
 def _rows(mask: torch.Tensor, limit: int = 8) -> str:
@@ -145,20 +159,95 @@ def _renorm(x: torch.Tensor, keep: torch.Tensor, out_dtype: torch.dtype) -> torc
     return (kept / s).to(out_dtype)
 
 
-def top_k_pivot(probs: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """The k-th largest value of each row → ``[rows, 1]`` (0 for unrestricted rows, k == vocab).
+# How the max k + 1 largest entries of each row are found: see _top_k_plan. Chunk lengths
+# are powers of two in [32, 1024] because ``amax`` over a shorter inner dimension is slow.
+_CHUNK_MIN, _CHUNK_MAX = 32, 1024
+_GATHER_SHARE = 1 / 16  # "gather" while the candidates are at most this share of a row
+_HEAP_FACTOR = 64  # torch.topk on CPU keeps a heap (partial sort) where 64 * k <= row length
 
-    ``probs`` ``[rows, vocab]``, ``k`` int64 ``[rows]`` in [1, vocab]. One ``torch.topk``
-    with the largest restricted k (a partial selection, not a sort).
+
+def _top_k_plan(vocab: int, kmax: int) -> tuple[str, int]:
+    """How to find the ``kmax + 1`` largest entries of each row → (plan, chunk length).
+
+    * ``"gather"``: chunk maxima (one streaming ``amax``), a topk over them picks ``kmax + 1``
+      chunks, a topk over those chunks' entries gives the result. The two topks cost about
+      ``vocab / chunk`` and ``(kmax + 1) * chunk``, least near ``chunk = sqrt(vocab / (kmax + 1))``
+      (×2: the first is the cheaper per entry). Used while the candidates stay small.
+    * ``"floor"``: the same chunk maxima give a floor under the ``kmax + 1`` largest entries;
+      entries below it are raised to it in the output buffer (one fused pass that also pages
+      the output in), and one topk over that buffer finds the result with few heap updates.
+    * ``"topk"``: one ``torch.topk`` over the rows (small vocabularies, k near the vocabulary).
     """
-    rows, vocab = probs.shape
-    pivot = torch.zeros((rows, 1), dtype=probs.dtype, device=probs.device)
-    restricted = torch.nonzero(k < vocab).flatten()
-    if restricted.numel():
-        sub_k = k[restricted]
-        vals = torch.topk(probs[restricted], int(sub_k.max()), dim=-1).values
-        pivot[restricted] = vals.gather(1, (sub_k - 1).unsqueeze(1))
-    return pivot
+    s = kmax + 1
+    target = 2.0 * math.sqrt(vocab / s)
+    chunk = min(max(1 << max(0, round(math.log2(max(target, 1.0)))), _CHUNK_MIN), _CHUNK_MAX)
+    if -(-vocab // chunk) >= s and s * chunk <= _GATHER_SHARE * vocab:
+        return "gather", chunk
+    if -(-vocab // _CHUNK_MIN) >= 4 * s and _HEAP_FACTOR * s <= vocab:
+        return "floor", _CHUNK_MIN
+    return "topk", 0
+
+
+def _chunk_maxima(x: torch.Tensor, chunk: int) -> torch.Tensor:
+    """``[rows, ceil(vocab / chunk)]``: the maximum of each run of ``chunk`` entries (the last
+    run may be shorter). ``x`` contiguous."""
+    rows, vocab = x.shape
+    n_full = vocab // chunk
+    cmax = x[:, : n_full * chunk].view(rows, n_full, chunk).amax(dim=-1)
+    if vocab > n_full * chunk:
+        cmax = torch.cat([cmax, x[:, n_full * chunk:].amax(dim=-1, keepdim=True)], dim=1)
+    return cmax
+
+
+def _top_via_gather(x: torch.Tensor, cmax: torch.Tensor, rid: torch.Tensor, s: int, chunk: int):
+    """The ``s`` largest entries of rows ``rid`` of ``x`` from the ``s`` chunks with the largest
+    maxima (``cmax``: :func:`_chunk_maxima` of those rows).
+
+    Returns (values ``[n, s]`` descending, columns ``[n, s]``, ``m_s [n, 1]`` the smallest
+    maximum among the chosen chunks, ``row_max [n]``). Exact: every chunk whose maximum
+    exceeds ``m_s`` was chosen and the ``s`` chosen maxima are ``s`` candidates ``>= m_s``, so
+    the ``j``-th largest candidate is the row's ``j``-th largest for every ``j <= s``. Entries
+    outside the chosen chunks are ``<= m_s``: a row whose pivot exceeds ``m_s`` has all its
+    entries ``>= pivot`` among the candidates, and one whose pivot is ``<= m_s`` has at least
+    ``s`` entries ``>= pivot`` (a tie straddles its pivot, as its ``k < s``).
+    """
+    rows, vocab = x.shape
+    n_full = vocab // chunk
+    tail = vocab - n_full * chunk
+    cv, ci = torch.topk(cmax, s, dim=-1, sorted=False)
+    n = ci.shape[0]
+    if not tail:
+        flat = x.view(rows * n_full, chunk)
+        cand = flat.index_select(0, (rid.unsqueeze(1) * n_full + ci).flatten())
+    else:
+        body = x[:, : n_full * chunk].view(rows, n_full, chunk)
+        cand = body[rid.unsqueeze(1), ci.clamp_max(n_full - 1)]  # [n, s, chunk]
+        is_tail = ci == n_full
+        if bool(is_tail.any()):
+            pad = x.new_full((n, chunk), float("-inf"))  # below every valid probability
+            pad[:, :tail] = x[rid, n_full * chunk:]
+            cand = torch.where(is_tail.unsqueeze(-1), pad.unsqueeze(1), cand)
+    vals, j = torch.topk(cand.view(n, s * chunk), s, dim=-1)
+    cols = ci.gather(1, torch.div(j, chunk, rounding_mode="floor")) * chunk + j % chunk
+    return vals, cols.clamp_max(vocab - 1), cv.amin(dim=-1, keepdim=True), cv.amax(dim=-1)
+
+
+def _top_via_floor(x: torch.Tensor, cmax: torch.Tensor, s: int, out: torch.Tensor):
+    """The ``s`` largest entries of every row of ``x``, using ``out`` (same shape) as scratch.
+
+    ``m_s``, the ``s``-th largest chunk maximum, is at most the row's ``s``-th largest entry.
+    ``out = clamp(x, min=m_s)`` keeps every entry ``>= m_s`` and raises the rest to ``m_s``, so
+    its ``s`` largest values are the row's, and a topk over it seldom updates its heap. A
+    returned column is genuine wherever its value exceeds ``m_s``; the caller keeps only such
+    entries (a clean row's pivot exceeds ``m_s``, see :func:`_top_via_gather`). ``out`` (any
+    contents on entry) is all zeros on return.
+    Returns (values ``[rows, s]`` descending, columns ``[rows, s]``, ``m_s [rows, 1]``).
+    """
+    m_s = torch.topk(cmax, s, dim=-1, sorted=False).values.amin(dim=-1, keepdim=True)
+    torch.clamp(x, min=m_s, out=out)
+    vals, idx = torch.topk(out, s, dim=-1)
+    out.zero_()
+    return vals, idx, m_s
 
 
 def top_k_renorm_prob(probs: torch.Tensor, top_k, *, validate: bool = True) -> torch.Tensor:
@@ -170,53 +259,90 @@ def top_k_renorm_prob(probs: torch.Tensor, top_k, *, validate: bool = True) -> t
     largest value, divided by max(kept sum, 1e-8). ``validate=False`` skips the input
     checks for callers that already guarantee finite, non-negative, nonzero rows.
 
-    How (no full sort): one ``torch.topk`` of ``max k + 1`` over the restricted rows gives
-    each row's pivot (rank k-1) and the next value (rank k). Where they differ, the kept
-    set is exactly the first k entries: they are scattered into a zero row. Where they
-    are equal (a tie straddles the pivot) and for unrestricted rows, the row is masked
-    densely (``probs >= pivot``) so every tied entry is kept.
+    How (no sort; at large vocabularies no topk over whole rows for small k): the
+    ``max k + 1`` largest entries of each restricted row, found as :func:`_top_k_plan`
+    decides, give each row's pivot (rank k-1) and the next value (rank k). Where those
+    differ, the kept set is exactly the first k entries: their values, summed in rank
+    order, are divided and scattered into a zero row. Where they are equal (a tie straddles
+    the pivot) the row is masked densely (``probs >= pivot``) and divided by its masked row
+    sum, so every tied entry is kept. Unrestricted rows are divided by their row sum.
+    Every plan reaches the same values in the same order, so the output bits do not depend
+    on the plan (they are those of one topk of ``max k + 1`` over the rows, the previous
+    implementation). Validation: one ``aminmax`` pass (NaN, inf, negatives) and the row
+    maxima (all-zero rows); row sums only where some row is unrestricted.
     """
-    sums = check_probs(probs) if validate else None
+    if validate:
+        _check_layout(probs)
     rows, vocab = probs.shape
-    k = per_row_k(top_k, rows, vocab, device=probs.device)
+    try:
+        k = per_row_k(top_k, rows, vocab, device=probs.device)
+    except ValueError:
+        if validate:
+            check_probs(probs)  # a bad probs tensor is reported before a bad top_k
+        raise
     acc = _acc_dtype(probs.dtype)
-    out = torch.zeros_like(probs)
     restricted = k < vocab
     free = torch.nonzero(~restricted).flatten()
+    r_idx = torch.nonzero(restricted).flatten()
+    sums = None
+    if validate:
+        if free.numel():
+            sums = check_probs(probs)  # unrestricted rows are divided by these sums
+        else:
+            _check_finite_nonneg(probs)  # all-zero rows: from the row maxima below
+    all_restricted = r_idx.numel() == rows
+    sub_k = k if all_restricted else k[r_idx]
+    kmax = int(sub_k.max()) if r_idx.numel() else 0
+    plan, chunk = _top_k_plan(vocab, kmax)
+    if plan == "floor" and not all_restricted:
+        plan = "topk"  # the floor plan uses the whole output buffer as scratch
+    # the floor plan writes every entry of out before zeroing it: no zero fill needed first
+    out = torch.empty_like(probs) if plan == "floor" else torch.zeros_like(probs)
     if free.numel():  # unrestricted rows: only renormalised
         x = probs[free].to(acc)
         s = (sums[free] if sums is not None else x.sum(dim=-1)).unsqueeze(1).clamp_min(NORM_EPS)
         out[free] = (x / s).to(probs.dtype)
-    dense_rows = free[:0]
-    dense_pivot = torch.zeros((0, 1), dtype=probs.dtype, device=probs.device)
-    r_idx = torch.nonzero(restricted).flatten()
-    if r_idx.numel():
-        all_restricted = r_idx.numel() == rows
-        sub = probs if all_restricted else probs[r_idx]
-        sub_k = k[r_idx]
-        kmax = int(sub_k.max())
-        vals, idx = torch.topk(sub, kmax + 1, dim=-1)  # kmax < vocab, so kmax + 1 <= vocab
-        pivot = vals.gather(1, (sub_k - 1).unsqueeze(1))
-        nxt = vals.gather(1, sub_k.unsqueeze(1))
-        straddle = (nxt == pivot).squeeze(1)
-        clean = ~straddle
-        if bool(clean.any()):
-            c = torch.nonzero(clean).flatten()
-            ranks = torch.arange(kmax + 1, device=probs.device).unsqueeze(0)
-            v = vals[c].to(acc).masked_fill(ranks >= sub_k[c].unsqueeze(1), 0.0)
-            v = (v / v.sum(dim=-1, keepdim=True).clamp_min(NORM_EPS)).to(probs.dtype)
-            if all_restricted and c.numel() == rows:
-                out.scatter_(1, idx, v)  # the common case: no copy of the rows
-            else:
-                rows_c = r_idx[c]
-                out[rows_c] = out[rows_c].scatter_(1, idx[c], v)
-        if bool(straddle.any()):
-            s = torch.nonzero(straddle).flatten()
-            dense_rows = torch.cat([dense_rows, r_idx[s]])
-            dense_pivot = torch.cat([dense_pivot, pivot[s]])
-    if dense_rows.numel():
+    if not r_idx.numel():
+        return out
+    m_s = None
+    if plan == "topk":
+        vals, idx = torch.topk(probs if all_restricted else probs[r_idx], kmax + 1, dim=-1)
+        row_max = vals[:, 0]
+    else:
+        x = probs if probs.is_contiguous() else probs.contiguous()
+        cmax = _chunk_maxima(x, chunk)
+        if plan == "gather":
+            rid = r_idx if not all_restricted else torch.arange(rows, device=probs.device)
+            vals, idx, m_s, row_max = _top_via_gather(
+                x, cmax if all_restricted else cmax[r_idx], rid, kmax + 1, chunk)
+        else:
+            vals, idx, m_s = _top_via_floor(x, cmax, kmax + 1, out)
+            row_max = vals[:, 0]
+    if validate and sums is None and bool((row_max == 0).any()):
+        check_probs(probs)  # names the all-zero rows
+    pivot = vals.gather(1, (sub_k - 1).unsqueeze(1))
+    nxt = vals.gather(1, sub_k.unsqueeze(1))
+    straddle = nxt == pivot
+    if m_s is not None:
+        straddle |= m_s >= pivot  # entries >= pivot may lie outside the candidates
+    straddle = straddle.squeeze(1)
+    c = torch.nonzero(~straddle).flatten()
+    if c.numel():
+        every = c.numel() == r_idx.numel()
+        ranks = torch.arange(kmax + 1, device=probs.device).unsqueeze(0)
+        v = (vals if every else vals[c]).to(acc)
+        v = v.masked_fill(ranks >= (sub_k if every else sub_k[c]).unsqueeze(1), 0.0)
+        v = (v / v.sum(dim=-1, keepdim=True).clamp_min(NORM_EPS)).to(probs.dtype)
+        if all_restricted and every:
+            out.scatter_(1, idx, v)  # the common case: no copy of the rows
+        else:
+            flat_idx = r_idx[c].unsqueeze(1) * vocab + (idx if every else idx[c])
+            out.view(-1).scatter_(0, flat_idx.flatten(), v.flatten())
+    s_rows = torch.nonzero(straddle).flatten()
+    if s_rows.numel():
+        dense_rows = r_idx[s_rows]
         x = probs[dense_rows]
-        out[dense_rows] = _renorm(x.to(acc), x >= dense_pivot, probs.dtype)
+        out[dense_rows] = _renorm(x.to(acc), x >= pivot[s_rows], probs.dtype)
     return out
 
 

@@ -14,22 +14,22 @@ Two parts:
    rows are whatever the caller's renorm produced, so a chi-square test over many seeded
    draws (:func:`chi_square_gof`) tells a correct renorm from a wrong one.
 
-2. A speed-up model (:func:`single_stream_speedup`, :func:`throughput_curve`) from the
-   acceptance length and the cost of a verify step relative to a decode step, derived from
-   the model config: a verify step over ``n`` tokens reads the routed experts those tokens
-   pick (``E[distinct experts]``), a decode step those of one token. Inputs and their
-   provenance: ``data/spec_decode_model.yaml``.
+2. A speed-up model (:func:`single_stream_speedup`, :func:`throughput_gain`) from the
+   acceptance length and the cost of a verify step relative to a decode step: a verify step
+   over ``n`` tokens reads the routed experts those tokens pick (``E[distinct experts]``), a
+   decode step those of one token; the bytes come from the one parameter inventory
+   (:func:`k3lab.model.step.step_bytes`). Inputs and their provenance:
+   ``data/serving_model.yaml`` (``speculative``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
-import yaml
 
-from .paths import data_path
+from . import data
+from .model.step import StepBytes, expected_distinct_experts, step_bytes  # noqa: F401  (re-exported)
 
 # --- 1. the verifier ---------------------------------------------------------------------
 
@@ -124,71 +124,14 @@ def chi_square_gof(counts: torch.Tensor, expected_probs: torch.Tensor) -> tuple[
 # --- 2. the speed-up model ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class StepBytes:
-    """Weight bytes one forward step reads, for the whole model (all TP ranks together).
-
-    ``non_expert_bytes``: attention, shared experts, dense layer, latent projections,
-    router, lm_head (BF16). ``routed_expert_bytes``: one routed expert of every MoE layer
-    (MXFP4), i.e. what each distinct expert chosen costs.
-    """
-
-    non_expert_bytes: float
-    routed_expert_bytes_per_expert_all_layers: float
-    num_experts: int
-    experts_per_token: int
-
-    def step_bytes(self, tokens: int) -> float:
-        """Bytes read by a step over ``tokens`` tokens (batch × positions)."""
-        return (self.non_expert_bytes + self.routed_expert_bytes_per_expert_all_layers
-                * expected_distinct_experts(tokens, self.num_experts, self.experts_per_token))
-
-
-def expected_distinct_experts(tokens: int, num_experts: int = 896, top_k: int = 16) -> float:
-    """E[# distinct experts] when ``tokens`` tokens each pick ``top_k`` of ``num_experts``.
-
-    Uniform, independent routing: ``E · (1 − (1 − k/E)^tokens)``. (Real routing is skewed,
-    which lowers it; uniform is the upper end, so the verify cost here is an upper bound.)
-    """
-    if tokens < 0 or num_experts <= 0 or not 0 < top_k <= num_experts:
-        raise ValueError(f"bad routing: tokens={tokens}, num_experts={num_experts}, top_k={top_k}")
-    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
-
-
 def model_inputs() -> dict:
-    """``data/spec_decode_model.yaml``: the model's inputs, each with its source."""
-    with open(data_path("spec_decode_model.yaml"), encoding="utf-8") as f:
-        return yaml.safe_load(f)
-
-
-def step_bytes_from_config(cfg, expert_bytes_per_param: float, dense_bytes_per_param: float) -> StepBytes:
-    """Count per-step weight bytes from the K3 text config (see FACTS-style notes in data/).
-
-    Non-expert parameters read every step: 69 KDA layers (q/k/v/g 7168→96·128 each, o_proj,
-    f_a/f_b low-rank gate, b_proj), 24 MLA layers (q_a/q_b, kv_a/kv_b, o_proj, g_proj),
-    the dense layer-0 MLP, per MoE layer the shared experts, the 7168↔3584 latent
-    projections and the router, plus the lm_head. Norms and conv kernels are negligible.
-    """
-    h = cfg.hidden_size
-    lin = cfg.linear_attn_num_heads * cfg.linear_attn_head_dim
-    kda = 4 * h * lin + lin * h + (h * 128 + 128 * lin) + h * cfg.linear_attn_num_heads
-    nh = cfg.num_attention_heads
-    qk = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim
-    mla = (h * cfg.q_lora_rank + cfg.q_lora_rank * nh * qk
-           + h * (cfg.kv_lora_rank + cfg.qk_rope_head_dim)
-           + cfg.kv_lora_rank * nh * (cfg.qk_nope_head_dim + cfg.v_head_dim)
-           + nh * cfg.v_head_dim * h + h * nh * cfg.v_head_dim)
-    moe_layers = cfg.num_hidden_layers - cfg.first_k_dense_replace
-    lat = cfg.routed_expert_hidden_size
-    per_moe = (cfg.num_shared_experts * 3 * h * cfg.moe_intermediate_size
-               + 2 * h * lat + lat * cfg.num_experts)
-    dense = cfg.first_k_dense_replace * 3 * h * cfg.intermediate_size
-    head = cfg.vocab_size * h
-    non_expert = (cfg.num_kda_layers * kda + cfg.num_mla_layers * mla + moe_layers * per_moe
-                  + dense + head)
-    expert = moe_layers * 3 * lat * cfg.moe_intermediate_size
-    return StepBytes(non_expert * dense_bytes_per_param, expert * expert_bytes_per_param,
-                     cfg.num_experts, cfg.num_experts_per_token)
+    """The speed-up model's inputs (``data/serving_model.yaml`` ``speculative``): verify rows,
+    reported acceptance lengths, and the swept draft-cost and fixed-share ranges."""
+    s = data.load("serving_model").speculative
+    return {"verify_tokens": s.verify_rows_per_request.value, "block_tokens": s.block_size_tokens.value,
+            "accept_length": (s.accept_length_low.value, s.accept_length_high.value),
+            "draft_cost_ratio": (s.draft_cost_ratio.low, s.draft_cost_ratio.high),
+            "fixed_fraction": (s.fixed_fraction.low, s.fixed_fraction.high)}
 
 
 def verify_cost_ratio(sb: StepBytes, batch: int, verify_tokens: int, fixed_fraction: float) -> float:

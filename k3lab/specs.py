@@ -1,8 +1,12 @@
-"""Load and validate the model config and the hardware table from ``data/``.
+"""What the study reasons about: a model config, a GPU, and a deployment (one type each).
 
-``load_model("kimi-k3")`` → :class:`ModelConfig` (the published ``text_config`` with the
-fields k3lab uses, validated). ``load_gpu("mi355x")`` → :class:`GPU` with explicit units
-in every field name and the source of each value in ``.provenance``.
+``load_model("kimi-k3" | "kimi-k2" | "deepseek-v3")`` → :class:`ModelConfig` (the published
+config, validated; MLA + MoE, with KDA linear attention and a latent MoE where the model has
+them). ``load_gpu("mi355x")`` → :class:`GPU` (``data/hardware.yaml``, units in every field
+name, each value's source in ``.provenance``). :class:`Deployment` is the one serving
+layout used by memory plans, throughput tables and the roofline alike: a GPU, a count, TP ×
+PP (the rest are replicas), decode context parallelism, and sglang's EP / DP-attention
+switches.
 """
 
 from __future__ import annotations
@@ -11,29 +15,43 @@ import dataclasses
 import functools
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
-import yaml
-
+from . import data
 from .paths import data_path
 
 GB = 10**9
 GiB = 2**30
 
-_MODEL_FILES = {"kimi-k3": ("model", "kimi_k3_config.json")}
+#: model name → (file under data/model/). Each file carries its ``_provenance``.
+MODEL_FILES = {
+    "kimi-k3": "kimi_k3_config.json",
+    "kimi-k2": "kimi_k2_config.json",
+    "deepseek-v3": "deepseek_v3_config.json",
+}
 
+# Published configs name the same field differently (DeepSeek-V3 / Kimi K2 vs Kimi K3).
+_ALIASES = {
+    "num_experts": ("num_experts", "n_routed_experts"),
+    "num_experts_per_token": ("num_experts_per_token", "num_experts_per_tok"),
+    "num_shared_experts": ("num_shared_experts", "n_shared_experts"),
+}
 _INT_FIELDS = (
     "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
     "num_key_value_heads", "max_position_embeddings", "intermediate_size",
     "first_k_dense_replace", "num_experts", "num_experts_per_token", "num_shared_experts",
-    "moe_intermediate_size", "routed_expert_hidden_size", "num_nextn_predict_layers",
-    "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+    "moe_intermediate_size", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+    "qk_rope_head_dim", "v_head_dim",
 )
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """The text config of a model, validated. Layer indices are 1-based, as published."""
+    """A validated MLA + MoE text config. Layer indices are 1-based, as published.
+
+    Models without KDA have ``kda_layers == ()`` and ``linear_attn_* == 0``; models without
+    a latent MoE have ``routed_expert_hidden_size == hidden_size``.
+    ``num_nextn_predict_layers`` counts MTP layers shipped in the checkpoint (DeepSeek-V3: 1).
+    """
 
     name: str
     vocab_size: int
@@ -59,13 +77,14 @@ class ModelConfig:
     mla_use_nope: bool
     latent_moe_use_norm: bool
     tie_word_embeddings: bool
+    attn_res: bool
     linear_attn_num_heads: int
     linear_attn_head_dim: int
     short_conv_kernel_size: int
     full_attn_layers: tuple[int, ...]
     kda_layers: tuple[int, ...]
-    quantization: dict = field(default_factory=dict, compare=False, repr=False)
-    raw: dict = field(default_factory=dict, compare=False, repr=False)
+    quantization: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
+    raw: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
     provenance: str = field(default="", compare=False, repr=False)
 
     @property
@@ -79,6 +98,15 @@ class ModelConfig:
         return len(self.kda_layers)
 
     @property
+    def has_kda(self) -> bool:
+        return bool(self.kda_layers)
+
+    @property
+    def has_latent_moe(self) -> bool:
+        """Routed experts run in a narrower latent than the hidden size (Kimi K3)."""
+        return self.routed_expert_hidden_size != self.hidden_size
+
+    @property
     def num_moe_layers(self) -> int:
         """Layers whose MLP is a mixture of experts (all but the first ``first_k_dense_replace``)."""
         return self.num_hidden_layers - self.first_k_dense_replace
@@ -89,83 +117,108 @@ class ModelConfig:
         return self.qk_nope_head_dim + self.qk_rope_head_dim
 
 
-def _require_positive_int(d: dict, key: str, where: str) -> int:
-    if key not in d:
-        raise ValueError(f"{where}: missing required field {key!r}")
-    v = d[key]
+def _field(tc: dict, key: str, where: str):
+    for k in _ALIASES.get(key, (key,)):
+        if k in tc:
+            return tc[k]
+    raise ValueError(f"{where}: missing required field {key!r}")
+
+
+def _positive_int(v, key: str, where: str, zero_ok: bool = False) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise ValueError(f"{where}: field {key!r} must be an integer, got {v!r}")
-    if v < 0 or (v == 0 and key not in ("num_nextn_predict_layers",)):
+    if v < 0 or (v == 0 and not zero_ok):
         raise ValueError(f"{where}: field {key!r} must be positive, got {v}")
     return v
 
 
-def model_from_dict(raw: dict, name: str = "model") -> ModelConfig:
-    """Validate a published HF config dict (with or without ``text_config``)."""
+def model_from_dict(raw: dict, name: str = "model", where: str | None = None) -> ModelConfig:
+    """Validate a published HF config dict (with or without ``text_config``).
+
+    ValueError naming ``where`` (the file) and the field for anything the inventory cannot
+    use: a missing or non-integer size, layer lists that do not partition the layers, a
+    top-k above the expert count.
+    """
+    where = where or f"model config {name!r}"
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: expected a JSON object")
     tc = raw.get("text_config", raw)
-    where = f"model config {name!r}"
-    ints = {k: _require_positive_int(tc, k, where) for k in _INT_FIELDS}
-    lac = tc.get("linear_attn_config")
-    if not isinstance(lac, dict):
-        raise ValueError(f"{where}: missing 'linear_attn_config'")
-    full = tuple(int(i) for i in lac.get("full_attn_layers", ()))
-    kda = tuple(int(i) for i in lac.get("kda_layers", ()))
+    ints = {k: _positive_int(_field(tc, k, where), k, where, zero_ok=(k == "first_k_dense_replace"))
+            for k in _INT_FIELDS}
     n = ints["num_hidden_layers"]
-    if sorted(full + kda) != list(range(1, n + 1)):
-        raise ValueError(
-            f"{where}: full_attn_layers ({len(full)}) and kda_layers ({len(kda)}) must "
-            f"partition layers 1..{n} exactly once each")
+    nextn = _positive_int(tc.get("num_nextn_predict_layers", 0), "num_nextn_predict_layers", where, zero_ok=True)
+    lac = tc.get("linear_attn_config")
+    if lac is None:
+        full, kda, lin = tuple(range(1, n + 1)), (), (0, 0, 0)
+    else:
+        if not isinstance(lac, dict):
+            raise ValueError(f"{where}: field 'linear_attn_config' must be an object")
+        full = tuple(int(i) for i in lac.get("full_attn_layers", ()))
+        kda = tuple(int(i) for i in lac.get("kda_layers", ()))
+        if sorted(full + kda) != list(range(1, n + 1)):
+            raise ValueError(f"{where}: linear_attn_config.full_attn_layers ({len(full)}) and "
+                             f"kda_layers ({len(kda)}) must partition layers 1..{n} exactly once each")
+        lin = tuple(_positive_int(lac.get(k), f"linear_attn_config.{k}", where)
+                    for k in ("num_heads", "head_dim", "short_conv_kernel_size"))
+    latent = tc.get("routed_expert_hidden_size", ints["hidden_size"])
+    latent = _positive_int(latent, "routed_expert_hidden_size", where)
     if ints["num_attention_heads"] % ints["num_key_value_heads"]:
         raise ValueError(f"{where}: num_key_value_heads must divide num_attention_heads")
     if ints["num_experts_per_token"] > ints["num_experts"]:
-        raise ValueError(f"{where}: num_experts_per_token exceeds num_experts")
+        raise ValueError(f"{where}: num_experts_per_token ({ints['num_experts_per_token']}) exceeds "
+                         f"num_experts ({ints['num_experts']})")
     if ints["first_k_dense_replace"] > n:
         raise ValueError(f"{where}: first_k_dense_replace exceeds num_hidden_layers")
+    quant = tc.get("quantization_config", raw.get("quantization_config")) or {}
+    if not isinstance(quant, dict):
+        raise ValueError(f"{where}: field 'quantization_config' must be an object")
     return ModelConfig(
-        name=name,
-        **ints,
+        name=name, **ints, routed_expert_hidden_size=latent, num_nextn_predict_layers=nextn,
         mla_use_output_gate=bool(tc.get("mla_use_output_gate", False)),
         mla_use_nope=bool(tc.get("mla_use_nope", False)),
         latent_moe_use_norm=bool(tc.get("latent_moe_use_norm", False)),
         tie_word_embeddings=bool(raw.get("tie_word_embeddings", tc.get("tie_word_embeddings", False))),
-        linear_attn_num_heads=_require_positive_int(lac, "num_heads", where + " linear_attn_config"),
-        linear_attn_head_dim=_require_positive_int(lac, "head_dim", where + " linear_attn_config"),
-        short_conv_kernel_size=_require_positive_int(lac, "short_conv_kernel_size", where + " linear_attn_config"),
-        full_attn_layers=full,
-        kda_layers=kda,
-        quantization=dict(tc.get("quantization_config") or {}),
-        raw=raw,
+        attn_res=tc.get("attn_res_block_size") is not None,
+        linear_attn_num_heads=lin[0], linear_attn_head_dim=lin[1], short_conv_kernel_size=lin[2],
+        full_attn_layers=full, kda_layers=kda, quantization=dict(quant), raw=raw,
         provenance=str(raw.get("_provenance", "")),
     )
 
 
+def known_models() -> list[str]:
+    return sorted(MODEL_FILES)
+
+
 @functools.lru_cache(maxsize=None)
 def load_model(name: str = "kimi-k3") -> ModelConfig:
-    """Load a model config from ``data/model``. Known names: ``kimi-k3``."""
-    key = name.lower()
-    if key not in _MODEL_FILES:
-        raise ValueError(f"unknown model {name!r}; known models: {', '.join(sorted(_MODEL_FILES))}")
-    with open(data_path(*_MODEL_FILES[key]), encoding="utf-8") as f:
-        raw = json.load(f)
-    return model_from_dict(raw, name=key)
+    """Load a model config from ``data/model`` (:data:`MODEL_FILES`)."""
+    key = str(name).lower()
+    if key not in MODEL_FILES:
+        raise ValueError(f"unknown model {name!r}; known models: {', '.join(known_models())}")
+    path = data_path("model", MODEL_FILES[key])
+    where = f"data/model/{MODEL_FILES[key]}"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{where}: not valid JSON ({e})") from None
+    return model_from_dict(raw, name=key, where=where)
 
 
 # --------------------------------------------------------------------------- GPUs
 
-_GPU_NUMERIC = (
-    "hbm_gb", "usable_hbm_gb", "hbm_bw_tb_s", "dense_fp4_tflops", "dense_fp8_tflops",
-    "dense_bf16_tflops", "board_power_w", "scale_up_links", "scale_up_gb_s_per_direction",
-)
-
 
 @dataclass(frozen=True)
 class GPU:
-    """One GPU's facts. Units are in the field names (GB = 1e9 B, TB/s = 1e12 B/s)."""
+    """One GPU's facts. Units are in the field names (GB = 1e9 B, TB/s = 1e12 B/s, TFLOPS
+    dense, W board power, Gb/s = 1e9 bit/s). ``dense_fp4_tflops`` is 0 for a GPU without FP4.
+    ``hbm_label_gb``: the vendor's label (AMD's and most NVIDIA labels are GiB);
+    ``usable_hbm_gb``: what the driver exposes, in 1e9 B (every fit uses this)."""
 
     key: str
     name: str
     vendor: str
-    hbm_gb: float
+    arch: str
+    hbm_label_gb: float
     usable_hbm_gb: float
     hbm_bw_tb_s: float
     dense_fp4_tflops: float
@@ -173,9 +226,10 @@ class GPU:
     dense_bf16_tflops: float
     board_power_w: float
     scale_up: str
-    scale_up_links: float
+    scale_up_domain_gpus: int
     scale_up_gb_s_per_direction: float
-    provenance: dict = field(default_factory=dict, compare=False, repr=False)
+    scale_out_gbit_s_per_gpu: float
+    provenance: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     @property
     def usable_hbm_bytes(self) -> int:
@@ -183,71 +237,162 @@ class GPU:
         return int(round(self.usable_hbm_gb * GB))
 
     @property
-    def hbm_gib(self) -> float:
-        """Physical HBM in GiB (2**30 bytes)."""
-        return self.hbm_gb * GB / GiB
+    def usable_hbm_gib(self) -> float:
+        """Usable HBM in GiB (2**30 bytes)."""
+        return self.usable_hbm_gb * GB / GiB
+
+    @property
+    def short(self) -> str:
+        """The name used in labels: ``MI355X``, ``B300``."""
+        return self.key.upper()
+
+    @property
+    def peak_dense_flops(self) -> float:
+        """The fastest dense peak it has (FP4 where it exists), FLOP/s."""
+        return max(self.dense_fp4_tflops, self.dense_fp8_tflops, self.dense_bf16_tflops) * 1e12
 
     def with_hbm_gb(self, gb: float, label: str | None = None) -> "GPU":
         """A copy with a different usable capacity (e.g. the article's 192 GB B200)."""
-        if not gb > 0:
-            raise ValueError(f"HBM capacity must be positive, got {gb!r} GB")
-        return dataclasses.replace(self, key=label or f"{self.key}@{gb:g}GB",
-                                   usable_hbm_gb=float(gb))
-
-
-@functools.lru_cache(maxsize=None)
-def _hardware_table() -> dict:
-    with open(data_path("hardware.yaml"), encoding="utf-8") as f:
-        table = yaml.safe_load(f)
-    if not isinstance(table, dict) or "gpus" not in table or "sources" not in table:
-        raise ValueError("data/hardware.yaml: expected top-level 'sources' and 'gpus'")
-    return table
+        data.check_finite("HBM capacity (GB)", gb)
+        return dataclasses.replace(self, key=label or f"{self.key}@{gb:g}GB", usable_hbm_gb=float(gb))
 
 
 def known_gpus() -> list[str]:
     """Names accepted by :func:`load_gpu`."""
-    return sorted(_hardware_table()["gpus"])
-
-
-def _field(entry: dict, key: str, gpu: str, sources: dict) -> tuple[Any, dict]:
-    if key not in entry:
-        raise ValueError(f"data/hardware.yaml: GPU {gpu!r} lacks field {key!r}")
-    cell = entry[key]
-    if not isinstance(cell, dict) or "value" not in cell or "source" not in cell:
-        raise ValueError(f"data/hardware.yaml: {gpu}.{key} must be {{value, source}}")
-    if cell["source"] not in sources:
-        raise ValueError(f"data/hardware.yaml: {gpu}.{key} cites unknown source {cell['source']!r}")
-    return cell["value"], sources[cell["source"]]
+    return sorted(data.load("hardware").gpus)
 
 
 def load_gpu(name: str) -> GPU:
-    """Load one GPU from ``data/hardware.yaml`` (``mi355x``, ``b300``, ``b200``, ``h200``).
-
-    Raises ValueError listing the known GPUs for an unknown name.
-    """
-    table = _hardware_table()
+    """Load one GPU from ``data/hardware.yaml``; ValueError listing the known GPUs otherwise."""
+    hw = data.load("hardware")
     key = str(name).lower()
-    if key not in table["gpus"]:
+    if key not in hw.gpus:
         raise ValueError(f"unknown GPU {name!r}; known GPUs: {', '.join(known_gpus())}")
-    entry, sources = table["gpus"][key], table["sources"]
-    values, prov = {}, {}
-    for f_ in _GPU_NUMERIC:
-        v, src = _field(entry, f_, key, sources)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-            raise ValueError(f"data/hardware.yaml: {key}.{f_} must be a non-negative number, got {v!r}")
-        values[f_], prov[f_] = float(v), src
-    if values["usable_hbm_gb"] > values["hbm_gb"] or values["usable_hbm_gb"] <= 0:
-        raise ValueError(f"data/hardware.yaml: {key}: usable HBM must be in (0, hbm_gb]")
-    scale_up, prov["scale_up"] = _field(entry, "scale_up", key, sources)
-    return GPU(key=key, name=str(entry.get("name", key)), vendor=str(entry.get("vendor", "")),
-               scale_up=str(scale_up), provenance=prov, **values)
+    e = hw.gpus[key]
+    cells = {k: getattr(e, k) for k in type(e).model_fields if k not in ("name", "vendor", "arch")}
+    values = {k: (c.value if c.value is not None else 0.0) for k, c in cells.items()}
+    prov = {k: hw.sources[c.source].title for k, c in cells.items()}
+    return GPU(key=key, name=e.name, vendor=e.vendor, arch=e.arch, provenance=prov,
+               **{k: (v if isinstance(v, str) else (int(v) if k == "scale_up_domain_gpus" else float(v)))
+                  for k, v in values.items()})
 
 
 def scale_out_link(name: str = "roce_b200_article") -> dict:
     """A scale-out link from ``data/hardware.yaml`` → {gbit_s, gbyte_s, source}."""
-    table = _hardware_table()
-    links = table.get("scale_out", {})
-    if name not in links:
-        raise ValueError(f"unknown scale-out link {name!r}; known: {', '.join(sorted(links))}")
-    v, src = _field(links[name], "gbit_s", name, table["sources"])
-    return {"gbit_s": float(v), "gbyte_s": float(v) / 8.0, "source": src}
+    hw = data.load("hardware")
+    if name not in hw.scale_out:
+        raise ValueError(f"unknown scale-out link {name!r}; known: {', '.join(sorted(hw.scale_out))}")
+    link = hw.scale_out[name]
+    return {"gbit_s": link.gbit_s.value, "gbyte_s": link.gbit_s.value / 8.0,
+            "source": hw.sources[link.gbit_s.source].title}
+
+
+# --------------------------------------------------------------------------- deployments
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A serving layout: ``num_gpus`` GPUs of one kind as ``tp`` × ``pp`` ranks (any GPUs
+    beyond tp·pp are replicas), ``dcp``-way decode context parallelism (KV sharded over
+    ``dcp`` of the TP ranks), and sglang's switches ``ep`` (expert parallelism over the TP
+    group with an all-to-all backend, ``--ep-size tp --moe-a2a-backend …``) and
+    ``dp_attention`` (``--enable-dp-attention``: attention data-parallel across the TP group).
+
+    ``gpus_per_node``: GPUs sharing one scale-up domain (default: the GPU's
+    ``scale_up_domain_gpus``). ``hbm_gb``: a capacity override per GPU (e.g. the article's
+    "192GB" B200). ``label``: the name shown in tables (from data where the article names
+    it; built from the fields otherwise).
+    """
+
+    gpu: str
+    num_gpus: int
+    tp: int
+    pp: int = 1
+    dcp: int = 1
+    ep: bool = False
+    dp_attention: bool = False
+    gpus_per_node: int | None = None
+    hbm_gb: float | None = None
+    id: str = ""
+    label: str = ""
+
+    def __post_init__(self):
+        g = load_gpu(self.gpu)  # unknown GPU → ValueError naming the known ones
+        for k in ("num_gpus", "tp", "pp", "dcp"):
+            data.check_count(f"deployment {k}", getattr(self, k))
+        if self.gpus_per_node is None:
+            object.__setattr__(self, "gpus_per_node", g.scale_up_domain_gpus)
+        data.check_count("deployment gpus_per_node", self.gpus_per_node)
+        for k in ("ep", "dp_attention"):
+            if not isinstance(getattr(self, k), bool):
+                raise ValueError(f"deployment {k} must be true or false, got {getattr(self, k)!r}")
+        if self.num_gpus % (self.tp * self.pp):
+            raise ValueError(f"deployment: num_gpus={self.num_gpus} is not a multiple of "
+                             f"tp x pp = {self.tp * self.pp}")
+        if self.tp % self.dcp:
+            raise ValueError(f"deployment: dcp={self.dcp} must divide tp={self.tp}")
+        if self.hbm_gb is not None:
+            data.check_finite("deployment hbm_gb", self.hbm_gb)
+        if not self.label:
+            object.__setattr__(self, "label", self.default_label())
+        if not self.id:
+            object.__setattr__(self, "id", self.default_label().lower().replace("×", "x").replace(" ", "_"))
+
+    def default_label(self) -> str:
+        s = f"{self.num_gpus}×{load_gpu(self.gpu).short} TP{self.tp}"
+        s += f"×PP{self.pp}" if self.pp > 1 else ""
+        s += f"+DCP{self.dcp}" if self.dcp > 1 else ""
+        s += " EP" if self.ep else ""
+        s += " DP-attn" if self.dp_attention else ""
+        s += f" ({self.hbm_gb:g} GB)" if self.hbm_gb is not None else ""
+        return s
+
+    @property
+    def gpu_spec(self) -> GPU:
+        """The GPU, with the capacity override applied."""
+        g = load_gpu(self.gpu)
+        return g if self.hbm_gb is None else g.with_hbm_gb(self.hbm_gb)
+
+    @property
+    def replicas(self) -> int:
+        return self.num_gpus // (self.tp * self.pp)
+
+    @property
+    def num_nodes(self) -> int:
+        """Scale-up domains (nodes) the deployment spans."""
+        return -(-self.num_gpus // self.gpus_per_node)
+
+    @property
+    def tp_nodes(self) -> int:
+        """Nodes one TP group spans."""
+        return max(1, -(-self.tp // self.gpus_per_node))
+
+
+_LAYOUT_HELP = ("'<N>x<gpu> tp<T> [pp<P>] [dcp<D>] [ep] [dp-attention] [hbm<GB>]', "
+                "e.g. '16xb200 tp8 pp2' or '8xmi355x tp8'")
+
+
+def parse_layout(text: str) -> Deployment:
+    """A deployment from a short string (:data:`_LAYOUT_HELP`) — how notebooks and profiles
+    name layouts. ValueError naming the part it cannot read."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"a layout must be a string like {_LAYOUT_HELP}, got {text!r}")
+    head, *rest = text.lower().split()
+    n, sep, gpu = head.partition("x")
+    if not sep or not n.isdigit():
+        raise ValueError(f"layout {text!r}: cannot read '<N>x<gpu>' from {head!r}; expected {_LAYOUT_HELP}")
+    kw: dict = {}
+    for part in rest:
+        for key, field_ in (("tp", "tp"), ("pp", "pp"), ("dcp", "dcp"), ("hbm", "hbm_gb")):
+            if part.startswith(key) and part[len(key):].replace(".", "", 1).isdigit():
+                v = part[len(key):]
+                kw[field_] = float(v) if field_ == "hbm_gb" else int(v)
+                break
+        else:
+            if part in ("ep", "dp-attention"):
+                kw[part.replace("-", "_")] = True
+            else:
+                raise ValueError(f"layout {text!r}: unknown part {part!r}; expected {_LAYOUT_HELP}")
+    if "tp" not in kw:
+        raise ValueError(f"layout {text!r}: no tp<T>; expected {_LAYOUT_HELP}")
+    return Deployment(gpu, int(n), **kw)

@@ -174,6 +174,131 @@ def test_large_vocab_mixed_batch_equals_sort_fix():
     torch.testing.assert_close(a.float(), b.float(), atol=1e-3, rtol=1e-2)
 
 
+# --- top_k_renorm_prob against a slow, obviously correct reference, on every plan ---------
+
+def ref_top_k(probs, ks):
+    """Per row, in float64 (an exact up-cast: ties stay ties): pivot = the row sorted
+    descending at [k-1]; keep entries >= pivot (k == -1 or k >= vocab: keep all); divide
+    by max(kept sum, 1e-8); round once to probs' dtype."""
+    x = probs.double()
+    out = torch.zeros_like(x)
+    for r, k in enumerate(int(k) for k in ks):
+        row = x[r]
+        if k == -1 or k >= row.numel():
+            kept = row
+        else:
+            pivot = torch.sort(row, descending=True).values[k - 1]
+            kept = torch.where(row >= pivot, row, 0.0)
+        out[r] = kept / max(float(kept.sum()), 1e-8)
+    return out.to(probs.dtype)
+
+
+# k3lab divides in float32 for 16-bit inputs and then rounds: at most a unit in the last
+# place away from the reference's single rounding; float32 also carries the kept sum's rounding
+RTOL = {torch.float32: 1e-5, torch.bfloat16: 2 ** -7, torch.float16: 2 ** -10, torch.float64: 1e-12}
+ATOL = {torch.float32: 1e-12, torch.bfloat16: 1e-12, torch.float16: 1e-7, torch.float64: 1e-15}
+
+
+def assert_matches_reference(got, probs, ks):
+    want = ref_top_k(probs, ks)
+    assert got.dtype == probs.dtype
+    assert torch.equal(got != 0, want != 0), "kept sets differ"
+    torch.testing.assert_close(got, want, rtol=RTOL[probs.dtype], atol=ATOL[probs.dtype])
+
+
+def make_probs(kind, rows, vocab, dtype, seed):
+    """'random': softmax of N(0, 3²) logits; 'bf16': the same rounded to bf16 values (ties
+    at every scale, then held in ``dtype``); 'levels': a few integer levels (ties everywhere)."""
+    g = torch.Generator().manual_seed(seed)
+    if kind == "levels":
+        p = torch.randint(0, 4, (rows, vocab), generator=g).double()
+        p[:, 0] += 1
+    else:
+        p = torch.softmax(torch.randn(rows, vocab, generator=g, dtype=torch.float64) * 3.0, dim=-1)
+        if kind == "bf16":
+            p = p.to(torch.bfloat16).double()
+    return p.to(dtype)
+
+
+def force_plan(monkeypatch, plan, chunk):
+    """Make top_k_renorm_prob use ``plan`` (with ``chunk``) wherever it is feasible."""
+    def planner(vocab, kmax):
+        if plan == "topk" or -(-vocab // chunk) < kmax + 1:
+            return "topk", 0
+        return plan, chunk
+    monkeypatch.setattr(S, "_top_k_plan", planner)
+
+
+K3_VOCAB = 163_840
+
+
+@pytest.mark.parametrize("k, plan", [(1, "gather"), (20, "gather"), (50, "gather"), (1024, "floor"),
+                                     (K3_VOCAB - 1, "topk")])
+def test_plan_chosen_at_k3_vocabulary(k, plan):
+    assert S._top_k_plan(K3_VOCAB, k)[0] == plan
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("kind", ["random", "bf16", "levels"])
+@pytest.mark.parametrize("vocab", [K3_VOCAB, 50_257])  # 50,257: the last chunk is short
+def test_top_k_equals_reference_at_large_vocabulary(vocab, kind, dtype):
+    p = make_probs(kind, 4, vocab, dtype, seed=vocab + len(kind))
+    for ks in ([1] * 4, [20] * 4, [50] * 4, [1024] * 4, [vocab - 1] * 4, [vocab] * 4, [vocab + 7] * 4,
+               [1, 20, 50, 1024], [20, -1, 1024, S.TOP_K_ALL]):
+        got = S.top_k_renorm_prob(p, torch.tensor(ks) if len(set(ks)) > 1 else ks[0])
+        assert_matches_reference(got, p, ks)
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=st.integers(1, 5), vocab=st.integers(1, 70), kind=st.sampled_from(["random", "bf16", "levels"]),
+       seed=st.integers(0, 10_000), dtype=st.sampled_from([torch.float32, torch.bfloat16, torch.float16]),
+       uniform=st.booleans())
+def test_every_plan_gives_the_reference_and_the_same_bits(rows, vocab, kind, seed, dtype, uniform):
+    p = make_probs(kind, rows, vocab, dtype, seed)
+    g = torch.Generator().manual_seed(seed)
+    ks = torch.randint(1, vocab + 2, (rows,), generator=g)
+    if not uniform and rows > 1:
+        ks[-1] = -1
+    top_k = int(ks[0]) if uniform else ks
+    ks_list = [int(ks[0])] * rows if uniform else ks.tolist()
+    outs = {}
+    with pytest.MonkeyPatch.context() as mp:
+        for plan, chunk in [("topk", 0), ("gather", 1), ("gather", 2), ("gather", 3), ("gather", 7),
+                            ("floor", 1), ("floor", 2), ("floor", 5)]:
+            force_plan(mp, plan, chunk)
+            outs[plan, chunk] = S.top_k_renorm_prob(p, top_k)
+            assert_matches_reference(outs[plan, chunk], p, ks_list)
+    first = outs["topk", 0]
+    for key, got in outs.items():
+        assert torch.equal(got, first), key
+
+
+def test_k_one_vocab_and_beyond_on_tiny_rows():
+    p = torch.tensor([[0.2, 0.5, 0.3], [0.3, 0.3, 0.4]], dtype=torch.bfloat16)
+    for k in (1, 2, 3, 4, S.TOP_K_ALL, -1):
+        assert_matches_reference(S.top_k_renorm_prob(p, k), p, [k, k])
+    assert S.kept_counts(S.top_k_renorm_prob(p, 1)).tolist() == [1, 1]
+    assert S.kept_counts(S.top_k_renorm_prob(p, 2)).tolist() == [2, 3]  # row 1: tie at the pivot
+
+
+@pytest.mark.parametrize("k", [20, 1024])  # the gather and the floor plan at K3's vocabulary
+@pytest.mark.parametrize("bad, msg", [("nan", "NaN in row"), ("neg", "negative entries in row"),
+                                      ("zero", r"all-zero row\(s\) 2"), ("inf", "inf in row")])
+def test_validation_on_the_fast_plans(k, bad, msg):
+    p = make_probs("random", 3, K3_VOCAB, torch.float32, seed=5)
+    if bad == "zero":
+        p[2] = 0.0
+    else:
+        p[1, 777] = {"nan": float("nan"), "neg": -1e-3, "inf": float("inf")}[bad]
+    with pytest.raises(ValueError, match=msg):
+        S.top_k_renorm_prob(p, k)
+
+
+def test_bad_probs_reported_before_bad_k():
+    with pytest.raises(ValueError, match="NaN"):
+        S.top_k_renorm_prob(torch.tensor([[0.5, float("nan")]]), 0)
+
+
 @pytest.mark.gpu
 def test_runs_on_cuda_device():
     if not torch.cuda.is_available():

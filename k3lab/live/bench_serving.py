@@ -244,6 +244,32 @@ def build_command(base_url: str, concurrency: int, output_file, num_prompts: int
     return cmd + list(extra or [])
 
 
+def not_ready(base_url: str, python: str | None = None, timeout_s: float = 3.0) -> str | None:
+    """Why a live sweep cannot run here, or None when it can: sglang's bench_serving must be
+    importable by ``python`` and a server must answer ``GET <base_url>/v1/models``."""
+    import importlib.util
+    import urllib.error
+    import urllib.request
+
+    try:
+        url = check_base_url(base_url, allow_remote=True)
+    except ValueError as e:
+        return str(e)
+    if python is None:
+        if importlib.util.find_spec("sglang") is None:
+            return ("sglang is not installed in this environment (bench_serving comes with it; "
+                    "use --python or the sglang environment)")
+    elif not Path(python).exists():
+        return f"no interpreter at {python}"
+    try:
+        with urllib.request.urlopen(f"{url}/v1/models", timeout=timeout_s) as r:
+            if r.status != 200:
+                return f"the server at {url} answered HTTP {r.status} to /v1/models"
+    except (urllib.error.URLError, OSError) as e:
+        return f"no server answers at {url} ({getattr(e, 'reason', e)})"
+    return None
+
+
 def sweep(base_url: str, concurrencies=DEFAULT_CONCURRENCIES, out: str | os.PathLike | None = None,
           runner=None, progress: bool = True, **kw) -> Path:
     """Run bench_serving once per concurrency; validate; move the JSONL to ``out``.

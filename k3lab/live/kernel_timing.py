@@ -144,3 +144,13 @@ def machine_meta(device: str, command: str) -> dict:
         meta["gpu"] = torch.cuda.get_device_name(0)
         meta["cuda"] = torch.version.cuda
     return meta
+
+
+def load(folder=None):
+    """The committed CPU measurement (``data/measured/cpu-2core/attention_heads.csv``)."""
+    import pandas as pd
+
+    from ..paths import data_path
+
+    return pd.read_csv((folder / "attention_heads.csv") if folder is not None
+                       else data_path("measured", "cpu-2core", "attention_heads.csv"))

@@ -1,0 +1,1 @@
+"""Figures, one module per finding; each function returns a matplotlib Figure."""

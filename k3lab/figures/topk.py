@@ -1,0 +1,78 @@
+"""Figures of finding 2: the verify call per request mix and binding state, the renorm
+benchmark, and the speculative speed-up band."""
+
+from __future__ import annotations
+
+OUTCOME_COLORS = {"ok": "#4caf50", "TypeError": "#ff9800", "NameError": "#e53935"}
+
+
+def blast_figure(blast, states, state_labels):
+    """Request mix × binding state, coloured by what the real verify call did."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9.5, 4.2))
+    for i, r in blast.reset_index(drop=True).iterrows():
+        for j, s in enumerate(states):
+            v = r[s]
+            ax.add_patch(plt.Rectangle((j, i), 0.96, 0.9, color=OUTCOME_COLORS.get(v.split()[0], "#9e9e9e")))
+            ax.text(j + 0.48, i + 0.45, v, ha="center", va="center", fontsize=9, color="white", weight="bold")
+    ax.set_xlim(0, len(states))
+    ax.set_ylim(len(blast), 0)
+    ax.set_xticks([j + 0.48 for j in range(len(states))], [state_labels[s] for s in states], fontsize=8)
+    ax.set_yticks([i + 0.45 for i in range(len(blast))],
+                  [f"{m}  [{p}]" for m, p in zip(blast["request mix"], blast["path"])])
+    ax.tick_params(length=0)
+    for sp in ax.spines.values():
+        sp.set_visible(False)
+    ax.set_title("Real sglang verify call, by request mix [path taken] and binding state")
+    fig.tight_layout()
+    return fig
+
+
+def renorm_bench_figure(bench):
+    """Seconds per call of the top-k renorms on this CPU (log scale), one group per k."""
+    import matplotlib.pyplot as plt
+
+    series = [(c, lab) for c, lab in (("sort_fix_s", "article's fix (full sort, masked_fill, divide)"),
+                                      ("rank_mask_s", "sglang 0.5.23 fallback (rank mask)"),
+                                      ("k3lab_s", "k3lab (topk pivot, ties kept)"),
+                                      ("topk_only_s", "one torch.topk (lower bound)")) if c in bench]
+    fig, ax = plt.subplots(figsize=(8.5, 3.8))
+    w = 0.8 / len(series)
+    x = range(len(bench))
+    for n, (col, lab) in enumerate(series):
+        ax.bar([i + (n - (len(series) - 1) / 2) * w for i in x], bench[col], w, label=lab)
+    ax.set_xticks(list(x), [f"k = {k}".replace(" mixed with unrestricted", "\n+ unrestricted") for k in bench["k"]])
+    ax.set_yscale("log")
+    ax.set_ylabel("seconds per call (median, log)")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
+    ax.set_title(f"Top-k renorm, {bench['rows'].iloc[0]} rows × {bench['vocab'].iloc[0]:,} {bench['dtype'].iloc[0]}, this CPU")
+    fig.tight_layout()
+    return fig
+
+
+def speedup_figure(sb, inputs: dict, claimed: float):
+    """Single-stream speed-up vs acceptance length for three fixed shares (the band over the
+    draft cost), with the article's claim. ``inputs``: :func:`k3lab.spec_decode.model_inputs`."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .. import spec_decode
+
+    lo_d, hi_d = inputs["draft_cost_ratio"]
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    tt = np.linspace(*inputs["accept_length"], 41)
+    for f, ls in [(1.0, "-"), (0.5, "--"), (0.0, ":")]:
+        cv = spec_decode.verify_cost_ratio(sb, 1, inputs["verify_tokens"], f)
+        lo = [spec_decode.single_stream_speedup(t, cv, hi_d) for t in tt]
+        hi = [spec_decode.single_stream_speedup(t, cv, lo_d) for t in tt]
+        ax.fill_between(tt, lo, hi, alpha=0.25)
+        ax.plot(tt, hi, ls, color="k", lw=0.8, label=f"fixed share {f:.1f} (verify = {cv:.2f} decode steps)")
+    ax.axhline(claimed, color="r", lw=1.5, label=f"article: {claimed:g}x")
+    ax.axhline(1, color="grey", lw=0.8)
+    ax.set_xlabel("acceptance length τ (tokens per verify step)")
+    ax.set_ylabel("single-stream speed-up (x)")
+    ax.set_title(f"Speculation on vs off at batch 1: model band (draft cost {lo_d:g}–{hi_d:g} step)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

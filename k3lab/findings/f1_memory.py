@@ -1,0 +1,209 @@
+"""Finding 1, judged: claims M1–M11 from the inventory, sglang's layout and pool sizing.
+
+:func:`records` turns what :mod:`k3lab.memory` derives into one :class:`~k3lab.claims.Record`
+per claim; the verdict of each comes from the rule ``data/claims.yaml`` names. Tables for
+the notebook: :func:`params_table`, :func:`gap_table`, :func:`settings_table`,
+:func:`fit_table`, :func:`startup_table`.
+
+The article's setting: 8 GPUs, TP8, and (for the MI355X) the one sglang setting that gives
+the ~191 GiB the article quotes: ``SGLANG_AITER_K3_OPT=1`` (sglang 0.5.23's ROCm default pads
+the experts and holds 247 GiB per GPU; :func:`settings_table` shows both).
+"""
+
+from __future__ import annotations
+
+from .. import claims, data, memory
+from ..specs import GB, GiB, ModelConfig, load_gpu, load_model, parse_layout
+
+NB = "01_memory_fit"
+#: the layouts the article's finding is about, as k3lab.specs.parse_layout reads them
+STUDY_LAYOUTS = ("8xmi355x tp8", "8xb300 tp8", "8xb200 tp8", "16xb200 tp16", "16xb200 tp8 pp2", "8xh200 tp8")
+#: the MI355X setting behind the article's 191 GiB (see settings_table)
+ARTICLE_MI355X_VARIANTS = ("aiter-k3-opt",)
+
+
+def _fits_any_kv(cfg, layout: str, variants=(), mem_fraction: float = 0.9):
+    """(bf16 plan, fp8 plan) of a layout."""
+    dep = parse_layout(layout)
+    return tuple(memory.fit(cfg, dep, mem_fraction, kv, variants=variants) for kv in ("bf16", "fp8"))
+
+
+def params_table(cfg: ModelConfig):
+    """Per component: total and active parameters (1e9) and checkpoint bytes (GB)."""
+    import pandas as pd
+
+    pc, ck = memory.count_params(cfg), memory.checkpoint_bytes(cfg, by_component=True)
+    rows = [{"component": c, "params_B": pc.breakdown[c] / 1e9,
+             "active_params_B": pc.active_breakdown[c] / 1e9 if c != "embed_tokens" else 0.0,
+             "checkpoint_GB": ck[c] / GB} for c in memory.COMPONENTS if pc.breakdown[c] or ck[c]]
+    rows.append({"component": "total", "params_B": pc.total / 1e9, "active_params_B": pc.active / 1e9,
+                 "checkpoint_GB": memory.checkpoint_bytes(cfg) / GB})
+    return pd.DataFrame(rows)
+
+
+def gap_table(cfg: ModelConfig, gpu: str = "mi355x", tp: int = 8, variants=ARTICLE_MI355X_VARIANTS):
+    """Checkpoint/tp vs what one rank holds, per component (GiB), with the sharding rules."""
+    import pandas as pd
+
+    from ..model.sharding import setting_for, shard_table
+
+    t = shard_table(cfg, tp, 1, setting_for(load_gpu(gpu).vendor, variants, load_gpu(gpu).arch))
+    g = t.groupby("component", sort=False).agg(
+        checkpoint_GB=("checkpoint_bytes", "sum"), even_share_GiB=("even_share_bytes", "sum"),
+        rank_GiB=("rank_bytes", "sum"), gap_GiB=("gap_bytes", "sum"),
+        rules=("rule", lambda s: ", ".join(sorted(set(s))))).reset_index()
+    g["checkpoint_GB"] /= GB
+    for c in ("even_share_GiB", "rank_GiB", "gap_GiB"):
+        g[c] /= GiB
+    tot = {"component": "total", "checkpoint_GB": g.checkpoint_GB.sum(), "even_share_GiB": g.even_share_GiB.sum(),
+           "rank_GiB": g.rank_GiB.sum(), "gap_GiB": g.gap_GiB.sum(), "rules": ""}
+    return pd.concat([g, pd.DataFrame([tot])], ignore_index=True)
+
+
+SETTINGS = (("8xmi355x tp8", ()), ("8xmi355x tp8", ("aiter-k3-opt",)), ("8xmi355x tp8", ("ep",)),
+            ("8xmi355x tp8", ("aiter-k3-opt", "dp-attention")), ("8xmi355x tp8", ("aiter-k3-opt", "dspark")),
+            ("8xb300 tp8", ()), ("8xb300 tp8", ("dspark",)))
+
+
+def settings_table(cfg: ModelConfig, mem_fraction: float = 0.9):
+    """The article's two 8-GPU nodes under sglang 0.5.23's switches: weights per GPU, the
+    KV tokens a server would log (bf16 / fp8), running requests, 1M-token requests."""
+    import pandas as pd
+
+    rows = []
+    for layout, var in SETTINGS:
+        b, f = _fits_any_kv(cfg, layout, var, mem_fraction)
+        rows.append({"layout": b.label, "setting": ", ".join(var) or "sglang default", "platform": b.platform,
+                     "weights_GiB": b.weights_bytes_per_gpu / GiB,
+                     "other_resident_GiB": b.other_resident_bytes_per_gpu / GiB,
+                     "max_kv_tokens_bf16": b.max_kv_tokens, "max_kv_tokens_fp8": f.max_kv_tokens,
+                     "max_running_requests_bf16": b.max_running_requests,
+                     "requests_1M_bf16": b.max_full_context_requests, "requests_1M_fp8": f.max_full_context_requests})
+    return pd.DataFrame(rows)
+
+
+def fit_table(cfg: ModelConfig, layouts=STUDY_LAYOUTS, mem_fraction: float = 0.9, context_tokens=None,
+              variants_by_gpu=None, kv_dtypes=("bf16", "fp8")):
+    """One row per layout × KV dtype: capacity, weights, pools (GiB per GPU), the KV tokens
+    and full-context requests. ``variants_by_gpu``: GPU → variants (default: the article's
+    MI355X setting)."""
+    import pandas as pd
+
+    vb = {"mi355x": ARTICLE_MI355X_VARIANTS} if variants_by_gpu is None else variants_by_gpu
+    rows = []
+    for layout in layouts:
+        dep = parse_layout(layout)
+        for kv in kv_dtypes:
+            p = memory.fit(cfg, dep, mem_fraction, kv, context_tokens=context_tokens, variants=vb.get(dep.gpu, ()))
+            rows.append({"layout": p.label, "kv_dtype": kv, "capacity_GiB": p.capacity_bytes_per_gpu / GiB,
+                         "weights_GiB": p.weights_bytes_per_gpu / GiB, "weights_fit": p.weights_fit,
+                         "state_pool_GiB": p.state_pool_bytes_per_gpu / GiB, "kv_pool_GiB": p.kv_pool_bytes_per_gpu / GiB,
+                         "max_kv_tokens": p.max_kv_tokens, "max_running_requests": p.max_running_requests,
+                         "full_context_requests": p.max_full_context_requests, "fits": p.fits})
+    return pd.DataFrame(rows)
+
+
+def startup_table(cfg: ModelConfig):
+    """Public start-up figures (``data/public_startup_logs.yaml``) beside k3lab's prediction
+    for the settings each states; a log whose settings k3lab cannot model says why."""
+    import pandas as pd
+
+    from ..paths import data_path
+
+    doc = data.read_yaml(data_path("public_startup_logs.yaml"))
+    rows = []
+    for log in doc["logs"]:
+        dep = parse_layout(log["layout"])
+        var = ("aiter-k3-opt",) if dep.gpu == "mi355x" else ()
+        pred, how = None, ""
+        if log.get("predict", True):
+            p = memory.fit(cfg, dep, log["mem_fraction"], log["kv_dtype"], variants=var,
+                           slots_per_request=log["slots_per_request"])
+            q = log["quantity"]
+            if q == "max_running_requests":
+                pred = p.max_running_requests
+            elif q == "max_total_num_tokens":
+                pred = p.max_kv_tokens
+            elif q == "loaded_weights_gib_per_rank":
+                dr = memory.fit(cfg, dep, log["mem_fraction"], log["kv_dtype"], variants=var + ("dspark",))
+                pred = round((dr.weights_bytes_per_gpu + dr.other_resident_bytes_per_gpu) / GiB, 1)
+                how = "weights + vision tower + DSpark draft"
+            elif q == "kv_bytes_per_token":
+                pred = round(p.kv_bytes_per_token / 1024, 1)
+                how = "KiB per token"
+        src = doc["sources"][log["source"]]
+        err = None if pred is None else round(100 * (pred - log["value"]) / log["value"], 1)
+        rows.append({"log": log["id"], "source": f"{src['title'].split(':')[0]} ({src['date']})",
+                     "quantity": log["quantity"], "reported": log["value"], "predicted": pred,
+                     "error_pct": err, "settings_unknown": log["unknown"], "note": how})
+    return pd.DataFrame(rows)
+
+
+def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
+    """M1–M11 for Kimi K3 (the article's model), each judged by its rule."""
+    cfg = load_model("kimi-k3") if cfg is None else cfg
+    R = claims.judge
+    pc, ckpt = memory.count_params(cfg), memory.checkpoint_bytes(cfg)
+    out = [
+        R("M1", f"{pc.total:,} parameters summed from the published config; routed experts are "
+                f"{pc.breakdown['routed_experts'] / pc.total:.1%} of them",
+          value=round(pc.total / 1e12, 4), notes="text model only; the MoonViT vision tower is not counted"),
+        R("M2", f"{pc.active / 1e9:.2f}B active with lm_head and without the input embedding; "
+                f"{pc.active_excluding_embeddings / 1e9:.2f}B without either vocab table; "
+                f"{pc.active_with_embedding / 1e9:.2f}B with both",
+          value=round(pc.active / 1e9, 2),
+          notes=f"'about 103B' matches the count without both vocab tables ({pc.active_excluding_embeddings / 1e9:.2f}B) "
+                "best; public summaries say ~104B"),
+    ]
+    m3 = f"{cfg.num_experts} / {cfg.num_experts_per_token} / {cfg.num_hidden_layers} / {cfg.max_position_embeddings // 2**20}M"
+    out.append(R("M3", f"config: num_experts={cfg.num_experts}, num_experts_per_token={cfg.num_experts_per_token}, "
+                       f"num_hidden_layers={cfg.num_hidden_layers} ({cfg.num_kda_layers} KDA + {cfg.num_mla_layers} MLA), "
+                       f"max_position_embeddings={cfg.max_position_embeddings:,}", value=m3))
+    by = memory.checkpoint_bytes(cfg, by_component=True)
+    out.append(R("M4", f"{ckpt:,} B = {ckpt / 1e12:.3f} TB: routed experts {by['routed_experts'] / GB:.1f} GB MXFP4 "
+                       f"(17/32 B per value, E8M0 scales included) + {(ckpt - by['routed_experts']) / GB:.1f} GB BF16/fp32, "
+                       "storage from the config's compressed-tensors section and data/model/storage_overrides.yaml",
+                 value=round(ckpt / 1e12, 4), notes="a public harness reports 1.561 TB for the real 96 shards"))
+    mi_art = memory.fit(cfg, parse_layout("8xmi355x tp8"), variants=ARTICLE_MI355X_VARIANTS)
+    mi_def = memory.fit(cfg, parse_layout("8xmi355x tp8"))
+    b3 = memory.fit(cfg, parse_layout("8xb300 tp8"))
+    w = mi_art.weights_bytes_per_gpu
+    out.append(R("M5", f"sglang 0.5.23's TP8 layout on MI355X with SGLANG_AITER_K3_OPT=1: {w / GiB:.2f} GiB per GPU "
+                       f"= checkpoint/8 ({ckpt / 8 / GiB:.1f} GiB) + {(w - ckpt / 8) / GiB:.1f} GiB of replicated tensors "
+                       f"and runtime copies; per-tensor layout checked against sglang's real Kimi K3 module "
+                       f"(tests/sglang/test_sglang_k3_rank_bytes.py)", value=round(w / GiB, 2),
+                 notes=f"sglang 0.5.23's ROCm default pads the expert intermediate 384 -> 512: "
+                       f"{mi_def.weights_bytes_per_gpu / GiB:.1f} GiB; B300 (CUDA, zero expert biases) "
+                       f"{b3.weights_bytes_per_gpu / GiB:.1f} GiB"))
+    mi = load_gpu("mi355x")
+    pct = 100 * w / mi.usable_hbm_bytes
+    out.append(R("M6", f"{w / GiB:.1f} GiB / {mi.usable_hbm_gib:.2f} GiB (the MI355X exposes {mi.usable_hbm_gb:.1f} GB "
+                       f"= {mi.usable_hbm_gib:.1f} GiB: its '288 GB' is GiB) = {pct:.1f}%; 71% of it would be "
+                       f"{0.71 * mi.usable_hbm_gib:.0f} GiB", value=round(pct, 1),
+                 notes="71% fits a 288 GB (268 GiB) card, or ~204 GiB loaded (sglang PR #39029 reports 70.5% "
+                       "incl. a DSpark draft on MI350X); not the weights alone on this card"))
+    mb, mf8 = _fits_any_kv(cfg, "8xmi355x tp8", ARTICLE_MI355X_VARIANTS)
+    out.append(R("M7", f"8×MI355X TP8 (SGLANG_AITER_K3_OPT=1, mem_fraction 0.9): weights {w / GiB:.1f} GiB; the pools "
+                       f"hold {mb.max_kv_tokens:,} bf16 / {mf8.max_kv_tokens:,} fp8 tokens, "
+                       f"{mb.max_full_context_requests} / {mf8.max_full_context_requests} 1M-token request(s)",
+                 value=bool(mb.fits or mf8.fits),
+                 notes=f"only with SGLANG_AITER_K3_OPT=1: sglang 0.5.23's ROCm default holds "
+                       f"{mi_def.weights_bytes_per_gpu / GiB:.1f} GiB of weights and {mi_def.max_kv_tokens:,} bf16 tokens, "
+                       f"no 1M-token request"))
+    bb, bf8 = _fits_any_kv(cfg, "8xb300 tp8")
+    out.append(R("M8", f"8×B300 TP8: weights {bb.weights_bytes_per_gpu / GiB:.1f} GiB of {bb.capacity_bytes_per_gpu / GiB:.1f} GiB; "
+                       f"pools {bb.max_kv_tokens:,} bf16 / {bf8.max_kv_tokens:,} fp8 tokens, "
+                       f"{bb.max_full_context_requests} / {bf8.max_full_context_requests} 1M-token request(s)",
+                 value=bool(bb.fits or bf8.fits),
+                 notes="'room to spare' is thin: at mem_fraction 0.9 a bf16 KV pool falls short of one 1M-token request; fp8 holds ~2"))
+    b2 = load_gpu("b200")
+    out.append(R("M9", f"the article's own inputs: 8 × 192 GB = {8 * 192 / 1000:.3f} TB (the driver exposes "
+                       f"8 × {b2.usable_hbm_gb:.1f} GB = {8 * b2.usable_hbm_gb / 1000:.3f} TB)",
+                 value=round(8 * 192 / 1000, 3)))
+    p2 = memory.fit(cfg, parse_layout("8xb200 tp8"))
+    out.append(R("M11", f"8×B200 TP8: {p2.weights_bytes_per_gpu / GiB:.1f} GiB of weights per GPU against "
+                        f"{p2.capacity_bytes_per_gpu / GiB:.1f} GiB usable: the weights alone do not load",
+                 value=bool(p2.fits), notes="stronger than the article: no KV pool at all, long or short"))
+    out.append(R("M10", f"{cfg.num_attention_heads} MLA heads / TP8 = {cfg.num_attention_heads // 8}; "
+                        "the 96 KDA heads split the same way", value=cfg.num_attention_heads // 8))
+    return out

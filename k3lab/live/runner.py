@@ -1,0 +1,44 @@
+"""Run a measurement script of ``benchmarks/`` for a notebook in live mode.
+
+A notebook never shells out itself: it calls :func:`run_benchmark`, which runs the script in
+the environment it needs (the main ``.venv`` or ``.venv-sglang``) into a fresh folder and
+returns that folder — or returns None after printing why it cannot (the environment is
+missing), so a live cell says so and skips instead of failing or faking a number.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..paths import REPO_ROOT
+
+ENVIRONMENTS = {"main": Path(sys.executable), "sglang": REPO_ROOT / ".venv-sglang" / "bin" / "python"}
+
+
+def run_benchmark(script: str, args=(), env: str = "main", timeout_s: float = 1800) -> Path | None:
+    """Run ``benchmarks/<script>`` with ``--out-dir <tmp>`` and ``args``; → the output folder.
+
+    ``env``: ``main`` or ``sglang`` (:data:`ENVIRONMENTS`). Returns None, printing one line,
+    when that environment does not exist here; RuntimeError with the script's last line if
+    it fails.
+    """
+    if env not in ENVIRONMENTS:
+        raise ValueError(f"env must be one of {sorted(ENVIRONMENTS)}, got {env!r}")
+    py = ENVIRONMENTS[env]
+    path = REPO_ROOT / "benchmarks" / script
+    if not path.exists():
+        raise ValueError(f"no such benchmark: benchmarks/{script}")
+    if not py.exists():
+        print(f"live: skipped benchmarks/{script}: the {env} environment is missing "
+              f"({'make sglang-env' if env == 'sglang' else 'make setup'})")
+        return None
+    out = Path(tempfile.mkdtemp(prefix=f"k3lab-{path.stem}-"))
+    proc = subprocess.run([str(py), str(path), "--out-dir", str(out), *map(str, args)], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=timeout_s)
+    if proc.returncode:
+        last = (proc.stderr or proc.stdout).strip().splitlines()
+        raise RuntimeError(f"benchmarks/{script} failed: {last[-1] if last else proc.returncode}")
+    return out

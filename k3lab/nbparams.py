@@ -1,0 +1,134 @@
+"""Notebook parameters: declared once, checked however the notebook is run.
+
+A notebook's first code cell is tagged ``parameters`` and holds defaults only. Its second
+cell calls :func:`check` with ``globals()``. ``check`` reads the kernel's input history
+(IPython's ``In``) to find
+
+- the parameters cell (the cell that starts with :data:`MARKER`): the declared names and
+  their default values, parsed with ``ast``, and
+- papermill's injected cell (it starts with ``# Parameters``), if any: the names given.
+
+A name given but not declared, or a value whose type differs from its default's (an int is
+fine for a float; ``None`` defaults accept anything of the documented kind via ``types``),
+raises :class:`ParameterError` — a one-line message — whether the notebook runs under
+``make reproduce``, ``papermill`` directly, nbval or JupyterLab. Nothing here relies on the
+runner: papermill alone only warns about unknown names.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+
+MARKER = "# k3lab parameters"
+PAPERMILL_MARKER = "# Parameters"
+RUN_ENV = "K3LAB_RUN"  # set by the pipeline for a what-if profile: its name
+
+
+class ParameterError(ValueError):
+    """A notebook parameter that is unknown or of the wrong type."""
+
+
+def _assignments(source: str) -> dict:
+    out = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                raise ParameterError(f"parameter {node.targets[0].id!r}: its default must be a literal") from None
+    return out
+
+
+def declared(history: list[str]) -> tuple[dict, dict]:
+    """(declared defaults, injected values) from the input history of a kernel."""
+    params = [s for s in history if s.lstrip().startswith(MARKER)]
+    if not params:
+        raise ParameterError(f"no parameters cell found (a cell starting with {MARKER!r})")
+    defaults = _assignments(params[-1])
+    injected = {}
+    for s in history:
+        if s.lstrip().startswith(PAPERMILL_MARKER):
+            injected.update(_assignments(s))
+    return defaults, injected
+
+
+def _type_ok(default, value) -> bool:
+    if default is None or value is None:
+        return True
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, (list, tuple))
+    return isinstance(value, type(default))
+
+
+def validate(defaults: dict, given: dict) -> dict:
+    """Check ``given`` against ``defaults`` → the full parameter set (defaults overridden)."""
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise ParameterError(f"unknown parameter(s) {unknown}; this notebook declares: {sorted(defaults)}")
+    for k, v in given.items():
+        if not _type_ok(defaults[k], v):
+            raise ParameterError(f"parameter {k!r} must be {type(defaults[k]).__name__} "
+                                 f"(like its default {defaults[k]!r}), got {v!r}")
+    return {**defaults, **given}
+
+
+class Params(dict):
+    """A notebook's checked parameters (name → value), with its declared ``defaults``."""
+
+    def __init__(self, values: dict, defaults: dict):
+        super().__init__(values)
+        self.defaults = dict(defaults)
+
+    @property
+    def changed(self) -> dict:
+        """The parameters that change *what* is computed (not mode / smoke) and differ from
+        their defaults: empty when the notebook answers the article's own questions."""
+        return {k: v for k, v in self.items() if k not in STUDY_KEYS and v != self.defaults.get(k)}
+
+    @property
+    def what_if(self) -> bool:
+        return bool(self.changed)
+
+    def results_dir(self, notebook_id: str):
+        """Where this run's outputs go: ``results/<nb>`` for the article's questions (the
+        pipeline points ``results`` at its staging folder); a what-if run run by hand goes to
+        ``results/runs/<name>/<nb>``, never over the study's results."""
+        from .paths import results_dir, results_root
+
+        if not self.what_if or os.environ.get(RUN_ENV):
+            return results_dir(notebook_id)
+        d = results_root() / "runs" / run_name(self.changed) / notebook_id
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+
+STUDY_KEYS = ("mode", "smoke")
+
+
+def check(namespace: dict) -> Params:
+    """Validate the running notebook's parameters (call with ``globals()``) → :class:`Params`."""
+    history = namespace.get("In")
+    if not isinstance(history, list):
+        raise ParameterError("k3lab.nbparams.check must run inside a notebook kernel (no input history)")
+    defaults, injected = declared(history)
+    params = validate(defaults, injected)
+    if params.get("mode") not in ("offline", "live"):
+        raise ParameterError(f"parameter 'mode' must be 'offline' or 'live', got {params.get('mode')!r}")
+    return Params({k: namespace.get(k, v) for k, v in params.items()}, defaults)
+
+
+def run_name(changed: dict) -> str:
+    """A folder name for a what-if run: the pipeline's profile (``$K3LAB_RUN``), or a short,
+    stable digest of the changed parameters when a notebook is run by hand."""
+    env = os.environ.get(RUN_ENV)
+    if env:
+        return env
+    digest = hashlib.sha256(json.dumps(changed, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    return f"adhoc-{digest}"

@@ -1,0 +1,217 @@
+"""Finding 4: what a GPU-hour costs, by source and kind, and what power adds.
+
+``data/prices.yaml`` holds every price once, in US dollars per GPU-hour, under a *tier*
+(one source) of a *kind*: the article's own figures, on-demand list prices, reserved
+terms, market indices, cost models. Prices are compared only with prices of the same kind
+(:func:`price_check`). Electricity is an assumption swept by the notebook: board power ×
+PUE × $/kWh added to each GPU-hour. A caller may override prices per GPU
+(``usd_per_gpu_hour={"mi355x": 2.0}``, the notebook parameter of the same name) — shown as
+the tier ``override``.
+
+Units: $/GPU-hour, $/hour per deployment, W, $/kWh, tok/s per deployment.
+"""
+
+from __future__ import annotations
+
+from . import data
+from .data import check_count, check_finite
+from .specs import known_gpus, load_gpu
+from .throughput import article_table, tok_s_per_dollar_hour, usd_per_million_tokens
+
+OVERRIDE_TIER = "override"
+
+
+def prices(overrides: dict | None = None):
+    """All prices as a DataFrame: tier, kind, independent, gpu, usd_per_gpu_hour, source,
+    source_date, note; plus one ``override`` row per GPU in ``overrides`` (GPU → $/GPU-hour)."""
+    import pandas as pd
+
+    doc = data.load("prices")
+    rows = []
+    for p in doc.prices:
+        tier = doc.tiers[p.tier]
+        src = doc.sources[tier.source]
+        rows.append({"tier": p.tier, "kind": tier.kind, "independent": tier.independent, "gpu": p.gpu,
+                     "usd_per_gpu_hour": p.usd_per_gpu_hour, "source": tier.source,
+                     "source_date": src.date, "note": p.note or tier.description})
+    for gpu, v in sorted((overrides or {}).items()):
+        if gpu not in known_gpus():
+            raise ValueError(f"price override for unknown GPU {gpu!r}; known GPUs: {', '.join(known_gpus())}")
+        rows.append({"tier": OVERRIDE_TIER, "kind": "override", "independent": False, "gpu": gpu,
+                     "usd_per_gpu_hour": check_finite(f"usd_per_gpu_hour[{gpu}]", v), "source": "user",
+                     "source_date": "", "note": "given as a parameter"})
+    order = {t: i for i, t in enumerate([*doc.tiers, OVERRIDE_TIER])}
+    df = pd.DataFrame(rows)
+    df["_o"] = df["tier"].map(order)
+    return df.sort_values(["_o", "gpu"], kind="stable").drop(columns="_o").reset_index(drop=True)
+
+
+def tiers() -> list[str]:
+    """Tier names in the order of ``data/prices.yaml``."""
+    return list(data.load("prices").tiers)
+
+
+def price(gpu: str, tier: str) -> float:
+    """$/GPU-hour of ``gpu`` in ``tier``; ValueError if that tier has no price for it."""
+    doc = data.load("prices")
+    if tier not in doc.tiers:
+        raise ValueError(f"unknown price tier {tier!r}; known: {', '.join(doc.tiers)}")
+    for p in doc.prices:
+        if p.tier == tier and p.gpu == gpu:
+            return p.usd_per_gpu_hour
+    raise ValueError(f"price tier {tier!r} has no price for GPU {gpu!r}")
+
+
+def electricity_assumptions() -> dict:
+    """The electricity sweep of ``data/prices.yaml`` (PUE values, $/kWh range and example)."""
+    e = data.load("prices").electricity_assumptions
+    return {"pue": list(e.pue), "usd_per_kwh_range": list(e.usd_per_kwh_range),
+            "usd_per_kwh_example": e.usd_per_kwh_example}
+
+
+def electricity_usd_per_gpu_hour(board_power_w: float, pue: float, usd_per_kwh: float) -> float:
+    """Electricity cost of one GPU for one hour: W / 1000 × PUE × $/kWh."""
+    p = check_finite("board_power_w", board_power_w)
+    if check_finite("pue", pue) < 1:
+        raise ValueError(f"pue must be >= 1 (facility power / IT power), got {pue}")
+    k = check_finite("usd_per_kwh", usd_per_kwh, positive=False)
+    if k < 0:
+        raise ValueError(f"usd_per_kwh must be >= 0, got {usd_per_kwh!r}")
+    return p / 1000.0 * pue * k
+
+
+def joules_per_token(tok_s: float, num_gpus: int, board_power_w: float) -> float:
+    """Board energy per output token (J/token) = num_gpus × W / deployment tok/s."""
+    return check_count("num_gpus", num_gpus) * check_finite("board_power_w", board_power_w) / check_finite("tok_s", tok_s)
+
+
+def breakeven_usd_per_kwh(a: dict, b: dict, pue: float) -> float | None:
+    """The $/kWh at which deployment ``a``'s perf/$ equals ``b``'s, power included.
+
+    ``a``/``b``: dicts with ``tok_s`` (deployment), ``num_gpus``, ``usd_per_gpu_hour``,
+    ``board_power_w``. Cost per hour = n × (price + W/1000 × PUE × k). Solves
+    tA / (nA (pA + wA u)) = tB / (nB (pB + wB u)) for u = PUE·k/1000 ($/Wh), linear in u.
+    Returns k in $/kWh, or None when no crossing exists at k ≥ 0.
+    """
+    check_finite("pue", pue)
+    xa = check_finite("a.tok_s", a["tok_s"]) / check_count("a.num_gpus", a["num_gpus"])
+    xb = check_finite("b.tok_s", b["tok_s"]) / check_count("b.num_gpus", b["num_gpus"])
+    pa, pb = check_finite("a.usd_per_gpu_hour", a["usd_per_gpu_hour"]), check_finite("b.usd_per_gpu_hour", b["usd_per_gpu_hour"])
+    wa, wb = check_finite("a.board_power_w", a["board_power_w"]), check_finite("b.board_power_w", b["board_power_w"])
+    # per-GPU throughputs make the n's cancel: xa (pb + wb u) = xb (pa + wa u)
+    denom = xa * wb - xb * wa
+    if denom == 0:
+        return None
+    u = (xb * pa - xa * pb) / denom
+    return None if u < 0 else u * 1000.0 / pue
+
+
+def perf_per_dollar_by_tier(overrides: dict | None = None):
+    """perf/$ and $/M tokens of each article config under every tier that prices its GPU.
+
+    Columns: tier, kind, config, gpu, usd_per_gpu_hour, tok_s_per_dollar_hour,
+    usd_per_million_tokens, source, source_date. Only the article's throughputs are used.
+    """
+    import pandas as pd
+
+    pr = prices(overrides)
+    rows = []
+    for r in article_table().values():
+        for p in pr[pr["gpu"] == r.gpu].itertuples():
+            rows.append({"tier": p.tier, "kind": p.kind, "config": r.label, "gpu": r.gpu,
+                         "usd_per_gpu_hour": p.usd_per_gpu_hour,
+                         "tok_s_per_dollar_hour": tok_s_per_dollar_hour(r.tok_s, r.num_gpus, p.usd_per_gpu_hour),
+                         "usd_per_million_tokens": usd_per_million_tokens(r.tok_s, r.num_gpus, p.usd_per_gpu_hour),
+                         "source": p.source, "source_date": p.source_date})
+    order = {t: i for i, t in enumerate([*tiers(), OVERRIDE_TIER])}
+    df = pd.DataFrame(rows)
+    return df.sort_values(by="tier", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+
+
+def price_check(kinds=("on_demand", "market")):
+    """Each article price against independent prices of the given kinds for the same GPU.
+
+    Like with like: the article's prices are rental rates, so by default they meet on-demand
+    list prices and market indices, never cost-model tiers (shown separately by
+    :func:`perf_per_dollar_by_tier`) and never the article's own "rate checks".
+    Columns: gpu, article_usd_per_gpu_hour, kinds, n_prices, other_min, other_max, within_range.
+    """
+    import pandas as pd
+
+    pr = prices()
+    art = pr[pr["tier"] == data.load("article_table").price_tier]
+    rows = []
+    for g, a in zip(art["gpu"], art["usd_per_gpu_hour"]):
+        other = pr[(pr["gpu"] == g) & pr["independent"] & pr["kind"].isin(kinds)]["usd_per_gpu_hour"]
+        if other.empty:
+            raise ValueError(f"no independent {'/'.join(kinds)} price for {g} in data/prices.yaml")
+        rows.append({"gpu": g, "article_usd_per_gpu_hour": a, "kinds": "/".join(kinds), "n_prices": len(other),
+                     "other_min": float(other.min()), "other_max": float(other.max()),
+                     "within_range": bool(other.min() <= a <= other.max())})
+    return pd.DataFrame(rows)
+
+
+def price_ratio_by_tier(num: str = "b300", den: str = "mi355x"):
+    """$/GPU-hour of ``num`` ÷ ``den`` in every tier that prices both."""
+    import pandas as pd
+
+    pr = prices()
+    rows = []
+    for tier in tiers():
+        a, b = pr[(pr["tier"] == tier) & (pr["gpu"] == num)], pr[(pr["tier"] == tier) & (pr["gpu"] == den)]
+        if len(a) and len(b):
+            rows.append({"tier": tier, "kind": a["kind"].iloc[0],
+                         "ratio": float(a["usd_per_gpu_hour"].iloc[0] / b["usd_per_gpu_hour"].iloc[0])})
+    return pd.DataFrame(rows)
+
+
+def _deployment_cost(config_id: str, usd_per_gpu_hour: float, board_power_w: float | None = None) -> dict:
+    r = article_table()[config_id]
+    w = load_gpu(r.gpu).board_power_w if board_power_w is None else board_power_w
+    return {"tok_s": r.tok_s, "num_gpus": r.num_gpus, "usd_per_gpu_hour": usd_per_gpu_hour, "board_power_w": w}
+
+
+def power_breakevens(a_id: str = "mi355x_tp8", b_id: str = "b300_tp8_dcp", pue_values=None,
+                     board_power_w: dict | None = None):
+    """Breakeven $/kWh (where ``a``'s perf/$ lead over ``b`` vanishes) per tier × PUE.
+
+    Board power per GPU from ``data/hardware.yaml`` unless ``board_power_w`` maps a GPU to
+    another figure. Columns: tier, pue, lead_at_zero_power (a's perf/$ ÷ b's − 1),
+    breakeven_usd_per_kwh (NaN: no crossing at any price of electricity).
+    """
+    import pandas as pd
+
+    table = article_table()
+    for k in (a_id, b_id):
+        if k not in table:
+            raise ValueError(f"unknown config {k!r}; known: {', '.join(table)}")
+    a, b = table[a_id], table[b_id]
+    pues = electricity_assumptions()["pue"] if pue_values is None else list(pue_values)
+    bw = board_power_w or {}
+    pr = prices()
+    rows = []
+    for tier in tiers():
+        pa, pb = pr[(pr["tier"] == tier) & (pr["gpu"] == a.gpu)], pr[(pr["tier"] == tier) & (pr["gpu"] == b.gpu)]
+        if pa.empty or pb.empty:
+            continue
+        da = _deployment_cost(a_id, float(pa["usd_per_gpu_hour"].iloc[0]), bw.get(a.gpu))
+        db = _deployment_cost(b_id, float(pb["usd_per_gpu_hour"].iloc[0]), bw.get(b.gpu))
+        lead = (tok_s_per_dollar_hour(da["tok_s"], da["num_gpus"], da["usd_per_gpu_hour"])
+                / tok_s_per_dollar_hour(db["tok_s"], db["num_gpus"], db["usd_per_gpu_hour"]) - 1)
+        for pue in pues:
+            k = breakeven_usd_per_kwh(da, db, pue)
+            rows.append({"tier": tier, "pue": float(pue), "lead_at_zero_power": lead,
+                         "breakeven_usd_per_kwh": float("nan") if k is None else k})
+    return pd.DataFrame(rows)
+
+
+def perf_per_dollar_with_power(config_id: str, usd_per_gpu_hour: float, pue: float, usd_per_kwh,
+                               board_power_w: float | None = None):
+    """tok/s per ($/hour) of an article config with electricity added, for each $/kWh given."""
+    import numpy as np
+
+    d = _deployment_cost(config_id, usd_per_gpu_hour, board_power_w)
+    ks = np.asarray(list(usd_per_kwh), dtype=float)
+    return np.array([tok_s_per_dollar_hour(d["tok_s"], d["num_gpus"],
+                                           usd_per_gpu_hour + electricity_usd_per_gpu_hour(d["board_power_w"], pue, float(k)))
+                     for k in ks])

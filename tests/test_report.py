@@ -1,0 +1,155 @@
+"""``k3lab.report``: a self-contained report that leads with the decision, and the README table.
+
+Built from a small synthetic results folder: a ledger written with the claims' columns and
+one tiny executed notebook made with nbformat (a DataFrame as HTML, a PNG, a stream, and an
+output that tries to load a script from the network).
+"""
+
+import base64
+import re
+
+import nbformat
+import pandas as pd
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from k3lab import claims, report
+
+PNG_1PX = base64.b64encode(bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+    "0000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082")).decode()
+CODE = "frame = compute_the_answer()  # unique-code-marker"
+
+LEDGER = [  # claim_id, method, verdict
+    ("X1", "derived", "reproduced"), ("X2", "measured", "reproduced"), ("X3", "derived", "reproduced"),
+    ("X4", "arithmetic", "consistent"), ("X5", "emulated", "consistent"), ("X6", "modelled", "not reproducible here"),
+    ("X7", "derived", "discrepancy"),
+]
+
+
+def _ledger(root):
+    rows = [{"claim_id": cid, "finding": "memory", "quote": f"the article says {cid}", "claimed": "1", "unit": "u",
+             "method": m, "reproduced": "" if m == "modelled" else "1", "bound": "bound 7" if m == "modelled" else "",
+             "verdict": v, "rule": "matches", "tolerance": "", "evidence": f"evidence {cid}", "notes": ""}
+            for cid, m, v in LEDGER]
+    pd.DataFrame(rows, columns=claims.LEDGER_COLUMNS).to_csv(root / "claims.csv", index=False)
+
+
+def _notebook(root, nb_id="01_memory_fit", parameters=None):
+    d = root / nb_id
+    d.mkdir(parents=True)
+    html_df = pd.DataFrame({"gpu": ["mi355x"], "fits": [True]}).to_html()
+    nb = new_notebook(cells=[
+        new_markdown_cell("# Memory fit\n\nThe article's claim, quoted. ![logo](https://cdn.example.org/logo.png)"),
+        new_code_cell('mode = "offline"', metadata={"tags": ["parameters"]}),
+        new_code_cell(CODE, execution_count=1, outputs=[
+            new_output("stream", name="stdout", text="printed line\n"),
+            new_output("execute_result", execution_count=1, data={"text/html": html_df, "text/plain": "frame"}),
+            new_output("display_data", data={"image/png": PNG_1PX, "text/plain": "<Figure>"}),
+            new_output("display_data", data={"text/html": '<script src="https://cdn.example.org/x.js"></script>'
+                                                          '<link rel="stylesheet" href="https://cdn.example.org/x.css">'
+                                                          '<img src="https://cdn.example.org/x.png">'
+                                                          '<iframe src="//cdn.example.org/x"></iframe>'}),
+        ]),
+    ])
+    nb.metadata["papermill"] = {"parameters": parameters or {"mode": "offline"}}
+    nbformat.write(nb, d / f"{nb_id}.ipynb")
+
+
+@pytest.fixture
+def study(tmp_path):
+    root = tmp_path / "results"
+    root.mkdir()
+    _ledger(root)
+    _notebook(root)
+    return report.build(root).read_text(encoding="utf-8")
+
+
+def _loads_nothing_from_the_network(page: str):
+    assert "<script" not in page.lower()
+    assert "<link" not in page.lower() and "@import" not in page and "url(" not in page
+    srcs = re.findall(r"""\bsrc\s*=\s*["']?([^"'\s>]+)""", page, flags=re.I)
+    assert srcs and all(s.startswith("data:image/png;base64,") for s in srcs), srcs
+    assert not re.search(r"""\b(src|href)\s*=\s*["']?(https?:)?//""", page, flags=re.I)
+
+
+def test_report_is_self_contained(study):
+    _loads_nothing_from_the_network(study)
+    assert "cdn.example.org" not in study
+
+
+def test_decision_comes_first_and_marks_article_vs_study(study):
+    i, j = study.index('id="decision"'), study.index('id="ledger"')
+    assert i < j < study.index('id="01_memory_fit"')
+    decision = study[i:j]
+    assert "fit" in decision and 'class="fit"' in decision        # (a) GPU × layout matrix
+    assert "MI355X" in decision and "16 GPUs TP8×PP2" in decision
+    assert "ARTICLE" in decision and "STUDY" in decision          # (b) each number's origin
+    assert "reproduced: 2 derived, 1 measured" in decision         # (c) counts by method (hand count)
+    assert "3 were shown independently" in decision               # the plain-language answer
+
+
+def test_code_cells_are_collapsed_and_tables_are_html(study):
+    blocks = re.findall(r"<details>.*?</details>", study, flags=re.S)
+    assert any("unique-code-marker" in b for b in blocks)
+    assert "unique-code-marker" not in re.sub(r"<details>.*?</details>", "", study, flags=re.S)
+    assert '<table border="1" class="dataframe">' in study and "printed line" in study
+    assert f"data:image/png;base64,{PNG_1PX}" in study
+
+
+def test_ledger_has_method_column_and_marks_emulated(study):
+    ledger = study[study.index('id="ledger"'):study.index('id="01_memory_fit"')]
+    heads = re.findall(r"<th>(.*?)</th>", ledger)
+    assert heads == ["id", "claim", "claimed", "method", "reproduced", "bound", "verdict", "evidence"]
+    emulated = re.findall(r'<tr class="emulated">.*?</tr>', ledger, flags=re.S)
+    assert len(emulated) == 1 and "<b>X5</b>" in emulated[0] and "EMULATED" in emulated[0]
+    assert "bound 7" in ledger
+
+
+def test_what_if_build_has_no_ledger(tmp_path):
+    root = tmp_path / "results" / "runs" / "dsv3"
+    root.mkdir(parents=True)
+    _notebook(root, parameters={"model": "deepseek-v3", "kv_dtype": "fp8", "context_tokens": 131072,
+                                "gpus": ["mi300x", "h200"]})
+    page = report.build(root, what_if=True).read_text(encoding="utf-8")
+    _loads_nothing_from_the_network(page)
+    assert 'id="ledger"' not in page and "claims ledger here" in page
+    assert "what-if" in page.lower() and "deepseek-v3" in page and "131,072" in page
+    assert page.index('id="decision"') < page.index('id="01_memory_fit"')
+    assert not (root / "claims.csv").exists()
+    matrix = page[page.index('class="fit"'):page.index("</table>", page.index('class="fit"'))]
+    assert "<th>MI300X</th>" in matrix and "<th>H200</th>" in matrix and "B300" not in matrix
+
+
+def test_main_renders_a_results_folder(tmp_path, capsys):
+    root = tmp_path / "elsewhere"
+    root.mkdir()
+    _ledger(root)
+    assert report.main(["--results", str(root)]) == 0
+    assert (root / "report.html").exists()
+
+
+def test_bad_ledger_is_one_clear_error(tmp_path):
+    (tmp_path / "claims.csv").write_text("claim_id,verdict\nX1,reproduced\n")
+    with pytest.raises(ValueError, match="columns"):
+        report.build(tmp_path)
+    _ledger(tmp_path)
+    (tmp_path / "claims.csv").write_text((tmp_path / "claims.csv").read_text().replace("consistent", "great"))
+    with pytest.raises(ValueError, match="unknown verdict or method 'great'"):
+        report.read_ledger(tmp_path / "claims.csv")
+
+
+def test_readme_table_has_method_column_summary_and_emulated(tmp_path):
+    _ledger(tmp_path)
+    df = report.read_ledger(tmp_path / "claims.csv")
+    text = report.readme_table(df)
+    lines = text.splitlines()
+    assert lines[0].startswith("Verdicts by method — reproduced: 2 derived, 1 measured; consistent: ")
+    assert "| method |" in lines[2]
+    x5 = next(line for line in lines if line.startswith("| X5 |"))
+    assert "| emulated |" in x5 and "(emulated" in x5
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{report.README_START}\nold\n{report.README_END}\ntail\n")
+    assert not report.readme_is_current(readme, tmp_path / "claims.csv")
+    readme.write_text(report.render_readme(readme.read_text(), text))
+    assert report.readme_is_current(readme, tmp_path / "claims.csv")
