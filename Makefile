@@ -7,6 +7,8 @@ SGL_VENV := .venv-sglang
 SGL_PY := $(SGL_VENV)/bin/python
 PROFILE ?= offline
 STAMP := $(VENV)/.k3lab-setup
+AITER_REQ := requirements/amd-aiter.txt
+AITER_VERSION := $(shell sed -n 's/^amd-aiter==//p' $(AITER_REQ))
 SGL_STAMP := $(SGL_VENV)/.k3lab-setup
 NBVAL_RESULTS := $(abspath build/nbval-results)
 
@@ -14,10 +16,12 @@ NBVAL_RESULTS := $(abspath build/nbval-results)
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(AITER_REQ)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -e '.[dev]'
 	$(PY) -m ipykernel install --sys-prefix --name k3lab --display-name "k3lab (.venv)" >/dev/null
+	# AMD AITER's release, never imported (it needs ROCm): k3lab.aiter_release reads its files
+	$(PY) -m pip install -q --no-deps --no-compile --upgrade --target $(VENV)/amd-aiter-$(AITER_VERSION) -r $(AITER_REQ)
 	touch $@
 
 # The compatibility environment: a real, pinned sglang imported on CPU (see requirements/).
@@ -54,8 +58,9 @@ test-notebooks: setup
 notebooks: setup
 	$(PY) -m k3lab.refresh notebooks/[0-9][0-9]_*.ipynb
 
+# As root (the usual case on a GPU box) JupyterLab needs --allow-root.
 lab: setup
-	$(VENV)/bin/jupyter lab notebooks
+	$(VENV)/bin/jupyter lab notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 readme-table: setup
 	$(PY) -m k3lab.report --readme README.md

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 
 from . import data
 from .model import pool_sizing as ps
+from .model import resident
 from .model.capacity import KV_DTYPES, STATE_DTYPES, check_dtype, kda_state_bytes_per_request, kv_bytes_per_token
 from .model.inventory import COMPONENTS, checkpoint_bytes, count_params, inventory, routed_expert_bytes
 from .model.sharding import (VARIANTS, Setting, check_parallel, heaviest_stage, pp_stages, rank_rows,
@@ -46,37 +47,28 @@ FIT_VARIANTS = {**VARIANTS,
                           "max_running_requests 48 (sglang 0.5.23 speculative_hook._handle_dspark)"}
 
 
-def dspark_draft() -> dict:
-    """``data/model/kimi_k3_dspark_draft.yaml`` (validated: positive sizes)."""
-    from .paths import data_path
-
-    d = data.read_yaml(data_path("model", "kimi_k3_dspark_draft.yaml"))
-    for k in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "intermediate_size",
-              "num_context_features", "markov_rank", "block_size_tokens"):
-        try:
-            data.check_count(f"data/model/kimi_k3_dspark_draft.yaml: {k}", d.get(k))
-        except ValueError as e:
-            raise data.DataError(str(e)) from None
-    return d
+def dspark_draft():
+    """The DSpark draft's geometry (``data/model/kimi_k3_dspark_draft.yaml``, validated)."""
+    return data.load("dspark_draft")
 
 
 def draft_bytes_per_rank(cfg: ModelConfig, tp: int) -> int:
     """Resident bytes of the DSpark draft on one rank at TP=``tp`` (bf16; shares the target's
-    embedding and lm_head; :func:`k3lab.model.pool_sizing.dflash_draft_weight_bytes_per_rank`)."""
+    embedding and lm_head; :func:`k3lab.model.resident.dflash_draft_weight_bytes_per_rank`)."""
     d = dspark_draft()
-    return ps.dflash_draft_weight_bytes_per_rank(
-        hidden_size=d["hidden_size"], num_layers=d["num_layers"], num_heads=d["num_heads"],
-        num_kv_heads=d["num_kv_heads"], head_dim=d["head_dim"], intermediate_size=d["intermediate_size"],
-        num_context_features=d["num_context_features"], tp_size=tp, vocab_size=cfg.vocab_size,
-        markov_rank=d["markov_rank"], confidence_head=bool(d.get("confidence_head")))
+    return resident.dflash_draft_weight_bytes_per_rank(
+        hidden_size=d.hidden_size, num_layers=d.num_layers, num_heads=d.num_heads,
+        num_kv_heads=d.num_kv_heads, head_dim=d.head_dim, intermediate_size=d.intermediate_size,
+        num_context_features=d.num_context_features, tp_size=tp, vocab_size=cfg.vocab_size,
+        markov_rank=d.markov_rank, confidence_head=d.confidence_head)
 
 
 def draft_kv_bytes_per_token(tp: int, kv_dtype: str) -> int:
     """The DSpark draft's own KV per token per rank (its GQA heads, not an MLA latent)."""
     d = dspark_draft()
     return ps.dflash_draft_cell_bytes_per_token(
-        num_kv_heads=d["num_kv_heads"], head_dim=d["head_dim"], v_head_dim=d["head_dim"],
-        num_layers=d["num_layers"], attn_tp_size=tp, kv_dtype_bytes=2 if kv_dtype == "bf16" else 1)
+        num_kv_heads=d.num_kv_heads, head_dim=d.head_dim, v_head_dim=d.head_dim,
+        num_layers=d.num_layers, attn_tp_size=tp, kv_dtype_bytes=2 if kv_dtype == "bf16" else 1)
 
 
 def weights_bytes_per_gpu(cfg: ModelConfig, tp: int = 8, pp: int = 1, variants=(), gpu: str = "b300",
@@ -93,7 +85,7 @@ def vision_tower_bytes(cfg: ModelConfig) -> int:
     if not v:
         return 0
     try:
-        return ps.moonvit_weight_bytes(
+        return resident.moonvit_weight_bytes(
             num_layers=v["vt_num_hidden_layers"], hidden_size=v["vt_hidden_size"],
             qkv_hidden_size=v["qkv_hidden_size"], intermediate_size=v["vt_intermediate_size"],
             patch_size=v["patch_size"], pos_emb_height=v["init_pos_emb_height"],
@@ -218,7 +210,7 @@ def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: 
                                   context_len=ctx, state_bytes_per_slot=slot or None, page_size=page,
                                   slots_per_request=slots_per_request, mm_reserve_gib=mm_gib,
                                   max_running_requests=DSPARK_MAX_RUNNING_REQUESTS if draft else None,
-                                  speculative_num_draft_tokens=dspark_draft()["block_size_tokens"] + 1 if draft else None)
+                                  speculative_num_draft_tokens=dspark_draft().block_size_tokens + 1 if draft else None)
         except ps.InsufficientMemoryError:
             weights_fit = False
             stages.append(None)
@@ -257,7 +249,7 @@ def plan(cfg: ModelConfig, gpu, num_gpus: int, tp: int, mem_fraction: float = 0.
     ValueError for an unknown GPU or variant, non-positive counts, a TP that does not
     divide the heads, or a ``mem_fraction`` outside (0, 1].
     """
-    key = gpu.key.split("@")[0] if isinstance(gpu, GPU) else gpu
+    key = gpu.base if isinstance(gpu, GPU) else gpu
     if isinstance(gpu, GPU) and hbm_gb is None and gpu.usable_hbm_gb != load_gpu(key).usable_hbm_gb:
         hbm_gb = gpu.usable_hbm_gb
     dep = Deployment(key, num_gpus, tp, pp, ep="ep" in (variants or ()),

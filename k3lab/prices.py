@@ -93,7 +93,8 @@ def breakeven_usd_per_kwh(a: dict, b: dict, pue: float) -> float | None:
     tA / (nA (pA + wA u)) = tB / (nB (pB + wB u)) for u = PUE·k/1000 ($/Wh), linear in u.
     Returns k in $/kWh, or None when no crossing exists at k ≥ 0.
     """
-    check_finite("pue", pue)
+    if check_finite("pue", pue) < 1:
+        raise ValueError(f"pue must be >= 1 (facility power / IT power), got {pue}")
     xa = check_finite("a.tok_s", a["tok_s"]) / check_count("a.num_gpus", a["num_gpus"])
     xb = check_finite("b.tok_s", b["tok_s"]) / check_count("b.num_gpus", b["num_gpus"])
     pa, pb = check_finite("a.usd_per_gpu_hour", a["usd_per_gpu_hour"]), check_finite("b.usd_per_gpu_hour", b["usd_per_gpu_hour"])

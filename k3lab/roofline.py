@@ -168,7 +168,7 @@ def decode_step(dep: Deployment, concurrency: float, context_tokens: float | Non
     routing = routing or inp.routing
     gpu = dep.gpu_spec
     link = scale_out_link()
-    nics = nics_per_node or inp.scale_out_nics_per_node.value
+    nics = inp.scale_out_nics_per_node.value if nics_per_node is None else data.check_count("nics_per_node", nics_per_node)
     lat_up = inp.link_latency_us_scale_up.value * 1e-6
     lat_out = inp.link_latency_us_scale_out.value * 1e-6
     act_b = inp.activation_dtype_bytes.value

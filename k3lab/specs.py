@@ -84,6 +84,9 @@ class ModelConfig:
     full_attn_layers: tuple[int, ...]
     kda_layers: tuple[int, ...]
     quantization: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
+    #: the quantisation section as sorted JSON: part of equality and hashing, so caches keyed
+    #: on a config (the inventory) tell apart two configs that differ only in storage
+    quant_key: str = field(default="{}", repr=False)
     raw: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
     provenance: str = field(default="", compare=False, repr=False)
 
@@ -180,7 +183,8 @@ def model_from_dict(raw: dict, name: str = "model", where: str | None = None) ->
         tie_word_embeddings=bool(raw.get("tie_word_embeddings", tc.get("tie_word_embeddings", False))),
         attn_res=tc.get("attn_res_block_size") is not None,
         linear_attn_num_heads=lin[0], linear_attn_head_dim=lin[1], short_conv_kernel_size=lin[2],
-        full_attn_layers=full, kda_layers=kda, quantization=dict(quant), raw=raw,
+        full_attn_layers=full, kda_layers=kda, quantization=dict(quant),
+        quant_key=json.dumps(quant, sort_keys=True, default=str), raw=raw,
         provenance=str(raw.get("_provenance", "")),
     )
 
@@ -230,6 +234,11 @@ class GPU:
     scale_up_gb_s_per_direction: float
     scale_out_gbit_s_per_gpu: float
     provenance: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
+    base: str = ""  # the data/hardware.yaml key (``key`` may be a label such as "b200@192GB")
+
+    def __post_init__(self):
+        if not self.base:
+            object.__setattr__(self, "base", self.key)
 
     @property
     def usable_hbm_bytes(self) -> int:

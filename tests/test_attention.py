@@ -1,8 +1,13 @@
-"""k3lab.attention: head-count rules, the zero-pad wrapper, the reference MLA prefill.
+"""k3lab.attention (head-count rules, the zero-pad wrapper) and k3lab.mla_kernels (the
+reference MLA prefill, torch SDPA, the strict AITER stand-in).
 
-Expected values are written by hand from the rules' statements (sglang 0.5.16
-aiter_backend.py; ROCm/aiter reduce.cu, asm_mla.cu) or computed by a second, naive
-implementation in this file.
+Expected values are written by hand from the rules' statements (sglang 0.5.16 … 0.5.22
+aiter_backend.py ``AiterAttnBackend.__init__``; the installed amd-aiter 0.1.7.post2.dev18,
+read by hand: ``aiter_meta/csrc/kernels/mla/reduce.cu`` 476-516 ``MLA_MERGE_ROUTER`` compiles
+mla_reduce_v1 for (heads, v head dim) = (8, 128), (16, 128), (128, 128), (16, 512), (128, 512);
+``aiter_meta/csrc/py_itfs_cu/asm_mla.cu`` 408 ``TORCH_CHECK(gqa_ratio == 16 || gqa_ratio == 128)``;
+``aiter_meta/hsa/gfx950/fmha_v3_fwd/fwd_hd192_hd128_bf16*.co`` shipped, none under gfx942) or
+computed by a second, naive implementation in this file.
 """
 
 import math
@@ -10,7 +15,9 @@ import math
 import pytest
 import torch
 
+from k3lab import aiter_release
 from k3lab import attention as A
+from k3lab import mla_kernels as K
 
 # --------------------------------------------------------------------------- rules
 
@@ -39,19 +46,21 @@ def test_kernel_heads_repeat_small_counts_to_16():
     assert [A.kernel_heads(n) for n in (3, 4, 6, 8, 12, 24, 96)] == [16, 16, 16, 16, 16, 32, 96]
 
 
-def test_aiter_rules_differ_from_sglang():
-    # mla_reduce_v1 at v head dim 128 (fp8 ASM MHA-form prefill): 10 yes, 12 no, 48/96 yes
-    assert A.aiter_reduce_v1_supports(10) and not A.is_supported_heads(10)
-    assert not A.aiter_reduce_v1_supports(12) and not A.is_supported_heads(12)
-    assert A.aiter_reduce_v1_supports(96) and A.aiter_reduce_v1_supports(16)
-    assert not A.aiter_reduce_v1_supports(80) and A.is_supported_heads(80)
-    assert A.aiter_reduce_v1_padded(12) == 16 and A.aiter_reduce_v1_padded(24) == 32
-    assert A.aiter_reduce_v1_padded(129) is None
-    assert not A.aiter_reduce_v1_supports(16, v_head_dim=192)
-    # absorbed-form ASM prefill: one KV head, ratio 16 or 128 only
-    assert A.aiter_absorbed_prefill_supports(16) and A.aiter_absorbed_prefill_supports(128)
-    assert not any(A.aiter_absorbed_prefill_supports(n) for n in (4, 8, 12, 32, 48, 64, 96))
-    assert not A.aiter_absorbed_prefill_supports(32, kv_heads=2)
+# AITER, read by hand from the installed release (see the module docstring)
+REDUCE_DV128 = {8, 16, 128}
+ABSORBED_PREFILL = {16, 128}
+
+
+def test_aiter_rules_come_from_the_installed_release():
+    reduce = aiter_release.rule("mla_reduce_v1_dv128", "gfx950")
+    assert {n for n in range(1, 161) if reduce.accepts(n)} == REDUCE_DV128
+    absorbed = aiter_release.rule("mla_prefill_asm", "gfx950")
+    assert {n for n in range(1, 161) if absorbed.accepts(n)} == ABSORBED_PREFILL
+    # the two rules disagree with sglang's: 80 passes sglang's start-up check but no AITER
+    # reduction; 12 passes neither
+    assert A.is_supported_heads(80) and not reduce.accepts(80)
+    assert not A.is_supported_heads(12) and not reduce.accepts(12) and reduce.padded(12) == 16
+    assert reduce.padded(24) == 128 and reduce.padded(129) is None
 
 
 def test_head_table_for_k3():
@@ -59,13 +68,23 @@ def test_head_table_for_k3():
     assert list(t.index) == [1, 2, 4, 8, 16, 32]
     assert list(t.heads_per_rank) == [96, 48, 24, 12, 6, 3]
     assert list(t.sglang_supported) == [True, True, False, False, False, False]
-    assert list(t.padded_heads) == [96, 48, 32, 16, 8, 4]
+    assert list(t.sglang_padded_heads) == [96, 48, 32, 16, 8, 4]
+    assert list(t.kernel_heads) == [96, 48, 32, 16, 16, 16]  # 8 and 4 are repeated up to 16
     # 12 -> 16, 24 -> 32, 6 -> 8 and 3 -> 4 all waste a third of the real heads' FLOPs
     assert t.loc[8, "extra_attention_flops_pct"] == pytest.approx(100 / 3, abs=1e-3)
     assert t.loc[1, "extra_attention_flops_pct"] == 0
-    assert list(t.aiter_reduce_v1_ok) == [True, True, False, False, False, False]
+    # AITER's own columns, against the hand-read sets: smallest accepted count >= n
+    smallest = lambda ok, n: min((m for m in ok if m >= n), default=None)  # noqa: E731
+    col = "mla_reduce_v1_dv128@gfx950"
+    assert list(t[col]) == [n in REDUCE_DV128 for n in t.heads_per_rank]
+    assert list(t[col + "_padded"]) == [smallest(REDUCE_DV128, n) for n in t.heads_per_rank]
+    assert list(t["mla_prefill_asm@gfx950_padded"]) == [smallest(ABSORBED_PREFILL, n) for n in t.heads_per_rank]
+    # the ASM flash-attention fwd takes any head count for q/k 192, v 128 on gfx950 only
+    assert t["fmha_v3_fwd@gfx950"].all() and not t["fmha_v3_fwd@gfx942"].any()
     with pytest.raises(ValueError, match="does not divide"):
         A.head_table(96, tps=(5,))
+    with pytest.raises(ValueError, match="total heads"):
+        A.head_table(0)
 
 
 # --------------------------------------------------------------------------- FLOPs
@@ -112,9 +131,9 @@ def _naive(q, k, v, cu_q, cu_k, scale, causal):
 
 
 def test_reference_matches_naive_varlen_causal():
-    q, k, v, cu = A.make_varlen_batch([3, 1, 6], heads=2, qk_head_dim=8, v_head_dim=4,
+    q, k, v, cu = K.make_varlen_batch([3, 1, 6], heads=2, qk_head_dim=8, v_head_dim=4,
                                       dtype=torch.float64, seed=3)
-    got = A.mla_prefill_reference(q, k, v, cu, softmax_scale=0.3)
+    got = K.mla_prefill_reference(q, k, v, cu, softmax_scale=0.3)
     assert torch.allclose(got, _naive(q, k, v, cu, cu, 0.3, True), atol=1e-12)
 
 
@@ -127,13 +146,13 @@ def test_reference_with_prefix_and_non_causal():
     cu_k = torch.tensor([0, 4, 9])   # sequence 0: 2 new tokens over a 2-token prefix, 1: 3 over 2
     scale = 1 / math.sqrt(8)
     for causal in (True, False):
-        got = A.mla_prefill_reference(q, k, v, cu_q, cu_k, causal=causal)
+        got = K.mla_prefill_reference(q, k, v, cu_q, cu_k, causal=causal)
         assert torch.allclose(got, _naive(q, k, v, cu_q, cu_k, scale, causal), atol=1e-12)
 
 
 def test_sdpa_prefill_matches_reference_fp32():
-    q, k, v, cu = A.make_varlen_batch([17, 1, 40], heads=12, seed=2)
-    assert torch.allclose(A.sdpa_prefill(q, k, v, cu), A.mla_prefill_reference(q, k, v, cu),
+    q, k, v, cu = K.make_varlen_batch([17, 1, 40], heads=12, seed=2)
+    assert torch.allclose(K.sdpa_prefill(q, k, v, cu), K.mla_prefill_reference(q, k, v, cu),
                           atol=2e-5, rtol=1e-5)
 
 
@@ -143,11 +162,11 @@ LENS = [5, 17, 0, 1, 33, 64]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("kernel", [A.mla_prefill_reference, A.sdpa_prefill], ids=["reference", "sdpa"])
+@pytest.mark.parametrize("kernel", [K.mla_prefill_reference, K.sdpa_prefill], ids=["reference", "sdpa"])
 def test_padding_is_bitwise_exact(kernel, dtype):
     # Heads are independent and both kernels compute each head with the same code whatever
     # the head count, so the 12 real heads come out bit-identical.
-    q, k, v, cu = A.make_varlen_batch(LENS, heads=12, dtype=dtype, seed=11)
+    q, k, v, cu = K.make_varlen_batch(LENS, heads=12, dtype=dtype, seed=11)
     plain = kernel(q, k, v, cu)
     padded = A.with_head_padding(kernel)(q, k, v, cu)
     assert padded.shape == plain.shape == (sum(LENS), 12, 128)
@@ -161,9 +180,9 @@ def test_padded_kernel_sees_16_zero_heads():
     def spy(q, k, v, cu):
         seen["shapes"] = (tuple(q.shape), tuple(k.shape), tuple(v.shape))
         seen["pad_zero"] = all(bool((t[:, 12:] == 0).all()) for t in (q, k, v))
-        return A.mla_prefill_reference(q, k, v, cu)
+        return K.mla_prefill_reference(q, k, v, cu)
 
-    q, k, v, cu = A.make_varlen_batch([4, 6], heads=12, seed=1)
+    q, k, v, cu = K.make_varlen_batch([4, 6], heads=12, seed=1)
     A.with_head_padding(spy)(q, k, v, cu)
     assert seen["shapes"] == ((10, 16, 192), (10, 16, 192), (10, 16, 128))
     assert seen["pad_zero"]
@@ -176,58 +195,86 @@ def test_supported_count_passes_through_untouched():
         got["q"] = q
         return torch.zeros(q.shape[0], q.shape[1], v.shape[2])
 
-    q, k, v, cu = A.make_varlen_batch([3], heads=16)
+    q, k, v, cu = K.make_varlen_batch([3], heads=16)
     A.with_head_padding(spy)(q, k, v, cu)
     assert got["q"] is q
 
 
 def test_tuple_outputs_have_lse_sliced():
     def kern(q, k, v, cu):
-        return A.mla_prefill_reference(q, k, v, cu), torch.ones(q.shape[0], q.shape[1]), "meta"
+        return K.mla_prefill_reference(q, k, v, cu), torch.ones(q.shape[0], q.shape[1]), "meta"
 
-    q, k, v, cu = A.make_varlen_batch([3, 2], heads=12)
+    q, k, v, cu = K.make_varlen_batch([3, 2], heads=12)
     o, lse, meta = A.with_head_padding(kern)(q, k, v, cu)
     assert o.shape == (5, 12, 128) and lse.shape == (5, 12) and meta == "meta"
 
 
+def test_lse_in_heads_first_layout_is_sliced_and_ambiguity_refused():
+    def kern(q, k, v, cu):
+        o = K.mla_prefill_reference(q, k, v, cu)
+        lse = torch.arange(q.shape[1], dtype=torch.float32).unsqueeze(1).expand(q.shape[1], q.shape[0])
+        return o, lse.contiguous()
+
+    q, k, v, cu = K.make_varlen_batch([3, 2], heads=12)
+    _, lse = A.with_head_padding(kern)(q, k, v, cu)
+    assert lse.shape == (12, 5) and torch.equal(lse[:, 0], torch.arange(12, dtype=torch.float32))
+    # 16 tokens and 16 padded heads: [16, 16] could be either layout
+    q, k, v, cu = K.make_varlen_batch([16], heads=12)
+    with pytest.raises(ValueError, match="ambiguous"):
+        A.with_head_padding(lambda q, k, v, cu: (K.mla_prefill_reference(q, k, v, cu),
+                                                 torch.zeros(16, 16)))(q, k, v, cu)
+
+
 def test_explicit_target_heads():
-    q, k, v, cu = A.make_varlen_batch([3, 2], heads=12)
+    q, k, v, cu = K.make_varlen_batch([3, 2], heads=12)
     calls = []
 
     def kern(q, k, v, cu):
         calls.append(q.shape[1])
-        return A.mla_prefill_reference(q, k, v, cu)
+        return K.mla_prefill_reference(q, k, v, cu)
 
     A.with_head_padding(kern, heads=32)(q, k, v, cu)
-    A.with_head_padding(kern, heads=A.aiter_reduce_v1_padded)(q, k, v, cu)
+    A.with_head_padding(kern, heads=aiter_release.rule("mla_reduce_v1_dv128", "gfx950").padded)(q, k, v, cu)
     assert calls == [32, 16]
 
 
 # --------------------------------------------------------------------------- stand-in: failure and fix
 
 def test_standin_refuses_12_heads_like_aiter():
-    q, k, v, cu = A.make_varlen_batch([8, 3], heads=12)
-    with pytest.raises(A.UnsupportedHeadCount, match="#heads: 12, head dimension: 128"):
-        A.StrictAsmPrefillStandIn()(q, k, v, cu, cu)
+    q, k, v, cu = K.make_varlen_batch([8, 3], heads=12)
+    with pytest.raises(K.UnsupportedHeadCount, match="#heads: 12, head dimension: 128"):
+        K.StrictAsmPrefillStandIn()(q, k, v, cu, cu)
 
 
 def test_standin_accepts_padded_16_and_matches_reference():
-    q, k, v, cu = A.make_varlen_batch([8, 3, 20], heads=12, dtype=torch.bfloat16, seed=4)
-    kern = A.StrictAsmPrefillStandIn()
+    q, k, v, cu = K.make_varlen_batch([8, 3, 20], heads=12, dtype=torch.bfloat16, seed=4)
+    kern = K.StrictAsmPrefillStandIn()
     out = A.with_head_padding(kern)(q, k, v, cu, cu)
     assert kern.calls == [16]
-    assert torch.equal(out, A.mla_prefill_reference(q, k, v, cu))
+    assert torch.equal(out, K.mla_prefill_reference(q, k, v, cu))
+
+
+def test_standin_follows_aiter_not_sglang_at_tp1():
+    # 96 heads pass sglang's start-up check but no mla_reduce_v1 case (8, 16, 128 at v 128):
+    # padding by sglang's rule does nothing, padding by AITER's rule goes to 128
+    q, k, v, cu = K.make_varlen_batch([5, 3], heads=96, seed=6)
+    with pytest.raises(K.UnsupportedHeadCount, match="#heads: 96"):
+        A.with_head_padding(K.StrictAsmPrefillStandIn())(q, k, v, cu, cu)
+    kern = K.StrictAsmPrefillStandIn()
+    rule = aiter_release.rule("mla_reduce_v1_dv128", "gfx950")
+    out = A.with_head_padding(kern, heads=rule.padded)(q, k, v, cu, cu)
+    assert kern.calls == [128] and torch.equal(out, K.mla_prefill_reference(q, k, v, cu))
 
 
 def test_standin_refuses_wrong_head_dims():
-    q, k, v, cu = A.make_varlen_batch([4], heads=16, qk_head_dim=128, v_head_dim=128)
-    with pytest.raises(A.UnsupportedHeadCount, match="head dim"):
-        A.StrictAsmPrefillStandIn()(q, k, v, cu, cu)
+    q, k, v, cu = K.make_varlen_batch([4], heads=16, qk_head_dim=128, v_head_dim=128)
+    with pytest.raises(K.UnsupportedHeadCount, match="head dim"):
+        K.StrictAsmPrefillStandIn()(q, k, v, cu, cu)
 
 
 def _aiter_or_skip():
     try:
-        return A.aiter_kernel()
+        return K.aiter_kernel()
     except ImportError as e:
         pytest.skip(f"AITER is not importable here (ROCm-only library): {e}")
 
@@ -239,11 +286,11 @@ def test_real_aiter_kernel_padding_exact(dtype):
     kern = _aiter_or_skip()
     if not torch.cuda.is_available():
         pytest.skip("no ROCm/CUDA device visible to torch")
-    q, k, v, cu = A.make_varlen_batch(LENS, heads=12, dtype=dtype, seed=11, device="cuda")
+    q, k, v, cu = K.make_varlen_batch(LENS, heads=12, dtype=dtype, seed=11, device="cuda")
     cu = cu.to(torch.int32)
     plain = kern(q, k, v, cu, cu)
     padded = A.with_head_padding(kern)(q, k, v, cu, cu)
-    ref = A.mla_prefill_reference(q.cpu(), k.cpu(), v.cpu(), cu.cpu())
+    ref = K.mla_prefill_reference(q.cpu(), k.cpu(), v.cpu(), cu.cpu())
     assert torch.allclose(padded.float().cpu(), ref.float(), atol=2e-2)
     assert (padded.float() - plain.float()).abs().max().item() <= 1e-2
 
@@ -251,12 +298,12 @@ def test_real_aiter_kernel_padding_exact(dtype):
 # --------------------------------------------------------------------------- bad input
 
 def _ok():
-    return A.make_varlen_batch([3, 2], heads=12)
+    return K.make_varlen_batch([3, 2], heads=12)
 
 
 def test_bad_layouts_raise_value_error():
     q, k, v, cu = _ok()
-    wrapped = A.with_head_padding(A.mla_prefill_reference)
+    wrapped = A.with_head_padding(K.mla_prefill_reference)
     with pytest.raises(ValueError, match="3-D"):
         wrapped(q.reshape(5, -1), k, v, cu)
     with pytest.raises(ValueError, match="one k/v head per q head"):
@@ -274,9 +321,9 @@ def test_bad_layouts_raise_value_error():
 
 
 def test_too_many_heads_raise_value_error():
-    q, k, v, cu = A.make_varlen_batch([2], heads=130, qk_head_dim=4, v_head_dim=4)
+    q, k, v, cu = K.make_varlen_batch([2], heads=130, qk_head_dim=4, v_head_dim=4)
     with pytest.raises(ValueError, match="exceeds"):
-        A.with_head_padding(A.mla_prefill_reference)(q, k, v, cu)
+        A.with_head_padding(K.mla_prefill_reference)(q, k, v, cu)
 
 
 def test_bad_cu_seqlens_raise_value_error():
@@ -285,7 +332,7 @@ def test_bad_cu_seqlens_raise_value_error():
                     (torch.tensor([0, 4, 3, 5]), "non-decreasing"), (torch.tensor([0.0, 5.0]), "integer"),
                     (torch.tensor([5]), "1-D tensor")):
         with pytest.raises(ValueError, match=msg):
-            A.mla_prefill_reference(q, k, v, cu)
+            K.mla_prefill_reference(q, k, v, cu)
 
 
 def test_kernel_returning_wrong_shape_is_caught():
@@ -295,4 +342,4 @@ def test_kernel_returning_wrong_shape_is_caught():
     with pytest.raises(ValueError, match="callable"):
         A.with_head_padding(42)
     with pytest.raises(ValueError, match=">= 12"):
-        A.with_head_padding(A.mla_prefill_reference, heads=8)(q, k, v, cu)
+        A.with_head_padding(K.mla_prefill_reference, heads=8)(q, k, v, cu)

@@ -1,114 +1,171 @@
-"""The claims registry, the recorder, the ledger and the README table."""
+"""k3lab.claims: the registry, the verdict rules and their method caps, the recorder and the
+ledger's integrity checks. Expected verdicts follow from the rules as documented, worked
+out by hand for each case."""
 
 import pandas as pd
 import pytest
 
-from k3lab import claims, io, report
+from k3lab import claims
 
-ISSUE_IDS = (
-    [f"M{i}" for i in range(1, 11)] + [f"S{i}" for i in range(1, 8)]
-    + [f"P{i}" for i in range(1, 8)] + [f"T{i}" for i in range(1, 14)]
-)
+ARTICLE_IDS = ([f"M{i}" for i in range(1, 12)] + [f"S{i}" for i in range(1, 8)]
+               + [f"P{i}" for i in range(1, 9)] + [f"T{i}" for i in range(1, 17)])
 
 
-def test_registry_holds_every_claim_id_the_study_promises():
-    assert list(claims.registry()) == ISSUE_IDS
+def test_registry_holds_every_claim_with_a_method_and_a_known_rule():
+    reg = claims.registry()
+    assert list(reg) == ARTICLE_IDS
+    for c in reg.values():
+        assert c.method in claims.METHODS
+        assert c.rule in claims.RULES
+        if c.rule in ("within_tolerance", "self_contradiction"):
+            assert c.tolerance is not None and c.tolerance.why
+
+
+def test_new_claims_say_why_they_were_added():
+    for cid in ("M11", "P8", "T14", "T15", "T16"):
+        assert claims.get(cid).added
+
+
+@pytest.mark.parametrize("method,raw,capped", [
+    ("measured", "reproduced", "reproduced"), ("derived", "reproduced", "reproduced"),
+    ("arithmetic", "reproduced", "consistent"), ("emulated", "reproduced", "consistent"),
+    ("modelled", "reproduced", "consistent"), ("unchecked", "reproduced", "not reproducible here"),
+    ("arithmetic", "corrected", "corrected"), ("arithmetic", "discrepancy", "discrepancy"),
+    ("unchecked", "discrepancy", "not reproducible here"),
+])
+def test_method_caps_the_verdict(method, raw, capped):
+    assert claims.cap(method, raw) == capped
+
+
+def test_arithmetic_claims_never_read_reproduced():
+    # T9 is 6.00 / 2.50 = 2.4 exactly, yet arithmetic on the article's numbers can only be consistent
+    assert claims.verdict("T9", exact=2.4) == "consistent"
+    assert claims.verdict("T10", value=0.4167) == "corrected"  # 'a third' vs its own 2.4x
+
+
+def test_within_tolerance_digits_and_rel():
+    # M1 2.78 stated with two decimals: 2.7795 rounds half up to 2.78, 2.7749 to 2.77
+    assert claims.verdict("M1", value=2.7795) == "reproduced"
+    assert claims.verdict("M1", value=2.7749) == "discrepancy"
+    # M2 "about 103B" with a 2% tolerance (2.06): 105.05 is inside, 105.07 outside
+    assert claims.verdict("M2", value=105.05) == "reproduced"
+    assert claims.verdict("M2", value=105.07) == "discrepancy"
+    # T12 has two numbers: both must agree (5%): 1400 ok, 1000 vs 1200 is 16.7% off
+    assert claims.verdict("T12", values=[1400, 1200]) == "reproduced"
+    assert claims.verdict("T12", values=[1400, 1000]) == "discrepancy"
+
+
+def test_rounding_rule_tells_rounding_first_from_a_wrong_number():
+    # T7 claims 45: exact 45.71 rounds to 46; the article's rounded 48/33 gives 45.45 -> 45
+    assert claims.verdict("T7", exact=45.71, from_rounded=45.45) == "consistent"
+    assert claims.verdict("T7", exact=45.71, from_rounded=46.2) == "discrepancy"
+    # T6 has three numbers
+    assert claims.verdict("T6", exact=[47.6, 32.67, 7.32]) == "consistent"
+    assert claims.verdict("T6", exact=[47.6, 31.4, 7.32]) == "discrepancy"
+
+
+def test_model_band_too_wide_or_containing_no_effect_is_not_reproducible():
+    assert not claims.band_is_informative(0.74, 3.62)      # spans 4.9x
+    assert not claims.band_is_informative(0.9, 1.5)        # contains 1x (no effect)
+    assert claims.band_is_informative(1.5, 2.8)
+    assert claims.verdict("S6", low=0.74, high=3.62) == "not reproducible here"
+    assert claims.verdict("S6", low=1.5, high=2.8) == "consistent"      # modelled caps reproduced
+    assert claims.verdict("S6", low=2.5, high=3.0) == "discrepancy"     # 2.2 outside
+    assert claims.verdict("T2", low=1304, high=2390, no_effect=None) == "consistent"  # 1568 inside, 1.83x wide
+    with pytest.raises(ValueError, match="0 < low <= high"):
+        claims.band_is_informative(3, 2)
+
+
+def test_upper_bound_and_fitted_models_cannot_confirm():
+    assert claims.verdict("T1", limit=7633) == "not reproducible here"
+    assert claims.verdict("T1", limit=900) == "discrepancy"  # 952 above a true upper bound
+    assert claims.verdict("P5") == "not reproducible here"
+    assert claims.verdict("T11") == "not reproducible here"
+
+
+def test_matches_holds_and_corrections():
+    assert claims.verdict("M10", value=12) == "reproduced"
+    assert claims.verdict("M10", value=16) == "discrepancy"
+    assert claims.verdict("P3", value="refuses", correction="it refuses to start") == "corrected"
+    assert claims.verdict("S2", value=claims.get("S2").claimed) == "consistent"  # emulated
+    assert claims.verdict("T14", holds=False, correction="TP8xPP2 fits too") == "corrected"
+    assert claims.verdict("T16", holds=True) == "consistent"  # arithmetic
+    with pytest.raises(ValueError, match="True or False"):
+        claims.verdict("T16", holds="yes")
+
+
+def test_in_range_per_value_ranges():
+    # T5: 2.50 / 6.00 / 4.25 against one range each
+    assert claims.verdict("T5", low=[2.0, 5.0, 4.0], high=[3.0, 7.0, 5.0]) == "reproduced"
+    assert claims.verdict("T5", low=[2.95, 5.0, 4.5], high=[8.6, 15, 14]) == "discrepancy"
+    assert claims.verdict("P8", x=3373, low=4000, high=7000) == "discrepancy"
+
+
+def test_judge_keeps_model_outputs_out_of_the_reproduced_column():
+    r = claims.judge("T1", "a roofline", bound="<= 7633", limit=7633)
+    assert r.reproduced == "" and r.bound == "<= 7633"
+    with pytest.raises(ValueError, match="bound="):
+        claims.judge("T1", "a roofline", value=7633, limit=7633)
+    with pytest.raises(ValueError, match="evidence"):
+        claims.judge("M10", "  ", value=12)
+
+
+def test_recorder_checks_ownership_and_completeness(tmp_path):
+    rec = claims.Recorder("03_head_padding_prefill", tmp_path)
+    with pytest.raises(ValueError, match="belongs to notebook"):
+        rec.add(claims.judge("M10", "x", value=12))
+    rec.add(claims.judge("P8", "x", value=3373, x=3373, low=4000, high=7000))
+    with pytest.raises(ValueError, match="did not judge"):
+        rec.save()
+
+
+def _write_nb(root, nb, rows):
+    d = root / nb
+    d.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows, columns=claims.RECORD_COLUMNS).to_csv(d / "claims.csv", index=False)
+
+
+def _rows(nb):
+    out = []
     for c in claims.registry().values():
-        assert c.quote.strip() and c.unit.strip()
-        assert c.notebook.startswith(("01_", "02_", "03_", "04_"))
+        if c.notebook == nb:
+            out.append({"claim_id": c.id, "method": c.method, "reproduced": "", "bound": "",
+                        "verdict": claims.cap(c.method, "discrepancy"), "rule": c.rule, "evidence": "e", "notes": ""})
+    return out
 
 
-def test_registry_quotes_come_from_the_article_wording():
-    # Spot checks of the registry against the article's sentences (not against k3lab output).
-    assert claims.get("M1").claimed == 2.78
-    assert claims.get("T1").claimed == 952
-    assert "top_k_renorm_prob" in claims.get("S2").claimed
-
-
-def test_recorder_validates():
-    rec = claims.Recorder("01_memory_fit")
-    with pytest.raises(ValueError, match="unknown claim id 'Z9'"):
-        rec.record("Z9", 1, "reproduced", "e")
-    with pytest.raises(ValueError, match="verdict 'ok' for M1 is not one of"):
-        rec.record("M1", 1, "ok", "e")
-    with pytest.raises(ValueError, match="evidence must say"):
-        rec.record("M1", 1, "reproduced", "  ")
-    with pytest.raises(ValueError, match="belongs to notebook 04_throughput_perf_per_dollar"):
-        rec.record("T1", 1, "reproduced", "e")
-
-
-def test_recorder_roundtrip_into_ledger(tmp_path):
-    rec = claims.Recorder("01_memory_fit")
-    rec.record("M4", 1.5612345678, "reproduced", "checkpoint bytes / 1e12")
-    rec.record("M1", 2.8, "consistent", "count_params", notes="n")
-    rec.record("M1", 2.79, "reproduced", "count_params again")  # re-recording replaces
-    path = rec.save()
-    assert path.parent.name == "01_memory_fit"
-    df = claims.ledger(path.parent.parent)
-    assert list(df.columns) == claims.LEDGER_COLUMNS
-    assert len(df) == len(ISSUE_IDS)
-    m = df.set_index("claim_id")
-    assert m.loc["M1", "reproduced"] == "2.79" and m.loc["M1", "verdict"] == "reproduced"
-    assert m.loc["M4", "reproduced"] == "1.56123"
-    assert m.loc["M2", "verdict"] == ""  # not recorded stays visible as a gap
-
-
-def test_ledger_rejects_malformed_and_unknown(tmp_path):
-    d = tmp_path / "09_x"
-    d.mkdir()
-    io.write_text(d / "claims.csv", "claim_id,verdict\nM1,reproduced\n")
-    with pytest.raises(ValueError, match="columns"):
+def test_ledger_reads_only_its_notebooks_and_checks_each_file(tmp_path):
+    nbs = sorted({c.notebook for c in claims.registry().values()})
+    for nb in nbs:
+        _write_nb(tmp_path, nb, _rows(nb))
+    _write_nb(tmp_path, "99_old", [{"claim_id": "T1", "method": "modelled", "reproduced": "9999", "bound": "",
+                                     "verdict": "reproduced", "rule": "x", "evidence": "e", "notes": ""}])
+    led = claims.ledger(tmp_path)
+    assert list(led.claim_id) == ARTICLE_IDS
+    assert "9999" not in set(led.reproduced)           # the stray folder is never read
+    # truncated: a notebook's file lacking some of its claims
+    _write_nb(tmp_path, "03_head_padding_prefill", _rows("03_head_padding_prefill")[:2])
+    with pytest.raises(ValueError, match="missing claims"):
         claims.ledger(tmp_path)
-    io.write_text(d / "claims.csv", "claim_id,reproduced,verdict,evidence,notes\nQ1,1,reproduced,e,\n")
-    with pytest.raises(ValueError, match="unknown claim id 'Q1'"):
+    # a claim recorded by the wrong notebook
+    _write_nb(tmp_path, "03_head_padding_prefill", _rows("03_head_padding_prefill") + _rows("01_memory_fit")[:1])
+    with pytest.raises(ValueError, match="belongs to 01_memory_fit"):
         claims.ledger(tmp_path)
-    io.write_text(d / "claims.csv", "claim_id,reproduced,verdict,evidence,notes\nM1,1,great,e,\n")
-    with pytest.raises(ValueError, match="unknown verdict 'great'"):
+    # a verdict its method cannot reach
+    bad = _rows("03_head_padding_prefill")
+    bad[0]["verdict"] = "reproduced"  # P1 is arithmetic
+    _write_nb(tmp_path, "03_head_padding_prefill", bad)
+    with pytest.raises(ValueError, match="not allowed for method 'arithmetic'"):
         claims.ledger(tmp_path)
 
 
-def test_judge():
-    assert claims.judge(100, 104, 0.05) == "reproduced"
-    assert claims.judge(100, 106, 0.05) == "discrepancy"
-    assert claims.judge(-2, -2.09, 0.05) == "reproduced"
-    with pytest.raises(ValueError):
-        claims.judge(float("nan"), 1, 0.1)
-    with pytest.raises(ValueError):
-        claims.judge(1, 1, -0.1)
-    assert claims.rel_diff(200, 150) == -0.25
+def test_verdicts_by_method_line():
+    df = pd.DataFrame({"verdict": ["reproduced", "reproduced", "consistent", "reproduced"],
+                       "method": ["derived", "measured", "arithmetic", "derived"]})
+    assert claims.verdicts_by_method(df) == "reproduced: 2 derived, 1 measured; consistent: 1 arithmetic"
 
 
-def test_readme_table_render_and_staleness(tmp_path):
-    df = claims.ledger(tmp_path)
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{report.README_START}\nold\n{report.README_END}\ntail\n")
-    ledger_csv = io.write_csv(df, tmp_path / "claims.csv")
-    assert not report.readme_is_current(readme, ledger_csv)
-    readme.write_text(report.render_readme(readme.read_text(), report.readme_table(df)))
-    assert report.readme_is_current(readme, ledger_csv)
-    text = readme.read_text()
-    assert text.startswith("# x\n") and text.endswith("tail\n")
-    assert text.count("\n| M") == 10 and "| T13 |" in text
-    with pytest.raises(ValueError, match="markers"):
-        report.render_readme("no markers", "t")
-
-
-def test_readme_table_escapes_pipes():
-    df = pd.DataFrame([{"claim_id": "X", "quote": "a | b", "claimed": "1", "reproduced": "2",
-                        "unit": "u", "verdict": "reproduced"}])
-    row = report.readme_table(df).splitlines()[2]
-    assert "a \\| b" in row and row.count(" | ") == 5
-
-
-def test_verdict_counts_by_finding(tmp_path):
-    rec = claims.Recorder("03_head_padding_prefill")
-    rec.record("P4", 0, "reproduced", "max abs diff")
-    rec.record("P1", "51/23", "not reproducible here", "needs MI355X")
-    rec.save()
-    df = claims.ledger()
-    t = report.verdict_counts(df)
-    assert t.loc["prefill", "reproduced"] == 1
-    assert t.loc["prefill", "not reproducible here"] == 1
-    assert t.loc["prefill", "(not recorded)"] == 5
-    assert t.loc["memory", "(not recorded)"] == 10
-    assert int(t.values.sum()) == len(ISSUE_IDS)
+def test_verdict_literals_found_in_code_cells():
+    assert claims.verdict_literals('v = "reproduced" if ok else "discrepancy"') == ["reproduced", "discrepancy"]
+    assert claims.verdict_literals('print("the claim was reproduced here")') == []
+    assert claims.verdict_literals("x = 1") == []

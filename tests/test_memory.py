@@ -1,14 +1,21 @@
-"""k3lab.memory: every expected value is recomputed here by hand from the config numbers
-(the published Kimi K3 text config), never taken from the code under test."""
+"""k3lab.memory: parameter counts, checkpoint bytes, weights per GPU, fit plans and the CLI.
 
-import copy
+Every expected value is recomputed here by hand from the config numbers (the published
+Kimi K3 text config), from sglang 0.5.23's real module (the measured transcript) or from
+sglang's pool-sizing arithmetic written out in this file, never taken from the code under
+test. Sharding details are in tests/test_sharding.py, the other models in test_inventory.py."""
+
 import io
 import json
+import os
+import subprocess
+import sys
 from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
 from k3lab import memory, specs
+from k3lab.paths import MEASURED_DIR, REPO_ROOT
 
 CFG = specs.load_model("kimi-k3")
 
@@ -47,7 +54,8 @@ def test_config_numbers_are_the_published_ones():
 
 def test_total_and_breakdown_by_hand():
     pc = memory.count_params(CFG)
-    assert pc.total == TOTAL
+    assert pc.total == TOTAL == 2_779_484_476_000
+    assert pc.total_without_mtp == TOTAL  # K3 ships no MTP module
     b = pc.breakdown
     assert b["routed_experts"] == ROUTED
     assert b["embed_tokens"] == b["lm_head"] == EMBED
@@ -58,9 +66,10 @@ def test_total_and_breakdown_by_hand():
     assert b["latent_projections"] == N_MOE * LATENT_LAYER
     assert b["shared_experts"] == N_MOE * SHARED_LAYER
     assert b["norms_and_attn_res"] == NORMS
+    assert b["mtp"] == 0
     assert sum(b.values()) == pc.total
     assert set(b) == set(memory.COMPONENTS)
-    assert 2.77e12 < pc.total < 2.79e12  # "roughly 2.78T"
+    assert 2.77e12 < pc.total < 2.79e12  # the article: "roughly 2.78T"
 
 
 def test_active_params_and_embedding_convention():
@@ -73,16 +82,18 @@ def test_active_params_and_embedding_convention():
     assert pc.active_breakdown["routed_experts"] == routed_active
     assert pc.active_breakdown["embed_tokens"] == EMBED  # listed, but not in .active
     assert pc.active < pc.active_with_embedding < pc.total
+    assert pc.active == pytest.approx(103e9, rel=0.02)  # the article: "about 103B active"
 
 
 def test_checkpoint_bytes_mxfp4_experts_bf16_rest():
-    fp32 = N_KDA * KDA_FP32_LAYER
+    fp32 = N_KDA * KDA_FP32_LAYER + N_MOE * E  # KDA conv / A_log / dt_bias, and the router bias
     expected = ROUTED * 17 // 32 + 2 * (TOTAL - ROUTED - fp32) + 4 * fp32
-    assert memory.checkpoint_bytes(CFG) == expected
+    assert memory.checkpoint_bytes(CFG) == expected == 1_559_965_580_416
     by = memory.checkpoint_bytes(CFG, by_component=True)
     assert by["routed_experts"] == ROUTED * 17 // 32
+    assert by["latent_projections"] == 2 * N_MOE * LATENT_LAYER  # BF16 (storage override)
     assert sum(by.values()) == expected
-    assert 1.55e12 < expected < 1.57e12  # "about 1.56TB"
+    assert 1.55e12 < expected < 1.57e12  # the article: "about 1.56TB"
 
 
 def test_one_routed_expert_bytes():
@@ -93,125 +104,29 @@ def test_tp1_shard_is_the_whole_checkpoint():
     assert memory.weights_bytes_per_gpu(CFG, tp=1, runtime=False) == memory.checkpoint_bytes(CFG)
 
 
-@pytest.mark.parametrize("tp,pp", [(1, 2), (2, 1), (4, 1), (8, 1), (16, 1), (8, 2), (4, 3)])
-def test_sum_over_ranks_at_least_checkpoint(tp, pp):
-    stages = memory.stage_weights_bytes(CFG, tp, pp, runtime=False)
-    assert len(stages) == pp
-    assert tp * sum(stages) >= memory.checkpoint_bytes(CFG)
-    assert max(stages) == memory.weights_bytes_per_gpu(CFG, tp, pp, runtime=False)
+# --------------------------------------------------------------------------- weights per GPU
+
+RANK_BYTES = json.loads((MEASURED_DIR / "cpu-2core" / "sglang_0523_k3_rank_bytes.json").read_text("utf-8"))
 
 
-def _naive_rank_bytes_tp(tp: int) -> int:
-    """A second, naive implementation: replicated tensors whole, all else / tp."""
-    replicated_bf16 = (N_MLA * (H * (Q_LORA + KV_LORA + ROPE) + Q_LORA + KV_LORA)
-                       + N_KDA * (H * LIN_D + LIN_D)
-                       + N_MOE * (E * H + LATENT_LAYER) + NORMS)
-    router_bias_fp32 = N_MOE * E * 4  # converted to fp32 after loading
-    sharded_bf16 = (2 * EMBED + DENSE
-                    + N_MLA * (Q_LORA * HEADS * (NOPE + ROPE) + 2 * KV_LORA * HEADS * (NOPE + VDIM)
-                               + 2 * HEADS * VDIM * H)  # kv_b twice: the w_kc/w_vc copy
-                    + N_KDA * (4 * H * PROJ + H * LIN_H + LIN_D * PROJ + PROJ * H)
-                    + N_MOE * SHARED_LAYER)
-    sharded_fp32 = N_KDA * KDA_FP32_LAYER
-    experts = ROUTED * 17 // 32 // tp
-    zero_bias = N_MOE * E * (2 * MOE_I // tp + LAT) * 2
-    return (2 * replicated_bf16 + router_bias_fp32 + 2 * sharded_bf16 // tp
-            + 4 * sharded_fp32 // tp + experts + zero_bias)
+def _sglang(key):
+    """Heaviest-rank bytes of sglang 0.5.23's real Kimi K3 module (measured on the meta device)."""
+    return RANK_BYTES["heaviest"][key]["loaded_bytes"]
 
 
-@pytest.mark.parametrize("tp", [2, 4, 8, 16])
-def test_per_gpu_bytes_match_naive_implementation(tp):
-    assert memory.weights_bytes_per_gpu(CFG, tp) == _naive_rank_bytes_tp(tp)
-
-
-def test_tp8_per_gpu_near_amd_figure_and_gap_is_replication():
-    w = memory.weights_bytes_per_gpu(CFG, 8)
-    assert 190 * specs.GiB < w < 193 * specs.GiB  # AMD: "about 191 GiB"
-    table = memory.shard_table(CFG, 8)
-    assert table["rank_bytes"].sum() == w
-    by = table.groupby("component")["gap_bytes"].sum()
-    # the latent projections are replicated: their gap is 7/8 of their checkpoint bytes
-    assert by["latent_projections"] == pytest.approx(7 / 8 * 2 * N_MOE * LATENT_LAYER)
-    assert by["latent_projections"] == by.max()
-
-
-def test_non_expert_bytes():
-    full = memory.weights_bytes_per_gpu(CFG, 8)
-    experts = ROUTED * 17 // 32 // 8 + N_MOE * E * (2 * MOE_I // 8 + LAT) * 2
-    assert memory.non_expert_bytes_per_gpu(CFG, 8) == full - experts
-
-
-def test_expert_padding_option_changes_expert_bytes():
-    layout = copy.deepcopy(memory.sharding_layout())
-    layout["options"]["moe_intermediate_pad_to"] = 256
-    layout["options"]["mxfp4_zero_bias"] = False
-    padded = memory.shard_table(CFG, 8, layout=layout)
-    experts = padded[padded.component == "routed_experts"]["rank_bytes"].sum()
-    assert experts == ROUTED // MOE_I * 512 * 17 // 32  # 384 per rank → 512
-
-
-def test_pp_stages_follow_sglang_split():
-    assert memory.pp_stages(CFG, 2) == [(0, 46), (46, 93)]  # last stage gets the extra layer
-    assert memory.pp_stages(CFG, 1) == [(0, 93)]
-
-
-def test_kv_bytes_per_token_only_mla_layers():
-    assert memory.kv_bytes_per_token(CFG, "bf16") == N_MLA * (KV_LORA + ROPE) * 2 == 27_648
-    assert memory.kv_bytes_per_token(CFG, "fp8") == N_MLA * (KV_LORA + ROPE)
-    assert memory.kv_bytes_per_token(CFG, "bf16", layers=range(46, 93)) == 13 * 576 * 2
-    with pytest.raises(ValueError, match="kv_dtype"):
-        memory.kv_bytes_per_token(CFG, "int3")
-
-
-def test_kda_state_per_request():
-    for tp in (8, 16):
-        h = LIN_H // tp
-        conv = (CONV_K - 1) * 3 * h * LIN_D * 2
-        assert memory.kda_state_bytes_per_request(CFG, tp, "fp32") == N_KDA * (h * LIN_D * LIN_D * 4 + conv)
-        assert memory.kda_state_bytes_per_request(CFG, tp, "bf16") == N_KDA * (h * LIN_D * LIN_D * 2 + conv)
-
-
-def test_plan_mi355x_by_hand():
-    p = memory.plan(CFG, "mi355x", 8, 8)
-    cap = 288 * 10**9
-    w = memory.weights_bytes_per_gpu(CFG, 8)
-    assert p.capacity_bytes_per_gpu == cap
-    assert p.reserve_bytes_per_gpu == round(0.1 * cap)
-    assert p.kv_pool_bytes_per_gpu == cap - round(0.1 * cap) - w
-    state = memory.kda_state_bytes_per_request(CFG, 8)
-    assert p.max_kv_tokens == (p.kv_pool_bytes_per_gpu - state) // 27_648
-    assert p.max_full_context_requests == p.kv_pool_bytes_per_gpu // (2**20 * 27_648 + state)
-    assert p.fits and p.weights_fit
-    assert p.free_bytes_per_gpu == 0
-
-
-def test_plan_configurations():
-    assert memory.plan(CFG, "b300", 8, 8).fits
-    assert not memory.plan(CFG, "b200", 8, 8).weights_fit
-    b200_192 = specs.load_gpu("b200").with_hbm_gb(192)
-    assert not memory.plan(CFG, b200_192, 8, 8).fits
-    assert not memory.plan(CFG, "h200", 8, 8).weights_fit
-    assert memory.plan(CFG, "b200", 16, 16).fits
-    pp = memory.plan(CFG, "b200", 16, 8, pp=2)
-    assert pp.fits and pp.kv_bytes_per_token == 13 * 576 * 2
-    fp8 = memory.plan(CFG, "mi355x", 8, 8, kv_dtype="fp8")
-    assert fp8.max_kv_tokens > memory.plan(CFG, "mi355x", 8, 8).max_kv_tokens
-
-
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(gpu="a100", num_gpus=8, tp=8), "known GPUs: b200, b300, h200, mi355x"),
-    (dict(gpu="mi355x", num_gpus=7, tp=7), "does not divide the 96 attention heads"),
-    (dict(gpu="mi355x", num_gpus=8, tp=8, mem_fraction=0.0), r"mem_fraction must be in \(0, 1\]"),
-    (dict(gpu="mi355x", num_gpus=8, tp=8, mem_fraction=1.5), r"mem_fraction must be in \(0, 1\]"),
-    (dict(gpu="mi355x", num_gpus=0, tp=8), "num_gpus must be a positive integer"),
-    (dict(gpu="mi355x", num_gpus=8, tp=-8), "tp must be a positive integer"),
-    (dict(gpu="mi355x", num_gpus=8, tp=8, pp=0), "pp must be a positive integer"),
-    (dict(gpu="mi355x", num_gpus=12, tp=8), "not a multiple of tp"),
-    (dict(gpu="mi355x", num_gpus=8, tp=8, kv_dtype="fp4"), "kv_dtype"),
+@pytest.mark.parametrize("gpu, variants, key", [
+    ("b300", (), "tp8|cuda-sm100"),                    # 192.381 GiB
+    ("mi355x", (), "tp8|rocm-aiter"),                  # 247.174 GiB: AITER pads 384 -> 512
+    ("mi355x", ("aiter-k3-opt",), "tp8|rocm-aiter+k3opt"),  # 191.044 GiB: the article's "191 GiB"
 ])
-def test_plan_bad_input(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        memory.plan(CFG, **kwargs)
+def test_weights_per_gpu_tp8_equal_sglang(gpu, variants, key):
+    assert memory.weights_bytes_per_gpu(CFG, 8, variants=variants, gpu=gpu) == _sglang(key)
+
+
+def test_default_weights_are_the_nvidia_blackwell_layout():
+    assert memory.weights_bytes_per_gpu(CFG, 8) == _sglang("tp8|cuda-sm100")
+    assert memory.weights_bytes_per_gpu(CFG, 16) == _sglang("tp16|cuda-sm100")
+    assert memory.weights_bytes_per_gpu(CFG, 8, pp=2) == _sglang("tp8-pp2|cuda-sm100")
 
 
 def test_tp_must_divide_heads_for_weights_too():
@@ -219,37 +134,230 @@ def test_tp_must_divide_heads_for_weights_too():
         memory.weights_bytes_per_gpu(CFG, tp=5)
 
 
-def test_layout_covers_every_tensor_exactly():
-    names = {t.name for t in memory.inventory(CFG)}
-    assert names == set(memory.sharding_layout()["tensors"])
+def test_kv_and_state_re_exported():
+    assert memory.kv_bytes_per_token(CFG, "bf16") == N_MLA * (KV_LORA + ROPE) * 2 == 27_648
+    assert memory.kda_state_bytes_per_request(CFG, 8) == N_KDA * (12 * 128 * 128 * 4 + 3 * 4608 * 2) == 56_171_520
 
 
-def test_cli_text_json_and_errors():
-    out = io.StringIO()
-    with redirect_stdout(out):
-        assert memory.cli_main(["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--json"]) == 0
-    d = json.loads(out.getvalue())
-    assert d["fits"] is True and d["weights_bytes_per_gpu"] == memory.weights_bytes_per_gpu(CFG, 8)
-    out = io.StringIO()
-    with redirect_stdout(out):
-        assert memory.cli_main(["--gpu", "b200", "--gpus", "8", "--tp", "8", "--hbm-gb", "192"]) == 0
-    assert "weights fit: no" in out.getvalue()
-    err = io.StringIO()
-    with redirect_stderr(err):
-        assert memory.cli_main(["--gpu", "nope", "--gpus", "8", "--tp", "8"]) == 2
-    assert "known GPUs" in err.getvalue()
-    err = io.StringIO()
-    with redirect_stderr(err):
-        assert memory.cli_main(["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--mem-fraction", "2"]) == 2
-    assert "mem_fraction" in err.getvalue()
+# --------------------------------------------------------------------------- plans (sglang 0.5.23 pool sizing)
+
+GiB = 2**30
+MI355X_BYTES = 309_220_868_096  # rocm-smi / torch total_memory (data/hardware.yaml driver_readings)
+B300_BYTES = 275_040 * 2**20    # nvidia-smi 275,040 MiB
+# Kimi K3's vision tower + projector, loaded replicated on every rank (27 layers × 1024, qkv 1536,
+# FFN 4096, 14-px patches, 64×64 position embedding, 2×2 merge to 4096 -> text 7168), bf16
+VT_LAYER = 1024 * 3 * 1536 + 1536 * 1024 + 2 * 1024 * 4096 + 2 * 1024
+VISION_BYTES = 2 * (27 * VT_LAYER + 3 * 14 * 14 * 1024 + 64 * 64 * 1024 + 1024
+                    + 4096 * 4096 + 4096 * 7168 + 7168)
+MM_RESERVE_GIB = 100 / 1024  # SGLANG_VLM_CACHE_SIZE_MB = 100
+SLOT_TP8 = N_KDA * (12 * 128 * 128 * 4 + 3 * 3 * 12 * 128 * 2)
+CELL = N_MLA * 576 * 2
 
 
-def test_ep_a2a_variant_replicates_shared_experts():
-    base = memory.weights_bytes_per_gpu(CFG, 8)
-    ep = memory.weights_bytes_per_gpu(CFG, 8, layout=memory.layout_variant("ep_a2a"))
-    assert ep - base == 2 * N_MOE * SHARED_LAYER * 7 // 8
+def _sglang_pools(capacity, weights, other, mem_fraction, cell, slot, context, page, mm_gib):
+    """The pool sizing documented in k3lab.model.pool_sizing, written out step by step:
+    rest = free after load − (1 − f) × free before load − multimodal reserve (GiB);
+    KDA state budget rest·r/(1+r), r = 0.9, K = int((budget − slot) // slot) slots;
+    KV budget = rest − (K + 1)·slot; tokens = budget // cell, floored to the page;
+    requests = min(clamp(int(tokens / context × 512), 2048, 4096), tokens // 2, K // 5)."""
+    rest = (capacity - weights - other) / GiB - capacity / GiB * (1 - mem_fraction) - mm_gib
+    out = {"rest_gib": rest}
+    if slot:
+        k = int((rest * 0.9 / 1.9 * GiB - slot) // slot)
+        rest -= (k + 1) * slot / GiB
+        out.update(slots=k, state_pool=(k + 1) * slot)
+    tokens = int(rest * GiB) // cell // page * page
+    reqs = min(max(min(int(tokens / context * 512), 4096), 2048), tokens // 2)
+    if slot:
+        reqs = min(reqs, out["slots"] // 5)
+    out.update(tokens=tokens, requests=reqs, kv_pool=(tokens + page) * cell)
+    return out
 
 
-def test_unknown_variant():
-    with pytest.raises(ValueError, match="known: default"):
-        memory.layout_variant("nope")
+def test_plan_mi355x_tp8_aiter_k3_opt_by_hand():
+    assert VISION_BYTES == 2 * 447_358_976
+    p = memory.plan(CFG, "mi355x", 8, 8, mem_fraction=0.9, variants=["aiter-k3-opt"])
+    w = _sglang("tp8|rocm-aiter+k3opt")
+    hand = _sglang_pools(MI355X_BYTES, w, VISION_BYTES, 0.9, CELL, SLOT_TP8, 1_048_576, 1, MM_RESERVE_GIB)
+    # the numbers the hand arithmetic gives (67.21 GiB rest, 607 slots, 1,374,958 tokens, 121 requests)
+    assert round(hand["rest_gib"], 4) == 67.2109
+    assert (hand["slots"], hand["tokens"], hand["requests"]) == (607, 1_374_958, 121)
+    assert p.capacity_bytes_per_gpu == MI355X_BYTES
+    assert p.weights_bytes_per_gpu == w and p.other_resident_bytes_per_gpu == VISION_BYTES
+    assert p.reserve_bytes_per_gpu == round(0.1 * MI355X_BYTES)
+    assert p.state_pool_bytes_per_gpu == hand["state_pool"] == 608 * SLOT_TP8
+    assert p.max_kv_tokens == hand["tokens"]
+    assert p.max_running_requests == hand["requests"]
+    assert p.kv_pool_bytes_per_gpu == hand["kv_pool"]
+    assert (p.kv_bytes_per_token, p.kda_state_bytes_per_request, p.page_size) == (CELL, SLOT_TP8, 1)
+    assert p.max_full_context_requests == min(hand["tokens"] // 1_048_576, hand["requests"]) == 1
+    assert p.fits and p.weights_fit and p.platform == "rocm" and p.variants == ("aiter-k3-opt",)
+    # what is left is the multimodal reserve plus rounding (< 100 MiB + one cell)
+    assert 0 <= p.free_bytes_per_gpu <= 100 * 2**20 + CELL
+
+
+def test_plan_b300_tp8_128k_by_hand_with_64_token_pages():
+    # B300 (SM103) auto-selects trtllm_mla: 64-token pages
+    p = memory.plan(CFG, "b300", 8, 8, context_tokens=131_072)
+    hand = _sglang_pools(B300_BYTES, _sglang("tp8|cuda-sm100"), VISION_BYTES, 0.9, CELL, SLOT_TP8,
+                         131_072, 64, MM_RESERVE_GIB)
+    assert p.page_size == 64 and p.max_kv_tokens % 64 == 0
+    assert (p.max_kv_tokens, p.max_running_requests) == (hand["tokens"], hand["requests"])
+    assert p.kv_pool_bytes_per_gpu == hand["kv_pool"]
+    assert p.max_full_context_requests == min(hand["tokens"] // 131_072, hand["requests"])
+    assert p.fits and p.platform == "cuda"
+
+
+def test_plan_without_kda_deepseek_v3():
+    ds = specs.load_model("deepseek-v3")
+    p = memory.plan(ds, "h200", 8, 8)
+    # no vision tower, no state pool; 61 MLA layers × 576 × 2 B per token
+    hand = _sglang_pools(150_754_820_096, p.weights_bytes_per_gpu, 0, 0.9, 61 * 576 * 2, 0, 163_840, 1, 0.0)
+    assert p.state_pool_bytes_per_gpu == 0 and p.kda_state_bytes_per_request == 0
+    assert (p.max_kv_tokens, p.max_running_requests) == (hand["tokens"], hand["requests"])
+    assert p.context_tokens == 163_840 and p.fits  # DeepSeek-V3 fits one 8×H200 node in FP8
+
+
+def test_plan_configurations():
+    assert memory.plan(CFG, "b300", 8, 8).weights_fit
+    assert memory.plan(CFG, "b300", 8, 8, context_tokens=131_072).fits
+    assert not memory.plan(CFG, "b200", 8, 8).weights_fit
+    b200_192 = specs.load_gpu("b200").with_hbm_gb(192)  # the article's "192GB" B200
+    p = memory.plan(CFG, b200_192, 8, 8)
+    assert not p.fits and p.capacity_bytes_per_gpu == 192 * 10**9 and p.label.endswith("(192 GB)")
+    assert (p.max_kv_tokens, p.max_running_requests, p.kv_pool_bytes_per_gpu) == (0, 0, 0)
+    assert not memory.plan(CFG, "h200", 8, 8).weights_fit
+    assert memory.plan(CFG, "b200", 16, 16, context_tokens=131_072).fits
+    pp = memory.plan(CFG, "b200", 16, 8, pp=2, context_tokens=131_072)
+    assert pp.fits and pp.kv_bytes_per_token == 13 * 576 * 2
+    bf16 = memory.plan(CFG, "mi355x", 8, 8, variants=["aiter-k3-opt"])
+    fp8 = memory.plan(CFG, "mi355x", 8, 8, kv_dtype="fp8", variants=["aiter-k3-opt"])
+    assert fp8.max_kv_tokens > bf16.max_kv_tokens
+    # the AITER default padding costs 56 GiB per GPU of KV
+    pad = memory.plan(CFG, "mi355x", 8, 8)
+    assert pad.weights_bytes_per_gpu - bf16.weights_bytes_per_gpu == N_MOE * E * 3 * LAT * 128 * 17 // 32
+    assert pad.max_kv_tokens < bf16.max_kv_tokens
+
+
+def test_plan_accepts_a_relabelled_gpu():
+    """``GPU.with_hbm_gb(gb, label=...)`` is a documented way to make a capacity variant, and
+    ``plan`` takes "a name or a GPU"; the label must not be mistaken for the GPU's name."""
+    g = specs.load_gpu("b200").with_hbm_gb(192, label="b200-article")
+    p = memory.plan(CFG, g, 8, 8)
+    assert p.capacity_bytes_per_gpu == 192 * 10**9 and not p.weights_fit
+
+
+def test_fit_takes_a_deployment():
+    dep = specs.parse_layout("16xmi355x tp8")  # two replicas of TP8
+    p = memory.fit(CFG, dep, variants=["aiter-k3-opt"])
+    single = memory.plan(CFG, "mi355x", 8, 8, variants=["aiter-k3-opt"])
+    assert p.replicas == 2 and p.num_gpus == 16
+    assert (p.max_kv_tokens, p.weights_bytes_per_gpu) == (single.max_kv_tokens, single.weights_bytes_per_gpu)
+    # EP / DP-attention switches on the deployment reach the plan as variants
+    ep = memory.fit(CFG, specs.parse_layout("8xmi355x tp8 ep dp-attention"))
+    assert ep.variants == ("dp-attention", "ep")
+    assert ep.weights_bytes_per_gpu == memory.weights_bytes_per_gpu(CFG, 8, variants=["ep", "dp-attention"], gpu="mi355x")
+
+
+def test_lower_mem_fraction_leaves_less_kv():
+    a = memory.plan(CFG, "mi355x", 8, 8, mem_fraction=0.85, variants=["aiter-k3-opt"])
+    b = memory.plan(CFG, "mi355x", 8, 8, mem_fraction=0.9, variants=["aiter-k3-opt"])
+    assert a.max_kv_tokens < b.max_kv_tokens
+    assert a.reserve_bytes_per_gpu == round(0.15 * MI355X_BYTES)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(gpu="a100", num_gpus=8, tp=8), "known GPUs: b200, b300, gb200, h100, h200, mi300x, mi325x, mi355x"),
+    (dict(gpu="mi355x", num_gpus=7, tp=7), "does not divide the 96 attention heads"),
+    (dict(gpu="mi355x", num_gpus=8, tp=8, mem_fraction=0.0), r"mem_fraction must be"),
+    (dict(gpu="mi355x", num_gpus=8, tp=8, mem_fraction=1.5), r"mem_fraction must be in \(0, 1\]"),
+    (dict(gpu="mi355x", num_gpus=8, tp=8, mem_fraction=float("nan")), "mem_fraction must be a finite number"),
+    (dict(gpu="mi355x", num_gpus=0, tp=8), "num_gpus must be a positive integer"),
+    (dict(gpu="mi355x", num_gpus=8, tp=-8), "tp must be a positive integer"),
+    (dict(gpu="mi355x", num_gpus=8, tp=8, pp=0), "pp must be a positive integer"),
+    (dict(gpu="mi355x", num_gpus=12, tp=8), "not a multiple of tp"),
+    (dict(gpu="mi355x", num_gpus=8, tp=8, kv_dtype="fp4"), "kv_dtype"),
+    (dict(gpu="mi355x", num_gpus=8, tp=8, state_dtype="fp8"), "state_dtype"),
+    (dict(gpu="mi355x", num_gpus=8, tp=8, context_tokens=0), "context_tokens must be a positive integer"),
+    (dict(gpu="mi355x", num_gpus=8, tp=8, context_tokens=1.5e5), "context_tokens must be a positive integer"),
+    (dict(gpu="mi355x", num_gpus=8, tp=8, variants=["nope"]), r"unknown variant\(s\) \['nope'\]; known: "
+                                                              r"aiter-moe-pad, aiter-k3-opt, ep, ep-a2a, dp-attention, dspark"),
+    (dict(gpu="b300", num_gpus=8, tp=8, variants=["aiter-k3-opt"]), "ROCm"),
+    (dict(gpu="mi355x", num_gpus=8, tp=8, variants=["aiter-moe-pad", "aiter-k3-opt"]), "contradict"),
+    (dict(gpu="mi355x", num_gpus=8, tp=8, variants=["ep", "ep-a2a"]), "give one of the variants ep and ep-a2a"),
+])
+def test_plan_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        memory.plan(CFG, **kwargs)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _run(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = memory.cli_main(argv)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_cli_json_keeps_the_documented_keys():
+    rc, out, _ = _run(["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--variant", "aiter-k3-opt", "--json"])
+    assert rc == 0
+    d = json.loads(out)
+    assert {"weights_bytes_per_gpu", "max_kv_tokens", "weights_fit", "fits", "variants"} <= set(d)
+    assert d["weights_bytes_per_gpu"] == _sglang("tp8|rocm-aiter+k3opt")
+    assert d["variants"] == ["aiter-k3-opt"] and d["weights_fit"] is True
+
+
+def test_cli_model_context_and_repeatable_variants():
+    rc, out, _ = _run(["--model", "deepseek-v3", "--gpu", "h200", "--gpus", "8", "--tp", "8",
+                       "--context", "32768", "--json"])
+    d = json.loads(out)
+    assert rc == 0 and d["context_tokens"] == 32768 and d["kda_state_bytes_per_request"] == 0
+    assert d["kv_bytes_per_token"] == 61 * 576 * 2
+    rc, out, _ = _run(["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--variant", "aiter-k3-opt",
+                       "--variant", "dp-attention", "--json"])
+    assert rc == 0 and json.loads(out)["variants"] == ["aiter-k3-opt", "dp-attention"]
+
+
+def test_cli_text():
+    rc, out, _ = _run(["--gpu", "b200", "--gpus", "8", "--tp", "8", "--hbm-gb", "192"])
+    assert rc == 0 and "weights fit: no" in out and "kimi-k3 on 8×B200 TP8 (192 GB)" in out
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--gpu", "nope", "--gpus", "8", "--tp", "8"], "known GPUs"),
+    (["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--mem-fraction", "2"], "mem_fraction"),
+    (["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--variant", "nope"], "unknown variant"),
+    (["--gpu", "b300", "--gpus", "8", "--tp", "8", "--variant", "aiter-k3-opt"], "ROCm"),
+    (["--model", "gpt-5", "--gpu", "b300", "--gpus", "8", "--tp", "8"], "unknown model"),
+    (["--gpu", "b300", "--gpus", "8", "--tp", "8", "--context", "-1"], "context_tokens"),
+])
+def test_cli_bad_input_exits_2_with_one_line(argv, word):
+    rc, out, err = _run(argv)
+    assert rc == 2 and out == ""
+    assert err.startswith("k3lab fit: error: ") and word in err
+    assert err.count("\n") == 1
+
+
+def _python_m_k3lab(*args):
+    env = {**os.environ, "COLUMNS": "80"}
+    return subprocess.run([sys.executable, "-m", "k3lab", *args], capture_output=True, text=True,
+                          cwd=REPO_ROOT, env=env, timeout=120)
+
+
+def test_python_m_k3lab_fit_help_lists_the_variants():
+    r = _python_m_k3lab("fit", "--help")
+    assert r.returncode == 0
+    flat = "".join(r.stdout.split())  # argparse wraps long lines (at spaces and hyphens)
+    for v in ("aiter-moe-pad", "aiter-k3-opt", "ep", "ep-a2a", "dp-attention", "dspark"):
+        assert f"{v}:" in flat, v
+    for opt in ("--model", "--variant", "--context", "--json", "--mem-fraction", "--kv-dtype"):
+        assert opt in r.stdout
+
+
+def test_python_m_k3lab_fit_bad_variant_one_line():
+    r = _python_m_k3lab("fit", "--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--variant", "ep", "--variant", "ep-a2a")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().count("\n") == 0 and "ep-a2a" in r.stderr

@@ -4,7 +4,7 @@
 import pytest
 
 from k3lab import prefill as P
-from k3lab import specs
+from k3lab import data, specs
 
 CFG = specs.load_model("kimi-k3")
 S = 172_000
@@ -99,13 +99,25 @@ def test_curves_frame():
     assert df.ttft_s.iloc[1] == pytest.approx(51.0)
 
 
-def test_malformed_article_file(tmp_path, monkeypatch):
-    (tmp_path / "prefill").mkdir()
-    (tmp_path / "prefill" / "article_prefill.yaml").write_text("context_tokens: {value: 1}\n")
-    monkeypatch.setattr(P, "data_path", lambda *parts: tmp_path.joinpath(*parts))
-    P.load_article.cache_clear()
+@pytest.mark.parametrize("text, match", [
+    ("context_tokens: {value: 1}\n", r"^data/article_prefill\.yaml: source: Field required"),
+    (": : :\n", r"^data/article_prefill\.yaml: not valid YAML"),
+    ("- 1\n- 2\n", r"^data/article_prefill\.yaml: expected a mapping"),
+])
+def test_malformed_article_file(tmp_path, monkeypatch, text, match):
+    (tmp_path / "article_prefill.yaml").write_text(text, encoding="utf-8")
+    monkeypatch.setenv("K3LAB_DATA", str(tmp_path))
+    data.clear_cache()
     try:
-        with pytest.raises(ValueError, match="missing or malformed"):
+        with pytest.raises(data.DataError, match=match):
             P.load_article()
     finally:
-        P.load_article.cache_clear()
+        monkeypatch.delenv("K3LAB_DATA")
+        data.clear_cache()
+
+
+def test_article_file_field_errors_name_the_field():
+    doc = data.read_yaml(data.data_dir() / "article_prefill.yaml")
+    bad = {**doc, "ttft_s_mi355x_before": {**doc["ttft_s_mi355x_before"], "value": -51}}
+    with pytest.raises(data.DataError, match=r"ttft_s_mi355x_before\.value: .*greater than 0"):
+        data.validate("article_prefill", bad)

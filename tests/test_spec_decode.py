@@ -8,7 +8,7 @@ import torch
 
 from k3lab import sampling as S
 from k3lab import spec_decode as SD
-from k3lab import specs
+from k3lab import memory, specs
 
 # One context, vocab 10, with a three-way tie at the top-2 pivot (0.15): FlashInfer keeps
 # 0.30 + 3 × 0.15 (4 tokens); a rank mask keeps 0.30 + one 0.15; no renorm keeps all 10.
@@ -86,22 +86,44 @@ def test_verify_chain_shape_errors():
 
 
 def test_expected_distinct_experts():
-    assert SD.expected_distinct_experts(0) == 0
-    assert SD.expected_distinct_experts(1) == pytest.approx(16)
-    assert SD.expected_distinct_experts(2) == pytest.approx(32 - 16 * 16 / 896)  # inclusion-exclusion
-    assert SD.expected_distinct_experts(10_000) == pytest.approx(896)
-    with pytest.raises(ValueError):
+    # uniform routing: N (1 − (1 − k/N)^tokens); K3: N = 896, k = 16
+    assert SD.expected_distinct_experts(0, 896, 16) == 0
+    assert SD.expected_distinct_experts(1, 896, 16) == pytest.approx(16)
+    assert SD.expected_distinct_experts(2, 896, 16) == pytest.approx(32 - 16 * 16 / 896)  # inclusion-exclusion
+    assert SD.expected_distinct_experts(10_000, 896, 16) == pytest.approx(896)
+    assert SD.expected_distinct_experts(8, 896, 16, "min") == 16
+    with pytest.raises(ValueError, match="top_k"):
         SD.expected_distinct_experts(1, 896, 0)
+    with pytest.raises(ValueError, match="tokens"):
+        SD.expected_distinct_experts(-1, 896, 16)
 
 
-def test_step_bytes_routed_experts_by_hand():
+# K3 written out: 92 MoE layers, one expert = (gate + up + down) 3 × 3584 × 3072 values in
+# MXFP4 (17/32 B each); the checkpoint 1,559,965,580,416 B (router bias fp32) and the bf16 embedding 163840 × 7168
+ONE_EXPERT_ALL_LAYERS = 92 * 3 * 3584 * 3072 * 17 // 32
+CHECKPOINT = 1_559_965_580_416
+EMBED_BYTES = 163840 * 7168 * 2
+
+
+def test_step_bytes_from_the_inventory_by_hand():
     cfg = specs.load_model("kimi-k3")
-    sb = SD.step_bytes_from_config(cfg, 17 / 32, 2)
-    # 92 MoE layers × (gate + up + down) 3 × 3584 × 3072 params, MXFP4 = 17/32 byte
-    assert sb.routed_expert_bytes_per_expert_all_layers == pytest.approx(92 * 3 * 3584 * 3072 * 17 / 32)
-    # the whole model read once (every expert) lands near the published 1.56 TB checkpoint
-    total = sb.non_expert_bytes + 896 * sb.routed_expert_bytes_per_expert_all_layers
-    assert 1.50e12 < total < 1.62e12
+    sb = SD.step_bytes(cfg)
+    assert sb.expert_bytes == ONE_EXPERT_ALL_LAYERS
+    # every checkpoint byte but the routed experts and the input embedding (a step reads a few rows)
+    assert sb.non_expert_bytes == CHECKPOINT - 896 * ONE_EXPERT_ALL_LAYERS - EMBED_BYTES
+    assert (sb.num_experts, sb.experts_per_token, sb.routing) == (896, 16, "uniform")
+    # one token reads the non-expert bytes and 16 experts of every MoE layer
+    assert sb.step_bytes(1) == pytest.approx(sb.non_expert_bytes + 16 * ONE_EXPERT_ALL_LAYERS)
+    # many tokens read the whole model once (all experts)
+    assert sb.step_bytes(10**6) == pytest.approx(CHECKPOINT - EMBED_BYTES)
+
+
+def test_step_bytes_excludes_the_mtp_module():
+    ds = specs.load_model("deepseek-v3")
+    by = memory.checkpoint_bytes(ds, by_component=True)
+    sb = SD.step_bytes(ds)
+    assert sb.non_expert_bytes == sum(by.values()) - by["routed_experts"] - by["embed_tokens"] - by["mtp"]
+    assert sb.expert_bytes == 58 * memory.routed_expert_bytes(ds)
 
 
 def test_speedup_arithmetic():
@@ -109,8 +131,31 @@ def test_speedup_arithmetic():
     sb = SD.StepBytes(100.0, 1.0, 896, 16)
     assert SD.verify_cost_ratio(sb, 1, 8, 1.0) == 1.0
     # fixed_fraction 0: (100 + E[D(8)]) / (100 + 16)
-    assert SD.verify_cost_ratio(sb, 1, 8, 0.0) == pytest.approx((100 + SD.expected_distinct_experts(8)) / 116)
-    with pytest.raises(ValueError):
-        SD.single_stream_speedup(0.5, 1.0, 0.1)
-    with pytest.raises(ValueError):
+    e8 = 896 * (1 - (1 - 16 / 896) ** 8)
+    assert SD.verify_cost_ratio(sb, 1, 8, 0.0) == pytest.approx((100 + e8) / 116)
+    assert SD.verify_cost_ratio(sb, 1, 8, 0.5) == pytest.approx(0.5 + 0.5 * (100 + e8) / 116)
+    # batch 4 × 8 verify rows = 32 tokens against a decode step of 4 tokens
+    e4, e32 = (896 * (1 - (1 - 16 / 896) ** n) for n in (4, 32))
+    assert SD.throughput_gain(sb, 4, 3.0, 8, 0.0, 0.1) == pytest.approx(3.0 / ((100 + e32) / (100 + e4) + 0.1))
+    for args in ((0.5, 1.0, 0.1), (2.0, 0.0, 0.1), (2.0, 1.0, -0.1)):
+        with pytest.raises(ValueError, match="bad inputs"):
+            SD.single_stream_speedup(*args)
+    with pytest.raises(ValueError, match="fixed_fraction"):
         SD.verify_cost_ratio(sb, 1, 8, 1.5)
+
+
+def test_speedup_grid():
+    sb = SD.StepBytes(100.0, 1.0, 896, 16)
+    g = SD.speedup_grid(sb, [1.8, 3.8], [0.0, 1.0], draft_ratio=0.1)
+    assert len(g) == 4
+    row = g[(g.accept_length == 3.8) & (g.fixed_fraction == 1.0)].iloc[0]
+    assert row.speedup == pytest.approx(3.8 / 1.1)  # fixed cost only: the verify step costs one decode step
+
+
+def test_model_inputs_from_serving_model_yaml():
+    m = SD.model_inputs()
+    # DSpark verifies the 7-token draft block + 1 rows; reported acceptance 1.8 to 3.8
+    assert (m["block_tokens"], m["verify_tokens"]) == (7, 8)
+    assert m["accept_length"] == (1.8, 3.8)
+    lo, hi = m["draft_cost_ratio"]
+    assert 0 < lo < hi and m["fixed_fraction"] == (0.0, 1.0)

@@ -13,6 +13,7 @@ the experts and holds 247 GiB per GPU; :func:`settings_table` shows both).
 from __future__ import annotations
 
 from .. import claims, data, memory
+from ..model.sharding import setting_for, shard_table
 from ..specs import GB, GiB, ModelConfig, load_gpu, load_model, parse_layout
 
 NB = "01_memory_fit"
@@ -44,8 +45,6 @@ def params_table(cfg: ModelConfig):
 def gap_table(cfg: ModelConfig, gpu: str = "mi355x", tp: int = 8, variants=ARTICLE_MI355X_VARIANTS):
     """Checkpoint/tp vs what one rank holds, per component (GiB), with the sharding rules."""
     import pandas as pd
-
-    from ..model.sharding import setting_for, shard_table
 
     t = shard_table(cfg, tp, 1, setting_for(load_gpu(gpu).vendor, variants, load_gpu(gpu).arch))
     g = t.groupby("component", sort=False).agg(
@@ -108,15 +107,13 @@ def startup_table(cfg: ModelConfig):
     for the settings each states; a log whose settings k3lab cannot model says why."""
     import pandas as pd
 
-    from ..paths import data_path
-
-    doc = data.read_yaml(data_path("public_startup_logs.yaml"))
+    doc = data.load("startup_logs")
     rows = []
-    for log in doc["logs"]:
+    for log in (x.model_dump() for x in doc.logs):
         dep = parse_layout(log["layout"])
         var = ("aiter-k3-opt",) if dep.gpu == "mi355x" else ()
         pred, how = None, ""
-        if log.get("predict", True):
+        if log["predict"]:
             p = memory.fit(cfg, dep, log["mem_fraction"], log["kv_dtype"], variants=var,
                            slots_per_request=log["slots_per_request"])
             q = log["quantity"]
@@ -131,9 +128,9 @@ def startup_table(cfg: ModelConfig):
             elif q == "kv_bytes_per_token":
                 pred = round(p.kv_bytes_per_token / 1024, 1)
                 how = "KiB per token"
-        src = doc["sources"][log["source"]]
+        src = doc.sources[log["source"]]
         err = None if pred is None else round(100 * (pred - log["value"]) / log["value"], 1)
-        rows.append({"log": log["id"], "source": f"{src['title'].split(':')[0]} ({src['date']})",
+        rows.append({"log": log["id"], "source": f"{src.title.split(':')[0]} ({src.date})",
                      "quantity": log["quantity"], "reported": log["value"], "predicted": pred,
                      "error_pct": err, "settings_unknown": log["unknown"], "note": how})
     return pd.DataFrame(rows)

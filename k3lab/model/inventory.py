@@ -142,7 +142,9 @@ def _block(cfg: ModelConfig, mla, kda, dense, moe, every, stage="layer", prefix=
         ]
     out += [
         T("moe.gate.weight", "router", (e, h), moe),
-        T("moe.gate.e_score_correction_bias", "router", (e,), moe, rank_dtype="fp32"),
+        # fp32 in the published checkpoints (DeepSeek-V3 / Kimi K2 per-tensor listings; Kimi K3's
+        # 133,163,520-byte layer-92 payload in data/model/storage_overrides.yaml), fp32 in sglang too
+        T("moe.gate.e_score_correction_bias", "router", (e,), moe, "fp32"),
     ]
     if cfg.has_latent_moe:
         out += [T("moe.routed_expert_down_proj", "latent_projections", (lat, h), moe, linear=True),

@@ -22,12 +22,10 @@ the evidence, and :func:`apply` takes that last.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import re
 
 from .. import data
-from ..paths import data_path
 
 #: bytes per element of each storage dtype; ``mxfp4`` includes its E8M0 scale (4.25 bits).
 MXFP4_BLOCK = 32
@@ -136,26 +134,9 @@ def _quantised(s: dict, t) -> bool:
     return not any(skip in m for skip in s["skip"] for m in modules)
 
 
-@functools.lru_cache(maxsize=None)
 def storage_overrides() -> dict:
-    """``data/model/storage_overrides.yaml`` → model name → {tensor: dtype} (validated)."""
-    path = data_path("model", "storage_overrides.yaml")
-    doc = data.read_yaml(path) or {}
-    where = "data/model/storage_overrides.yaml"
-    sources = doc.get("sources") or {}
-    out = {}
-    for model, rows in (doc.get("overrides") or {}).items():
-        out[model] = {}
-        for i, r in enumerate(rows or []):
-            for k in ("tensor", "dtype", "source", "why"):
-                if not r.get(k):
-                    raise data.DataError(f"{where}: overrides.{model}.{i}.{k}: missing")
-            if r["source"] not in sources:
-                raise data.DataError(f"{where}: overrides.{model}.{i}.source: unknown source {r['source']!r}")
-            if r["dtype"] not in BYTES_PER_ELEMENT:
-                raise data.DataError(f"{where}: overrides.{model}.{i}.dtype: unknown dtype {r['dtype']!r}")
-            out[model][r["tensor"]] = r["dtype"]
-    return out
+    """``data/model/storage_overrides.yaml`` → model name → {tensor: dtype}."""
+    return {m: {o.tensor: o.dtype for o in rows} for m, rows in data.load("storage_overrides").overrides.items()}
 
 
 def apply(cfg, tensors: list) -> list:

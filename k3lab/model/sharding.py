@@ -28,12 +28,10 @@ Units: bytes. ``tp`` = tensor-parallel ranks, ``pp`` = pipeline stages; "per ran
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 from .. import data
-from ..paths import data_path
 from ..specs import ModelConfig
 from . import quant
 from .inventory import Tensor, inventory
@@ -114,19 +112,9 @@ def setting_for(gpu_vendor: str, variants=(), arch: str | None = None) -> Settin
                    dp_attention="dp-attention" in variants)
 
 
-@functools.lru_cache(maxsize=None)
-def layout_rules() -> dict:
-    """``data/sglang_sharding.yaml``: tensor name → {rule, dim, parts, cite}, plus sources."""
-    path = data_path("sglang_sharding.yaml")
-    doc = data.read_yaml(path)
-    if not isinstance(doc, dict) or "tensors" not in doc or "sources" not in doc:
-        raise data.DataError("data/sglang_sharding.yaml: expected top-level 'sources' and 'tensors'")
-    for name, row in doc["tensors"].items():
-        if row.get("rule") not in SHARD_RULES:
-            raise data.DataError(f"data/sglang_sharding.yaml: tensors.{name}.rule: must be one of {SHARD_RULES}")
-        if row.get("source") not in doc["sources"]:
-            raise data.DataError(f"data/sglang_sharding.yaml: tensors.{name}.source: unknown source {row.get('source')!r}")
-    return doc
+def layout_rules():
+    """``data/sglang_sharding.yaml`` (validated by :mod:`k3lab.data`): tensor name → rule."""
+    return data.load("sharding")
 
 
 def check_parallel(cfg: ModelConfig, tp: int, pp: int = 1) -> None:
@@ -172,9 +160,9 @@ def _split(dim: int, tp: int, rule: str, vocab_pad: int, what: str) -> int:
     return dim // tp
 
 
-def _rule_for(t: Tensor, rules: dict) -> dict:
+def _rule_for(t: Tensor, rules):
     key = t.scale_of or t.name
-    spec = rules["tensors"].get(key)
+    spec = rules.tensors.get(key)
     if spec is None:
         raise ValueError(f"data/sglang_sharding.yaml has no rule for tensor {key!r}")
     return spec
@@ -189,8 +177,8 @@ def rank_rows(cfg: ModelConfig, tp: int, pp: int, stage: int, setting: Setting =
     tp = pp = 1 it sums to the checkpoint. MTP tensors are not loaded by a target model.
     """
     rules = layout_rules()
-    opts = rules.get("options", {})
-    vocab_pad = int(opts.get("vocab_padding", 64))
+    opts = rules.options
+    vocab_pad = opts.vocab_padding
     lo, hi = pp_stages(cfg, pp)[stage]
     s = quant.scheme(cfg)
     rows = []
@@ -205,8 +193,8 @@ def rank_rows(cfg: ModelConfig, tp: int, pp: int, stage: int, setting: Setting =
         else:
             n_here = sum(1 for i in t.layers if lo <= i < hi)
         copies = n_here * t.per_layer_copies
-        rule = spec["rule"]
-        group = spec.get("group", "tp")
+        rule = spec.rule
+        group = spec.group
         if setting.dp_attention and (t.component in DP_ATTENTION_COMPONENTS or group == "embed"):
             rule = "replicated"
         if setting.ep_a2a and t.component == "shared_experts":
@@ -220,11 +208,11 @@ def rank_rows(cfg: ModelConfig, tp: int, pp: int, stage: int, setting: Setting =
                 raise ValueError(f"ep={tp} does not divide the {t.per_layer_copies} experts of {cfg.name}")
             copies = copies // tp
             pad_to = setting.moe_intermediate_align if runtime and t.dtype == "mxfp4" else 1
-            d, parts = int(spec["dim"]), int(spec.get("parts", 1))
+            d, parts = spec.dim, spec.parts
             per = base_shape[d] // parts
             base_shape[d] = -(-per // pad_to) * pad_to * parts
         elif rule != "replicated":
-            d, parts = int(spec["dim"]), int(spec.get("parts", 1))
+            d, parts = spec.dim, spec.parts
             if base_shape[d] % parts:
                 raise ValueError(f"{t.name}: dim {d} ({base_shape[d]}) is not {parts} equal parts")
             per = _split(base_shape[d] // parts, tp, rule, vocab_pad, t.name)
@@ -241,7 +229,7 @@ def rank_rows(cfg: ModelConfig, tp: int, pp: int, stage: int, setting: Setting =
         rank_bytes = quant.nbytes(math.prod(shape), dtype) * copies
         rows.append({"tensor": t.name, "component": t.component, "rule": rule, "copies_on_rank": copies,
                      "rank_shape": "x".join(map(str, shape)), "dtype": dtype, "rank_bytes": rank_bytes,
-                     "cite": spec.get("cite", ""), "kind": t.kind})
+                     "cite": spec.cite, "kind": t.kind})
         if runtime and setting.zero_expert_biases and t.component == "routed_experts" and t.kind == "param" \
                 and t.dtype == "mxfp4":
             # sglang 0.5.23 Mxfp4MoEMethod.create_weights: bf16 w13_weight_bias [E, 2·I_pad] and
@@ -249,13 +237,13 @@ def rank_rows(cfg: ModelConfig, tp: int, pp: int, stage: int, setting: Setting =
             bias, bdt = shape[0], ("fp32" if setting.flashinfer_postload else "bf16")
             rows.append({"tensor": t.name + " zero bias (runtime)", "component": t.component,
                          "rule": rule, "copies_on_rank": copies, "rank_shape": str(bias), "dtype": bdt,
-                         "rank_bytes": quant.nbytes(bias, bdt) * copies, "cite": opts.get("mxfp4_zero_bias_cite", ""),
+                         "rank_bytes": quant.nbytes(bias, bdt) * copies, "cite": opts.mxfp4_zero_bias_cite,
                          "kind": "runtime"})
             if setting.flashinfer_postload and t.name.startswith("moe.experts.w13"):
                 # flashinfer_mxfp4 post-load: gemm1_alpha / _beta / _clamp_limit, fp32 [E_local] each
                 rows.append({"tensor": "moe.experts gemm1_alpha+beta+clamp_limit (runtime)", "component": t.component,
                              "rule": rule, "copies_on_rank": copies, "rank_shape": "3", "dtype": "fp32",
-                             "rank_bytes": 3 * 4 * copies, "cite": opts.get("flashinfer_postload_cite", ""),
+                             "rank_bytes": 3 * 4 * copies, "cite": opts.flashinfer_postload_cite,
                              "kind": "runtime"})
     return rows
 

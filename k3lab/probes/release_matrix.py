@@ -17,8 +17,9 @@ three platforms (CUDA, HIP, CPU) the probe
   ``sglang.srt.utils.common``, where they are defined) are replaced by constants, and in
   releases that have it sglang's own ``runtime_context.override_platform(is_cuda=…,
   is_hip=…)`` is installed too (it answers ``get_platform()`` readers; the renorm modules do
-  not read it). Then the platform-resolving modules are re-executed with
-  ``importlib.reload`` (``kernels/ops/sampling/renorm.py`` and
+  not read it). Then the platform-resolving modules are executed again into fresh module
+  objects (not ``importlib.reload``, which would keep names a branch does not bind)
+  (``kernels/ops/sampling/renorm.py`` and
   ``kernels/ops/speculative/verify_sampling.py`` where they exist, then ``dflash_utils``),
   so their ``if is_cuda(): … elif is_hip(): …`` import blocks run again. Everything else
   imported once, on CPU. On exit the constants are removed and the modules reloaded again;
@@ -338,9 +339,10 @@ METHOD = {
         "import sglang on CPU; replace sglang.srt.utils.{is_cuda,is_hip,is_musa,is_npu} (and "
         "the same names in sglang.srt.utils.common) by constants; where the release has "
         "sglang.srt.runtime_context.override_platform, install override_platform(is_cuda=.., "
-        "is_hip=..) too; importlib.reload sglang.kernels.ops.sampling.renorm and "
+        "is_hip=..) too; execute sglang.kernels.ops.sampling.renorm and "
         "sglang.kernels.ops.speculative.verify_sampling (where present), then "
-        "sglang.srt.speculative.dflash_utils; undo and reload again afterwards"),
+        "sglang.srt.speculative.dflash_utils again into fresh module objects (so a name a "
+        "branch does not bind is 'not defined'); undo and re-execute afterwards"),
     "stand_ins": (
         "k3lab stand-ins, not sglang/FlashInfer: sys.modules['sgl_kernel'] and "
         "sys.modules['flashinfer.sampling'] with k3lab.sampling renorm functions "
@@ -489,15 +491,36 @@ def _import_on_this_machine() -> None:
             importlib.import_module(name)
 
 
+def _fresh_exec(name: str):
+    """Execute module ``name`` anew into a fresh module object and install it in sys.modules.
+
+    Not ``importlib.reload``: a reload re-runs the code in the old namespace, so a name the
+    new platform branch never binds would keep its old value instead of being undefined.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    old = sys.modules.get(name)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        if old is not None:
+            sys.modules[name] = old
+        raise
+    parent, _, child = name.rpartition(".")
+    if parent in sys.modules:
+        setattr(sys.modules[parent], child, mod)
+    return mod
+
+
 def _reload_platform_modules():
     import importlib.util
 
-    mod = None
     for name in PLATFORM_MODULES:
-        if name in sys.modules:
-            mod = importlib.reload(sys.modules[name])
-        elif importlib.util.find_spec(name) is not None:
-            mod = importlib.import_module(name)
+        if name in sys.modules or importlib.util.find_spec(name) is not None:
+            _fresh_exec(name)
     return sys.modules[DFLASH]
 
 

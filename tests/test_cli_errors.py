@@ -1,0 +1,235 @@
+"""A user's mistake at the command line is one line on stderr and exit status 2, never a
+traceback (issue 12: "Tracebacks for user mistakes").
+
+Every case runs ``python -m k3lab ...`` in a subprocess (``K3LAB_DEBUG`` unset,
+``K3LAB_RESULTS`` in the test's tmp folder). ``reproduce`` against the fixture notebooks runs
+the same ``k3lab.cli.main`` from a small driver that points the pipeline at them.
+"""
+
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from k3lab.paths import results_root
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "notebooks"
+STUDY = "defaults: {mode: offline, smoke: false}\nnotebooks: {}\n"
+DRIVER = textwrap.dedent('''\
+    import sys
+    from pathlib import Path
+    from k3lab import cli, pipeline
+
+    _run = pipeline.run
+
+    def run(profile, kernel_name=pipeline.KERNEL_NAME, report=True, **_):
+        return _run(profile, kernel_name, report=False, params_dir=Path(sys.argv[1]),
+                    notebooks_dir=Path(sys.argv[2]))
+
+    pipeline.run = run
+    sys.exit(cli.main(["reproduce", *sys.argv[3:]]))
+''')
+AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+ROOT_REASON = ("running as root (euid 0): chmod 0555 does not stop root from writing, so a "
+               "read-only results/ cannot be simulated here")
+
+
+def _env() -> dict:
+    env = dict(os.environ, K3LAB_RESULTS=str(results_root()))
+    env.pop("K3LAB_DEBUG", None)
+    return env
+
+
+def k3lab(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "k3lab", *args], capture_output=True, text=True,
+                          env=_env(), cwd=REPO, timeout=timeout)
+
+
+def reproduce(tmp_path: Path, *args: str, notebooks=("01_a", "02_b"), profiles=None) -> subprocess.CompletedProcess:
+    nbs, params = tmp_path / "notebooks", tmp_path / "params"
+    nbs.mkdir(exist_ok=True)
+    params.mkdir(exist_ok=True)
+    for n in notebooks:
+        shutil.copy(FIXTURES / f"{n}.ipynb", nbs / f"{n}.ipynb")
+    for name, text in {"study": STUDY, **(profiles or {})}.items():
+        (params / f"{name}.yaml").write_text(text)
+    driver = tmp_path / "reproduce_driver.py"
+    driver.write_text(DRIVER)
+    return subprocess.run([sys.executable, str(driver), str(params), str(nbs), *args], capture_output=True,
+                          text=True, env=_env(), cwd=REPO, timeout=300)
+
+
+def one_line_error(p: subprocess.CompletedProcess, command: str) -> str:
+    """Exit 2, no traceback, exactly one line on stderr, starting 'k3lab <command>: error:'."""
+    assert p.returncode == 2, f"exit {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}"
+    assert "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, f"stderr is not one line:\n{p.stderr}"
+    assert lines[0].startswith(f"k3lab {command}: error: "), lines[0]
+    return lines[0]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --------------------------------------------------------------------------- fit
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "0", "-1"])
+def test_fit_hbm_gb_not_finite_positive(value):
+    line = one_line_error(k3lab("fit", "--gpu", "mi355x", "--gpus", "8", "--tp", "8", f"--hbm-gb={value}"), "fit")
+    assert "hbm" in line.lower(), line
+
+
+def test_fit_unknown_gpu():
+    line = one_line_error(k3lab("fit", "--gpu", "mi999x", "--gpus", "8", "--tp", "8"), "fit")
+    assert "mi999x" in line and "mi355x" in line, line
+
+
+def test_fit_tp_not_dividing_the_heads():
+    import json
+
+    cfg = json.loads((REPO / "data" / "model" / "kimi_k3_config.json").read_text())
+    heads = (cfg.get("text_config") or cfg)["num_attention_heads"]
+    tp = next(t for t in (5, 7, 9, 10) if heads % t)   # divides the GPUs, not the heads
+    line = one_line_error(k3lab("fit", "--gpu", "mi355x", "--gpus", str(tp), "--tp", str(tp)), "fit")
+    assert f"tp={tp}" in line and "heads" in line, line
+
+
+def test_fit_unknown_variant():
+    line = one_line_error(k3lab("fit", "--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--variant", "warp-drive"), "fit")
+    assert "warp-drive" in line, line
+
+
+def test_fit_unknown_model():
+    line = one_line_error(k3lab("fit", "--model", "kimi-k9", "--gpu", "mi355x", "--gpus", "8", "--tp", "8"), "fit")
+    assert "kimi-k9" in line, line
+
+
+# --------------------------------------------------------------------------- bench
+
+
+def test_bench_out_is_a_directory_dry_run(tmp_path):
+    """A dry run checks the arguments the real run would use: --out must be a file path."""
+    d = tmp_path / "somewhere"
+    d.mkdir()
+    line = one_line_error(k3lab("bench", "--base-url", "http://127.0.0.1:30000", "--out", str(d), "--dry-run"), "bench")
+    assert "somewhere" in line and "directory" in line, line
+
+
+def test_bench_out_is_a_directory_is_refused_before_running(tmp_path):
+    d = tmp_path / "somewhere"
+    d.mkdir()
+    p = k3lab("bench", "--base-url", f"http://127.0.0.1:{free_port()}", "--concurrency", "1", "--out", str(d))
+    line = one_line_error(p, "bench")
+    assert "somewhere" in line and "directory" in line, line
+    assert sorted(os.listdir(tmp_path)) == ["somewhere"] and not os.listdir(d)
+
+
+def test_bench_without_sglang_or_server_says_why_in_one_line(tmp_path):
+    """The live sweep cannot run here (no sglang in .venv, no server on the port): one line
+    saying which (bench_serving.not_ready), nothing written, no child-process noise."""
+    out = tmp_path / "sweep" / "bench.jsonl"
+    p = k3lab("bench", "--base-url", f"http://127.0.0.1:{free_port()}", "--concurrency", "1", "--out", str(out))
+    line = one_line_error(p, "bench")
+    assert "sglang is not installed" in line or "no server answers" in line, line
+    assert not out.exists()
+    assert not (out.parent.exists() and os.listdir(out.parent)), os.listdir(out.parent)
+
+
+@pytest.mark.parametrize("conc", ["0,-1", "1,1", "four"])
+def test_bench_bad_concurrency(conc):
+    line = one_line_error(k3lab("bench", "--base-url", "http://127.0.0.1:30000", "--concurrency", conc, "--dry-run"), "bench")
+    assert "concurrency" in line, line
+
+
+# --------------------------------------------------------------------------- reproduce
+
+
+def test_reproduce_unknown_profile():
+    line = one_line_error(k3lab("reproduce", "--profile", "nope"), "reproduce")
+    assert "unknown profile 'nope'" in line and "offline" in line, line
+
+
+def test_reproduce_broken_profile_yaml(tmp_path):
+    p = reproduce(tmp_path, "--profile", "broken", profiles={"broken": "defaults: [mode: offline\n"})
+    line = one_line_error(p, "reproduce")
+    assert "params/broken.yaml: not valid YAML" in line, line
+    assert not results_root().exists()
+
+
+def test_reproduce_undeclared_parameter(tmp_path):
+    p = reproduce(tmp_path, "--profile", "bad", profiles={"bad": "notebooks: {01_a: {colour: red}}\n"})
+    line = one_line_error(p, "reproduce")
+    assert "01_a.ipynb" in line and "colour" in line, line
+    assert not results_root().exists()
+
+
+def test_reproduce_failing_notebook_is_one_line(tmp_path):
+    """The cell, the error, and where the executed notebook showing it was kept."""
+    p = reproduce(tmp_path, "--profile", "study", notebooks=("01_a", "03_fail"))
+    assert p.returncode == 2, p.stderr
+    assert (results_root() / "failed" / "03_fail.ipynb").exists()
+    line = one_line_error(p, "reproduce")
+    assert "03_fail.ipynb" in line and "cell [" in line and "boom on purpose" in line, line
+    assert "failed/03_fail.ipynb" in line, line
+
+
+def test_reproduce_results_path_is_a_file(tmp_path):
+    """Root-proof stand-in for an unwritable results folder: K3LAB_RESULTS names a file."""
+    results_root().parent.mkdir(parents=True, exist_ok=True)
+    results_root().write_text("not a folder\n")
+    p = reproduce(tmp_path, "--profile", "study")
+    line = one_line_error(p, "reproduce")
+    assert str(results_root()) in line, line
+    assert results_root().read_text() == "not a folder\n"
+
+
+@pytest.mark.skipif(AS_ROOT, reason=ROOT_REASON)
+def test_reproduce_read_only_results(tmp_path):
+    root = results_root()
+    root.mkdir(parents=True)
+    (root / "keep.txt").write_text("previous\n")
+    root.chmod(0o555)
+    try:
+        p = reproduce(tmp_path, "--profile", "study")
+        line = one_line_error(p, "reproduce")
+        assert "permission denied" in line.lower(), line
+        assert sorted(os.listdir(root)) == ["keep.txt"]
+    finally:
+        root.chmod(0o755)
+
+
+@pytest.mark.skipif(AS_ROOT, reason=ROOT_REASON)
+def test_report_read_only_results(tmp_path):
+    import pandas as pd
+
+    from k3lab import claims, io
+
+    root = results_root()
+    for nb in sorted({c.notebook for c in claims.registry().values()}):
+        rows = [{"claim_id": c.id, "method": c.method, "reproduced": "", "bound": "",
+                 "verdict": "not reproducible here", "rule": c.rule, "evidence": "hand-written", "notes": ""}
+                for c in claims.registry().values() if c.notebook == nb]
+        io.write_csv(pd.DataFrame(rows, columns=claims.RECORD_COLUMNS), root / nb / "claims.csv")
+    modes = {}
+    for d in [root, *(p for p in root.iterdir() if p.is_dir())]:
+        modes[d] = stat.S_IMODE(d.stat().st_mode)
+        d.chmod(0o555)
+    try:
+        line = one_line_error(k3lab("report"), "report")
+        assert "permission denied" in line.lower(), line
+        assert not (root / "report.html").exists()
+    finally:
+        for d, m in modes.items():
+            d.chmod(m)

@@ -1,0 +1,232 @@
+"""The one validated load of ``data/``: every mistake in a data file is one line naming the
+file and the field (issue 12, "data values are barely validated").
+
+Each test edits a copy of ``data/`` under ``tmp_path`` and points ``K3LAB_DATA`` at it, so
+the repository's data is never touched. Expected field paths are written out by hand from
+the files' layout, not taken from the loader.
+"""
+
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from k3lab import data, paths
+
+REPO = Path(__file__).resolve().parents[1]
+# The MI355X's bandwidth line in data/hardware.yaml (the issue's `.inf` gave T1 a bound of
+# 34,541 tok/s instead of 7,633 with exit 0).
+BW_LINE = "hbm_bw_tb_s: {value: 8.0, source: amd_mi355x}"
+ARTICLE_MI355X = "{tier: article, gpu: mi355x, usd_per_gpu_hour: 2.50}"
+RATE_CHECK_MI355X = "{tier: article_rate_check, gpu: mi355x, usd_per_gpu_hour: 2.59}"
+
+
+@pytest.fixture
+def data_copy(tmp_path, monkeypatch):
+    """A private copy of data/ that the loader reads (K3LAB_DATA), caches cleared around it."""
+    d = tmp_path / "data"
+    shutil.copytree(paths.DATA_DIR, d)
+    monkeypatch.setenv("K3LAB_DATA", str(d))
+    data.clear_cache()
+    yield d
+    data.clear_cache()
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"fixture drift: {old!r} is not exactly once in {path.name}"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def _one_line_error(name: str) -> str:
+    """Load ``name`` from the copy → the DataError's message, checked to be one line."""
+    data.clear_cache()
+    with pytest.raises(data.DataError) as ei:
+        data.load(name)
+    msg = str(ei.value)
+    assert "\n" not in msg, f"not one line: {msg!r}"
+    return msg
+
+
+def _row_index(path: Path, tier: str, gpu: str) -> int:
+    """Index of a price row, read independently with PyYAML."""
+    rows = yaml.safe_load(path.read_text(encoding="utf-8"))["prices"]
+    return next(i for i, r in enumerate(rows) if r.get("tier") == tier and r.get("gpu") == gpu)
+
+
+# --------------------------------------------------------------------------- K3LAB_DATA
+
+
+def test_k3lab_data_points_the_loader_at_the_copy(data_copy):
+    _edit(data_copy / "hardware.yaml", BW_LINE, "hbm_bw_tb_s: {value: 9.5, source: amd_mi355x}")
+    data.clear_cache()
+    assert data.load("hardware").gpus["mi355x"].hbm_bw_tb_s.value == 9.5
+    # and the repository's own file still says 8.0
+    assert yaml.safe_load((paths.DATA_DIR / "hardware.yaml").read_text())["gpus"]["mi355x"]["hbm_bw_tb_s"]["value"] == 8.0
+
+
+def test_data_path_under_k3lab_data(data_copy):
+    (data_copy / "only_in_the_copy.yaml").write_text("a: 1\n")
+    assert paths.data_path("only_in_the_copy.yaml") == data_copy / "only_in_the_copy.yaml"
+    # a missing file is a FileNotFoundError naming it, also when data/ lives outside the repo
+    with pytest.raises(FileNotFoundError, match=r"nope\.yaml"):
+        paths.data_path("nope.yaml")
+
+
+# --------------------------------------------------------------------------- values
+
+
+@pytest.mark.parametrize("bad", [".inf", "-.inf", "0", ".nan", "-1", '"fast"', "true", "[8.0]"])
+def test_hbm_bandwidth_must_be_a_finite_positive_number(data_copy, bad):
+    _edit(data_copy / "hardware.yaml", BW_LINE, f"hbm_bw_tb_s: {{value: {bad}, source: amd_mi355x}}")
+    msg = _one_line_error("hardware")
+    assert msg.startswith("data/hardware.yaml: "), msg
+    assert "gpus.mi355x.hbm_bw_tb_s.value" in msg, msg
+
+
+def test_bad_value_reaches_consumers_as_data_error(data_copy):
+    """Not only data.load: the specs loader every finding uses refuses it too."""
+    from k3lab import specs
+
+    _edit(data_copy / "hardware.yaml", BW_LINE, "hbm_bw_tb_s: {value: .inf, source: amd_mi355x}")
+    data.clear_cache()
+    with pytest.raises(data.DataError, match=r"^data/hardware\.yaml: gpus\.mi355x\.hbm_bw_tb_s\.value"):
+        specs.load_gpu("mi355x")
+
+
+def test_unknown_key_in_a_gpu_entry(data_copy):
+    _edit(data_copy / "hardware.yaml", BW_LINE, BW_LINE + "\n    hbm_bw_tbs_typo: {value: 8.0, source: amd_mi355x}")
+    msg = _one_line_error("hardware")
+    assert msg.startswith("data/hardware.yaml: ") and "gpus.mi355x.hbm_bw_tbs_typo" in msg, msg
+
+
+# --------------------------------------------------------------------------- bytes and syntax
+
+
+def test_random_bytes_in_hardware_yaml(data_copy):
+    junk = random.Random(12).randbytes(4096)
+    (data_copy / "hardware.yaml").write_bytes(junk)
+    msg = _one_line_error("hardware")
+    assert msg.startswith("data/hardware.yaml: "), msg
+    assert "not UTF-8" in msg or "not valid YAML" in msg, msg
+
+
+def test_broken_yaml_syntax_names_file_and_line(data_copy):
+    hw = data_copy / "hardware.yaml"
+    lines = hw.read_text(encoding="utf-8").splitlines(keepends=True)
+    n = next(i for i, l in enumerate(lines) if BW_LINE in l)
+    lines[n] = lines[n].replace(BW_LINE, "hbm_bw_tb_s: {value: 8.0, source: amd_mi355x")  # unclosed {
+    hw.write_text("".join(lines), encoding="utf-8")
+    msg = _one_line_error("hardware")
+    assert re.match(r"data/hardware\.yaml: not valid YAML \(line \d+", msg), msg
+
+
+def test_fit_help_with_random_bytes_in_hardware_yaml_is_one_line(data_copy, tmp_path):
+    (data_copy / "hardware.yaml").write_bytes(random.Random(12).randbytes(4096))
+    env = dict(os.environ, K3LAB_DATA=str(data_copy), K3LAB_RESULTS=str(tmp_path / "results"))
+    env.pop("K3LAB_DEBUG", None)
+    p = subprocess.run([sys.executable, "-m", "k3lab", "fit", "--help"], capture_output=True, text=True,
+                       env=env, cwd=REPO, timeout=120)
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr
+    assert len(err) == 1, p.stderr
+    assert "data/hardware.yaml" in err[0] and ("not UTF-8" in err[0] or "not valid YAML" in err[0]), err[0]
+
+
+def test_fit_with_infinite_bandwidth_is_one_line(data_copy, tmp_path):
+    _edit(data_copy / "hardware.yaml", BW_LINE, "hbm_bw_tb_s: {value: .inf, source: amd_mi355x}")
+    env = dict(os.environ, K3LAB_DATA=str(data_copy), K3LAB_RESULTS=str(tmp_path / "results"))
+    env.pop("K3LAB_DEBUG", None)
+    p = subprocess.run([sys.executable, "-m", "k3lab", "fit", "--gpu", "mi355x", "--gpus", "8", "--tp", "8"],
+                       capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    err = p.stderr.strip().splitlines()
+    assert "Traceback" not in p.stderr and len(err) == 1, p.stderr
+    assert "data/hardware.yaml" in err[0] and "gpus.mi355x.hbm_bw_tb_s.value" in err[0], err[0]
+
+
+# --------------------------------------------------------------------------- references
+
+
+def test_source_key_that_does_not_exist(data_copy):
+    _edit(data_copy / "hardware.yaml", BW_LINE, "hbm_bw_tb_s: {value: 8.0, source: amd_mi999x_page}")
+    msg = _one_line_error("hardware")
+    assert msg.startswith("data/hardware.yaml: "), msg
+    assert "gpus.mi355x.hbm_bw_tb_s" in msg and "amd_mi999x_page" in msg, msg
+
+
+def test_duplicate_claim_id(data_copy):
+    cl = data_copy / "claims.yaml"
+    ids = [c["id"] for c in yaml.safe_load(cl.read_text(encoding="utf-8"))["claims"]]
+    second = ids.index("T5")
+    _edit(cl, "  - id: T5\n", "  - id: T4\n")
+    msg = _one_line_error("claims")
+    assert msg.startswith("data/claims.yaml: "), msg
+    assert f"claims.{second}.id" in msg and "'T4'" in msg and "duplicate" in msg, msg
+
+
+# --------------------------------------------------------------------------- prices
+
+
+def test_article_price_edited_in_prices_disagrees_with_claim_t5(data_copy):
+    """The article's MI355X price is a claim (claims.yaml T5) and a model input (prices.yaml):
+    editing one without the other must fail, whichever file is loaded first."""
+    _edit(data_copy / "prices.yaml", ARTICLE_MI355X, "{tier: article, gpu: mi355x, usd_per_gpu_hour: 2.60}")
+    for name in ("prices", "claims", "article_table", "hardware"):
+        msg = _one_line_error(name)
+        assert "T5" in msg and "data/prices.yaml" in msg and "data/claims.yaml" in msg, (name, msg)
+        assert "2.60" in msg, msg
+
+
+def test_claim_t5_edited_disagrees_with_prices(data_copy):
+    _edit(data_copy / "claims.yaml", "claimed: 2.50 / 6.00 / 4.25", "claimed: 2.40 / 6.00 / 4.25")
+    msg = _one_line_error("prices")
+    assert msg.startswith("data/claims.yaml: T5") and "data/prices.yaml" in msg, msg
+
+
+def test_unknown_gpu_in_prices(data_copy):
+    pr = data_copy / "prices.yaml"
+    i = _row_index(pr, "article_rate_check", "mi355x")
+    _edit(pr, RATE_CHECK_MI355X, "{tier: article_rate_check, gpu: mi999x, usd_per_gpu_hour: 2.59}")
+    msg = _one_line_error("prices")
+    assert msg.startswith("data/prices.yaml: "), msg
+    assert f"prices.{i}.gpu" in msg and "mi999x" in msg, msg
+
+
+def test_prices_file_in_another_unit(data_copy):
+    _edit(data_copy / "prices.yaml", 'unit: "USD/GPU-hour"', 'unit: "EUR/GPU-hour"')
+    msg = _one_line_error("prices")
+    assert msg.startswith("data/prices.yaml: unit"), msg
+
+
+def test_price_row_in_another_unit(data_copy):
+    pr = data_copy / "prices.yaml"
+    i = _row_index(pr, "article_rate_check", "mi355x")
+    _edit(pr, RATE_CHECK_MI355X, "{tier: article_rate_check, gpu: mi355x, eur_per_gpu_hour: 2.40}")
+    msg = _one_line_error("prices")
+    assert msg.startswith(f"data/prices.yaml: prices.{i}"), msg
+
+
+def test_price_with_a_currency_in_the_value(data_copy):
+    pr = data_copy / "prices.yaml"
+    i = _row_index(pr, "article_rate_check", "mi355x")
+    _edit(pr, RATE_CHECK_MI355X, '{tier: article_rate_check, gpu: mi355x, usd_per_gpu_hour: "2.40 EUR"}')
+    msg = _one_line_error("prices")
+    assert msg.startswith(f"data/prices.yaml: prices.{i}.usd_per_gpu_hour"), msg
+
+
+def test_the_repository_data_loads_cleanly(monkeypatch):
+    monkeypatch.delenv("K3LAB_DATA", raising=False)
+    data.clear_cache()
+    try:
+        for name in data.SCHEMAS:
+            data.load(name)
+    finally:
+        data.clear_cache()

@@ -1,0 +1,432 @@
+"""Fault injection (issue 12): a ``reproduce`` process killed (SIGKILL) or interrupted
+(SIGINT) at several points, a commit cut short at every step, and claims files that are
+stray, truncated, foreign or inconsistent with their method.
+
+The killed process is the real command line, ``k3lab.cli.main(["reproduce", ...])`` (what
+``python -m k3lab reproduce`` runs), started from a small driver that points the pipeline at
+the fixture notebooks and params of the test (``tests/fixtures/notebooks``: ``01_a`` and
+``02_b`` write a CSV and can sleep, so a kill lands mid-notebook).
+"""
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from k3lab import claims, data, io, pipeline
+from k3lab.paths import results_root
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "notebooks"
+REPO = Path(__file__).resolve().parents[1]
+STUDY = "defaults: {mode: offline, smoke: false}\nnotebooks: {}\n"
+
+# `python -m k3lab reproduce` with the pipeline pointed at this test's notebooks and params
+DRIVER = textwrap.dedent('''\
+    import sys
+    from pathlib import Path
+    from k3lab import cli, pipeline
+
+    _run = pipeline.run
+
+    def run(profile, kernel_name=pipeline.KERNEL_NAME, report=True, **_):
+        return _run(profile, kernel_name, report=False, params_dir=Path(sys.argv[1]),
+                    notebooks_dir=Path(sys.argv[2]))
+
+    pipeline.run = run
+    sys.exit(cli.main(["reproduce", *sys.argv[3:]]))
+''')
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def make_study(root: Path, *names: str, profiles: dict | None = None) -> tuple[Path, Path]:
+    nbs, params = root / "notebooks", root / "params"
+    nbs.mkdir(parents=True, exist_ok=True)
+    params.mkdir(parents=True, exist_ok=True)
+    for n in names or ("01_a", "02_b"):
+        shutil.copy(FIXTURES / f"{n}.ipynb", nbs / f"{n}.ipynb")
+    for name, text in {"study": STUDY, **(profiles or {})}.items():
+        (params / f"{name}.yaml").write_text(text, encoding="utf-8")
+    return nbs, params
+
+
+def snapshot(root: Path) -> dict:
+    """Every file under ``root`` but dot-files, failed/ and runs/ → (bytes, mode)."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if rel.parts[0] in ("failed", "runs") or any(part.startswith(".") for part in rel.parts):
+            continue
+        if p.is_file():
+            out[str(rel)] = (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
+    return out
+
+
+def leftovers(root: Path) -> list[str]:
+    found = [p for pat in (".staging-*", ".old-*", ".lock") for p in root.glob(pat)] + list(root.rglob(".*.tmp"))
+    return sorted(str(p.relative_to(root)) for p in found)
+
+
+def check_manifest(root: Path) -> dict:
+    import hashlib
+
+    man = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    for rel, digest in man["files"].items():
+        assert hashlib.sha256((root / rel).read_bytes()).hexdigest() == digest, rel
+    return man
+
+
+def kernels_of(pid: int) -> list[int]:
+    """Kernels a (possibly dead) k3lab process started: jupyter_client gives each one
+    JPY_PARENT_PID=<its pid> and a session of its own, so they outlive a killed parent."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            env = (d / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"JPY_PARENT_PID={pid}".encode() in env:
+            out.append(int(d.name))
+    return out
+
+
+def stop_kernels(pid: int) -> None:
+    for k in kernels_of(pid):
+        try:
+            os.kill(k, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def start_reproduce(tmp_path: Path, nbs: Path, params: Path, profile: str) -> subprocess.Popen:
+    driver = tmp_path / "reproduce_driver.py"
+    driver.write_text(DRIVER)
+    env = dict(os.environ)
+    env.pop("K3LAB_DEBUG", None)
+    return subprocess.Popen([sys.executable, str(driver), str(params), str(nbs), "--profile", profile],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+                            # a Ctrl-C must reach Python's handler even if this test runs with SIGINT ignored
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def wait_for(cond, proc: subprocess.Popen, what: str, timeout: float = 120.0) -> None:
+    t_end = time.monotonic() + timeout
+    while time.monotonic() < t_end:
+        if cond():
+            return
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            pytest.fail(f"reproduce exited ({proc.returncode}) before {what}:\n{out}\n{err}")
+        time.sleep(0.01)
+    proc.kill()
+    stop_kernels(proc.pid)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def staged(root: Path, pattern: str) -> bool:
+    return any(p for st in root.glob(".staging-*") for p in st.rglob(pattern))
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory):
+    """One complete study run (01_a, 02_b), made once; tests copy it as 'the previous results'."""
+    base = tmp_path_factory.mktemp("baseline")
+    nbs, params = make_study(base)
+    before = os.environ.get("K3LAB_RESULTS")
+    os.environ["K3LAB_RESULTS"] = str(base / "results")
+    try:
+        pipeline.run("study", report=False, params_dir=params, notebooks_dir=nbs)
+    finally:
+        if before is None:
+            os.environ.pop("K3LAB_RESULTS", None)
+        else:
+            os.environ["K3LAB_RESULTS"] = before
+    return base / "results"
+
+
+@pytest.fixture
+def previous(baseline):
+    shutil.copytree(baseline, results_root())
+    return snapshot(results_root())
+
+
+# --------------------------------------------------------------------------- SIGKILL
+
+
+KILL_POINTS = {
+    # profile overrides, and when to kill
+    "during_first_notebook": ("notebooks: {01_a: {sleep_s: 120}}", lambda r: staged(r, "table_a.csv")),
+    "during_second_notebook": ("notebooks: {02_b: {sleep_s: 120}}", lambda r: staged(r, "table_b.csv")),
+    "between_notebooks": ("notebooks: {}", lambda r: staged(r, "01_a.ipynb") and staged(r, "02_b")),
+}
+
+
+@pytest.mark.parametrize("point", list(KILL_POINTS))
+def test_sigkill_leaves_previous_results_and_next_run_cleans_up(tmp_path, previous, point):
+    root = results_root()
+    overrides, ready = KILL_POINTS[point]
+    nbs, params = make_study(tmp_path, profiles={"kill": f"defaults: {{mode: offline, smoke: false}}\n{overrides}\n"})
+    proc = start_reproduce(tmp_path, nbs, params, "kill")
+    try:
+        wait_for(lambda: ready(root), proc, point)
+        # the run is live: a second run is refused at once and leaves the first one alone
+        with pytest.raises(pipeline.PipelineError, match=rf"another k3lab run \(pid {proc.pid}\)"):
+            pipeline.run("study", report=False, params_dir=params, notebooks_dir=nbs)
+        assert list(root.glob(".staging-*")), "the refused run removed the live run's staging folder"
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        stop_kernels(proc.pid)
+    assert proc.returncode == -signal.SIGKILL
+    # the previous complete results, byte for byte; the kill left its staging and lock behind
+    assert snapshot(root) == previous
+    assert list(root.glob(".staging-*")) and (root / ".lock").exists()
+    # plus temporary files as a write cut short by the kill leaves them
+    (root / "01_a" / ".table_a.csv.k1ll3d.tmp").write_text("half a table")
+    (root / ".manifest.json.k1ll3d.tmp").write_text("{")
+    # the next run takes the dead run's lock, removes its leftovers and succeeds
+    pipeline.run("study", report=False, params_dir=params, notebooks_dir=nbs)
+    assert leftovers(root) == []
+    man = check_manifest(root)
+    assert man["run_id"] != json.loads(previous["manifest.json"][0])["run_id"]
+    assert {"01_a/table_a.csv", "02_b/table_b.csv"} <= set(man["files"])
+
+
+# --------------------------------------------------------------------------- SIGINT
+
+
+def test_ctrl_c_exits_130_in_one_line_and_results_intact(tmp_path, previous):
+    root = results_root()
+    nbs, params = make_study(tmp_path, profiles={"slow": "defaults: {mode: offline, smoke: false}\n"
+                                                         "notebooks: {01_a: {sleep_s: 120}}\n"})
+    proc = start_reproduce(tmp_path, nbs, params, "slow")
+    try:
+        wait_for(lambda: staged(root, "table_a.csv"), proc, "01_a to write its table")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        stop_kernels(proc.pid)
+    assert proc.returncode == 130, (proc.returncode, out, err)
+    assert snapshot(root) == previous
+    assert leftovers(root) == []
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert any(line.startswith("k3lab reproduce: interrupted") for line in lines), err
+    assert len(lines) == 1, f"stderr is not one line:\n{err}"
+
+
+# --------------------------------------------------------------------------- a commit cut short
+
+
+def _fake_run(root: Path, tag: str, names: list[str]) -> None:
+    for n in names:
+        (root / n).mkdir(parents=True)
+        (root / n / "table.csv").write_text(f"{tag},{n}\n")
+    (root / "claims.csv").write_text(f"{tag}\n")
+    (root / "manifest.json").write_text(json.dumps({"run_id": tag}))
+
+
+def test_a_commit_interrupted_at_any_step_is_recovered(tmp_path, monkeypatch):
+    """Interrupt ``commit`` before each of its renames (as a SIGKILL would), then
+    ``recover()``: the folder holds either the whole old run or the whole new one."""
+    old_tag, new_tag = "20990101T000000Z-1", "20990101T000001Z-2"
+    proto = tmp_path / "proto"
+    _fake_run(proto / "target", old_tag, ["01_a", "02_b", "03_c"])
+    (proto / "target" / "README.md").write_text("kept\n")
+    _fake_run(proto / "target" / f".staging-{new_tag}", new_tag, ["01_a", "02_b", "04_d"])
+    old_snap = snapshot(proto / "target")
+    new_snap = snapshot(proto / "target" / f".staging-{new_tag}") | {"README.md": old_snap["README.md"]}
+
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def counting(*a, **k):
+        calls["n"] += 1
+        return real_replace(*a, **k)
+
+    monkeypatch.setattr(os, "replace", counting)
+    full = tmp_path / "full"
+    shutil.copytree(proto, full)
+    pipeline.commit(full / "target" / f".staging-{new_tag}", full / "target", new_tag)
+    monkeypatch.setattr(os, "replace", real_replace)
+    n_steps = calls["n"]
+    assert snapshot(full / "target") == new_snap and n_steps >= 8
+
+    class Killed(BaseException):
+        pass
+
+    for k in range(n_steps):
+        case = tmp_path / f"cut{k}"
+        shutil.copytree(proto, case)
+        target = case / "target"
+        calls["n"] = 0
+
+        def cut(*a, **kw):
+            if calls["n"] == k:
+                raise Killed
+            calls["n"] += 1
+            return real_replace(*a, **kw)
+
+        monkeypatch.setattr(os, "replace", cut)
+        with pytest.raises(Killed):
+            pipeline.commit(target / f".staging-{new_tag}", target, new_tag)
+        monkeypatch.setattr(os, "replace", real_replace)
+        pipeline.recover(target)
+        got = snapshot(target)
+        assert got in (old_snap, new_snap), f"cut before rename #{k}: neither the old nor the new run: {sorted(got)}"
+        assert leftovers(target) == [], (k, leftovers(target))
+
+
+# --------------------------------------------------------------------------- the ledger
+
+
+def _claims_file(nb: str, overrides: dict | None = None, drop: tuple = ()) -> str:
+    """A well-formed claims.csv for notebook ``nb`` from the registry; ``overrides`` maps
+    claim id → column values to change."""
+    import pandas as pd
+
+    rows = []
+    for c in claims.registry().values():
+        if c.notebook != nb or c.id in drop:
+            continue
+        r = {"claim_id": c.id, "method": c.method, "reproduced": "", "bound": "",
+             "verdict": "not reproducible here", "rule": c.rule,
+             "evidence": f"hand-written evidence for {c.id} long enough to be cut in the middle", "notes": ""}
+        r.update((overrides or {}).get(c.id, {}))
+        rows.append(r)
+    return pd.DataFrame(rows, columns=claims.RECORD_COLUMNS).to_csv(index=False, lineterminator="\n")
+
+
+def _notebooks() -> list[str]:
+    return sorted({c.notebook for c in claims.registry().values()})
+
+
+def _claim_with(method: str):
+    return next(c for c in claims.registry().values() if c.method == method)
+
+
+@pytest.fixture
+def ledger_root(monkeypatch):
+    monkeypatch.delenv("K3LAB_DATA", raising=False)
+    data.clear_cache()
+    root = results_root()
+    for nb in _notebooks():
+        io.write_text(root / nb / "claims.csv", _claims_file(nb))
+    return root
+
+
+def test_hand_written_claims_files_make_a_ledger(ledger_root):
+    df = claims.ledger(ledger_root)
+    assert list(df["claim_id"]) == list(claims.registry())
+    assert set(df["verdict"]) == {"not reproducible here"}
+
+
+def test_a_stray_claims_file_is_never_read(ledger_root):
+    """The issue's case: results/99_old/claims.csv turned T1 into '9999 reproduced'."""
+    t1 = claims.get("T1")
+    before = claims.ledger(ledger_root)
+    stray = _claims_file(t1.notebook, {"T1": {"reproduced": "9999", "verdict": "reproduced", "method": "measured"}})
+    io.write_text(ledger_root / "99_old" / "claims.csv", stray)
+    io.write_text(ledger_root / "04_stale_copy" / "claims.csv", stray)
+    after = claims.ledger(ledger_root)
+    assert after.equals(before)
+    assert "9999" not in set(after["reproduced"])
+
+
+@pytest.mark.parametrize("keep", [0.0, 0.3, 0.6, 0.9, 0.97])
+def test_a_truncated_claims_file_is_refused(ledger_root, keep):
+    nb = claims.get("P2").notebook
+    path = ledger_root / nb / "claims.csv"
+    text = path.read_bytes()
+    header_end = text.index(b"\n") + 1
+    cut = max(header_end if keep else 0, int(len(text) * keep))
+    cut = min(cut, len(text) - 2)                # never the whole file
+    path.write_bytes(text[:cut])
+    with pytest.raises(ValueError, match=str(path).replace("/", "\\/").replace(".", "\\.")):
+        claims.read_records(path, nb)
+    with pytest.raises(ValueError, match=nb):
+        claims.ledger(ledger_root)
+
+
+def test_a_claims_file_cut_inside_its_last_row_is_refused(ledger_root):
+    """Cut in the middle of the last row's evidence: every claim id is still there, but the
+    row is not whole (no notes column, no newline)."""
+    nb = claims.get("P2").notebook
+    path = ledger_root / nb / "claims.csv"
+    text = path.read_text()
+    last = text.rstrip("\n").rsplit("\n", 1)[1]
+    cut = len(text.rstrip("\n")) - len(last) + last.index("long enough")
+    path.write_text(text[:cut])
+    with pytest.raises(ValueError, match=str(path).replace(".", "\\.")):
+        claims.read_records(path, nb)
+
+
+def test_a_missing_claims_file_is_refused(ledger_root):
+    nb = claims.get("P2").notebook
+    (ledger_root / nb / "claims.csv").unlink()
+    with pytest.raises(ValueError, match=f"{nb}/claims.csv"):
+        claims.ledger(ledger_root)
+
+
+def test_a_claim_recorded_by_the_wrong_notebook(ledger_root):
+    nb3, nb4 = claims.get("P2").notebook, claims.get("T1").notebook
+    path = ledger_root / nb3 / "claims.csv"
+    foreign = _claims_file(nb4).splitlines()[1:]
+    t1 = next(line for line in foreign if line.startswith("T1,"))
+    path.write_text(path.read_text() + t1 + "\n")
+    with pytest.raises(ValueError, match=rf"{path}.*T1 belongs to {nb4}, not {nb3}"):
+        claims.read_records(path, nb3)
+
+
+def test_reproduced_is_not_allowed_for_an_arithmetic_claim(ledger_root):
+    c = _claim_with("arithmetic")
+    path = ledger_root / c.notebook / "claims.csv"
+    path.write_text(_claims_file(c.notebook, {c.id: {"verdict": "reproduced", "reproduced": "1"}}))
+    with pytest.raises(ValueError, match=rf"{path}.*{c.id}.*'reproduced'.*'arithmetic'"):
+        claims.read_records(path, c.notebook)
+
+
+def test_a_method_that_disagrees_with_the_registry(ledger_root):
+    c = _claim_with("arithmetic")
+    path = ledger_root / c.notebook / "claims.csv"
+    path.write_text(_claims_file(c.notebook, {c.id: {"method": "derived", "verdict": "reproduced"}}))
+    with pytest.raises(ValueError, match=rf"{path}.*{c.id} method 'derived' != registry 'arithmetic'"):
+        claims.read_records(path, c.notebook)
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"verdict": "totally reproduced"}, "unknown verdict"),
+    ({"claim_id": "Z99"}, "unknown claim 'Z99'"),
+])
+def test_other_bad_rows(ledger_root, change, match):
+    c = claims.get("P2")
+    path = ledger_root / c.notebook / "claims.csv"
+    path.write_text(_claims_file(c.notebook, {"P2": change}))
+    with pytest.raises(ValueError, match=match):
+        claims.read_records(path, c.notebook)
+
+
+def test_a_claim_recorded_twice(ledger_root):
+    c = claims.get("P2")
+    path = ledger_root / c.notebook / "claims.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines + [next(line for line in lines if line.startswith("P2,"))]))
+    with pytest.raises(ValueError, match="P2 recorded twice"):
+        claims.read_records(path, c.notebook)

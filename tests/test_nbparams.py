@@ -1,0 +1,188 @@
+"""Notebook parameters are checked however a notebook is run (issue 12: "an unknown papermill
+parameter passed to a notebook directly only warns and the run exits 0"; "smoke: 'yes
+please' runs as true").
+
+Unit tests of :mod:`k3lab.nbparams`, then end to end: a tiny fixture notebook
+(``tests/fixtures/notebooks/01_a.ipynb``, kernel ``k3lab``) run with ``papermill`` directly,
+no k3lab pipeline in between.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from k3lab import nbparams
+from k3lab.nbparams import ParameterError
+from k3lab.paths import results_root
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "notebooks"
+DEFAULTS = {"mode": "offline", "smoke": False, "rows": 3, "scale": 1.0, "label": "a",
+            "gpus": ["mi355x"], "prices": {}, "limit": None}
+PARAMS_CELL = ('# k3lab parameters\nmode = "offline"   # offline | live\nsmoke = False\nrows = 3\n'
+               'scale = 1.0\nlabel = "a"\ngpus = ["mi355x"]\nprices = {}\nlimit = None\n')
+
+
+# --------------------------------------------------------------------------- declared
+
+
+def test_declared_reads_defaults_and_papermill_injection():
+    history = ["", PARAMS_CELL, '# Parameters\nrows = 5\nlabel = "z"\n', "x = 1"]
+    defaults, injected = nbparams.declared(history)
+    assert defaults == DEFAULTS
+    assert injected == {"rows": 5, "label": "z"}
+
+
+def test_declared_without_parameters_cell():
+    with pytest.raises(ParameterError, match="no parameters cell"):
+        nbparams.declared(["mode = 'offline'", "x = 1"])
+
+
+def test_declared_refuses_a_computed_default():
+    with pytest.raises(ParameterError, match="'rows'.*literal"):
+        nbparams.declared(["# k3lab parameters\nmode = 'offline'\nrows = len('abc')\n"])
+
+
+# --------------------------------------------------------------------------- validate
+
+
+def test_unknown_name_is_refused_and_the_declared_names_listed():
+    with pytest.raises(ParameterError) as ei:
+        nbparams.validate(DEFAULTS, {"rows": 4, "colour": "red"})
+    msg = str(ei.value)
+    assert "colour" in msg and "rows" in msg and "smoke" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("name, value", [
+    ("smoke", "yes please"),   # the issue's case: a string for a bool
+    ("smoke", 1),              # an int is not a bool
+    ("smoke", "false"),
+    ("rows", 2.5),             # a float for an int
+    ("rows", True),            # a bool is not a count
+    ("rows", "3"),
+    ("scale", "1.5"),
+    ("scale", True),
+    ("label", 7),
+    ("gpus", "mi355x"),        # a bare string where a list is declared
+    ("gpus", {"mi355x": 1}),
+    ("prices", ["mi355x", 2.0]),
+])
+def test_wrong_type_is_refused(name, value):
+    with pytest.raises(ParameterError, match=f"'{name}'"):
+        nbparams.validate(DEFAULTS, {name: value})
+
+
+@pytest.mark.parametrize("name, value", [
+    ("scale", 2),                   # an int is fine for a float
+    ("scale", 0.5),
+    ("rows", 7),
+    ("smoke", True),
+    ("gpus", ["b300", "b200"]),     # lists of any length
+    ("gpus", []),
+    ("gpus", ("b300",)),            # a tuple for a list
+    ("prices", {"mi355x": 2.0}),
+    ("limit", 5),                   # a None default takes anything
+    ("limit", "x"),
+])
+def test_right_type_is_accepted(name, value):
+    out = nbparams.validate(DEFAULTS, {name: value})
+    assert out[name] == value
+    assert {k: v for k, v in out.items() if k != name} == {k: v for k, v in DEFAULTS.items() if k != name}
+
+
+def test_none_is_not_a_bool():
+    """`smoke:` left empty in a profile arrives as None; it must not run as a falsy smoke."""
+    with pytest.raises(ParameterError, match="'smoke'"):
+        nbparams.validate(DEFAULTS, {"smoke": None})
+
+
+# --------------------------------------------------------------------------- check
+
+
+def test_check_in_a_kernel_namespace():
+    ns = {"In": ["", PARAMS_CELL, "# Parameters\nrows = 5\nscale = 2\n", "P = check(globals())"],
+          **DEFAULTS, "rows": 5, "scale": 2}
+    P = nbparams.check(ns)
+    assert P["rows"] == 5 and P["scale"] == 2 and P["smoke"] is False
+    assert P.changed == {"rows": 5, "scale": 2}
+    assert P.what_if
+
+
+def test_check_refuses_unknown_injected_name():
+    ns = {"In": ["", PARAMS_CELL, "# Parameters\ncolour = 'red'\n"], **DEFAULTS, "colour": "red"}
+    with pytest.raises(ParameterError, match="colour"):
+        nbparams.check(ns)
+
+
+def test_check_refuses_a_bad_mode():
+    ns = {"In": ["", PARAMS_CELL, "# Parameters\nmode = 'turbo'\n"], **DEFAULTS, "mode": "turbo"}
+    with pytest.raises(ParameterError, match="mode"):
+        nbparams.check(ns)
+
+
+def test_check_outside_a_kernel():
+    with pytest.raises(ParameterError, match="inside a notebook kernel"):
+        nbparams.check({"mode": "offline"})
+
+
+def test_mode_and_smoke_do_not_make_a_what_if(monkeypatch):
+    monkeypatch.delenv(nbparams.RUN_ENV, raising=False)
+    ns = {"In": ["", PARAMS_CELL, "# Parameters\nmode = 'live'\nsmoke = True\n"], **DEFAULTS,
+          "mode": "live", "smoke": True}
+    P = nbparams.check(ns)
+    assert P.changed == {} and not P.what_if
+    assert P.results_dir("01_a") == results_root() / "01_a"
+
+
+def test_a_what_if_by_hand_never_writes_over_the_study(monkeypatch):
+    monkeypatch.delenv(nbparams.RUN_ENV, raising=False)
+    ns = {"In": ["", PARAMS_CELL, "# Parameters\nrows = 9\n"], **DEFAULTS, "rows": 9}
+    d = nbparams.check(ns).results_dir("01_a")
+    assert d.parent.parent == results_root() / "runs"
+    assert d.parent.name.startswith("adhoc-") and d.name == "01_a"
+    # stable: the same question gets the same folder
+    assert nbparams.check(dict(ns)).results_dir("01_a") == d
+
+
+# --------------------------------------------------------------------------- papermill directly
+
+
+def _papermill(tmp_path, parameters):
+    import papermill as pm
+
+    out = tmp_path / "executed.ipynb"
+    return pm.execute_notebook(str(FIXTURES / "01_a.ipynb"), str(out), parameters=parameters,
+                               kernel_name="k3lab", cwd=str(FIXTURES), progress_bar=False,
+                               log_output=False)
+
+
+def test_papermill_with_declared_parameters_runs(tmp_path):
+    nb = _papermill(tmp_path, {"rows": 2, "scale": 2, "gpus": ["b300", "b200"]})
+    assert nb.metadata["papermill"]["parameters"] == {"rows": 2, "scale": 2, "gpus": ["b300", "b200"]}
+    # a changed parameter is a what-if: the table goes under results/runs/, never results/01_a
+    tables = list(results_root().rglob("table_a.csv"))
+    assert len(tables) == 1 and tables[0].relative_to(results_root()).parts[0] == "runs"
+    assert tables[0].read_text().splitlines() == ["i,x,label", "0,0,a", "1,2,a"]
+
+
+def test_papermill_with_an_undeclared_parameter_fails(tmp_path):
+    from papermill.exceptions import PapermillExecutionError
+
+    with pytest.raises(PapermillExecutionError) as ei:
+        _papermill(tmp_path, {"rows": 2, "colour": "red"})
+    assert ei.value.ename == "ParameterError"
+    assert "unknown parameter(s) ['colour']" in ei.value.evalue
+    assert not list(results_root().rglob("*.csv"))  # refused before anything was written
+
+
+@pytest.mark.parametrize("params, name", [({"smoke": "yes please"}, "smoke"),
+                                          ({"rows": "3"}, "rows"),
+                                          ({"gpus": "mi355x"}, "gpus")])
+def test_papermill_with_a_wrong_type_fails(tmp_path, params, name):
+    from papermill.exceptions import PapermillExecutionError
+
+    with pytest.raises(PapermillExecutionError) as ei:
+        _papermill(tmp_path, params)
+    assert ei.value.ename == "ParameterError"
+    assert f"parameter '{name}'" in ei.value.evalue
+    assert not list(results_root().rglob("*.csv"))  # refused before anything was written
