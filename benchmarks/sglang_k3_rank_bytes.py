@@ -64,7 +64,7 @@ def main(argv=None) -> int:
                                               for c in doc["rank_checks"].values())
                       + len(doc["expected_failures"]),
             "wall_time_s": round(wall),
-            "note": "meta-device builds on CPU; platforms emulated (see k3lab/probes/sglang_k3_build.py)"}
+            "note": "meta-device builds on CPU; platforms emulated (see k3lab/probes/sglang_k3_build/)"}
     io.write_json(a.out_dir / f"{NAME}.meta.json", meta)
     print(f"[k3lab] wrote {NAME}.json ({len(doc['cases'])} ranks) in {wall:.0f} s")
     for k, h in doc["heaviest"].items():

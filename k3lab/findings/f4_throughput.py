@@ -142,7 +142,8 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                         f"(the expert intermediate 192 is padded to 256) and {tp16.max_kv_tokens:,} bf16 tokens; TP8×PP2 holds "
                         f"{pp2.weights_bytes_per_gpu / GiB:.1f} GiB and {pp2.max_kv_tokens:,} tokens — both load, so the "
                         "model's size does not force TP16",
-                 holds=False, correction="a TP8×PP2 layout also fits two B200 nodes, with fewer bytes per GPU",
+                 value="TP16 and TP8×PP2 both load" if tp16.weights_fit and pp2.weights_fit else "only TP16 loads",
+                 holds=not pp2.weights_fit, correction="a TP8×PP2 layout also fits two B200 nodes, with fewer bytes per GPU",
                  notes=f"modelled ({db}): TP8×PP2 is {ratio64:.1f}x TP16's throughput at c64 over 195 Gb/s per GPU; "
                        "its cross-node traffic is one activation send per step, not two all-reduces per layer"))
     be = prices.power_breakevens(pue_values=[1.3])
