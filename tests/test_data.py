@@ -136,7 +136,7 @@ def test_fit_help_with_random_bytes_in_hardware_yaml_is_one_line(data_copy, tmp_
     err = p.stderr.strip().splitlines()
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
     assert "Traceback" not in p.stderr
-    assert len(err) == 1, p.stderr
+    assert len(err) == 1 and p.stdout == "", (p.stdout, p.stderr)
     assert "data/hardware.yaml" in err[0] and ("not UTF-8" in err[0] or "not valid YAML" in err[0]), err[0]
 
 

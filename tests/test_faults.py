@@ -172,6 +172,7 @@ KILL_POINTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", list(KILL_POINTS))
 def test_sigkill_leaves_previous_results_and_next_run_cleans_up(tmp_path, previous, point):
     root = results_root()
@@ -209,6 +210,7 @@ def test_sigkill_leaves_previous_results_and_next_run_cleans_up(tmp_path, previo
 # --------------------------------------------------------------------------- SIGINT
 
 
+@pytest.mark.slow
 def test_ctrl_c_exits_130_in_one_line_and_results_intact(tmp_path, previous):
     root = results_root()
     nbs, params = make_study(tmp_path, profiles={"slow": "defaults: {mode: offline, smoke: false}\n"

@@ -7,13 +7,13 @@
 
 * two cheap cases are rebuilt and must equal what is committed (~20 s each);
 * facts of the transcript are checked against values computed by hand from the config;
-* k3lab's per-tensor rank bytes must equal sglang's for every committed case. These
-  asserts state what k3lab SHOULD produce: where k3lab's model differs they fail with the
-  tensor, both byte counts and the cause (``probe.cause``), until k3lab is fixed. Against
-  the k3lab of 2026-12-02 (``memory.layout_variant``) they flag ROCm zero biases, the w2
-  bias under EP, the embedding under DP attention, TP16 expert padding and the SM100
-  biases turned fp32 by the experts' processing; the refactored ``k3lab.model.sharding``
-  still lacks the last. The k3lab functions called are named in each test.
+* k3lab's per-tensor rank bytes must equal sglang's for every committed case: where
+  k3lab's model would differ they fail with the tensor, both byte counts and the cause
+  (``probe.cause``). This is what makes ``data/sglang_sharding.yaml`` and
+  ``k3lab.model.sharding`` a faithful model of the release (ROCm without zero expert
+  biases, the w2 bias under EP, the embedding under DP attention, expert padding per
+  platform, SM100 biases turned fp32 by the experts' processing). The k3lab functions
+  called are named in each test.
 
 sglang's "loaded" bytes per rank = parameters + buffers of the meta build + the tensors
 ``post_load_weights`` adds (MLA w_kc / w_vc) + the change the experts'
@@ -211,8 +211,7 @@ CASES = sorted({probe.case_key(*c) for c in probe.iter_cases()})
 @pytest.mark.parametrize("key", CASES)
 def test_k3lab_rank_bytes_per_tensor_match_sglang(doc, cfg, key):
     """Per k3lab inventory tensor on this rank, through ``probe.compare``: k3lab's side is
-    ``k3lab.model.sharding.rank_rows(cfg, tp, pp, stage, Setting(**probe.k3lab_setting(...)))``
-    (pre-refactor k3lab: ``memory._rank_rows`` with ``memory.layout_variant``); sglang's is
+    ``k3lab.model.sharding.rank_rows(cfg, tp, pp, stage, Setting(**probe.k3lab_setting(...)))``; sglang's is
     the meta build + post_load_weights copies + the SM100 experts' processing."""
     layout, plat, _ = _plat_key(key)
     rows = probe.compare(doc["cases"][key], layout, plat, cfg)
