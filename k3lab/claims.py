@@ -32,6 +32,7 @@ import functools
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import data, io
 from .paths import results_dir, results_root
@@ -407,6 +408,8 @@ def read_records(path, notebook_id: str) -> dict[str, dict]:
         df = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not a readable claims file ({e})") from None
+    if not Path(path).read_bytes().endswith(b"\n"):
+        raise ValueError(f"{path}: truncated (its last row has no end of line)")
     if list(df.columns) != RECORD_COLUMNS:
         raise ValueError(f"{path}: columns {list(df.columns)} != {RECORD_COLUMNS}")
     reg = registry()

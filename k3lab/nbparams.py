@@ -56,8 +56,10 @@ def declared(history: list[str]) -> tuple[dict, dict]:
 
 
 def _type_ok(default, value) -> bool:
-    if default is None or value is None:
+    if default is None:
         return True
+    if value is None:
+        return False
     if isinstance(default, bool) or isinstance(value, bool):
         return isinstance(default, bool) and isinstance(value, bool)
     if isinstance(default, float):

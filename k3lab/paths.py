@@ -45,5 +45,5 @@ def data_path(*parts: str) -> Path:
     """A file under ``data/``; raises FileNotFoundError naming it if it is missing."""
     p = data_dir().joinpath(*parts)
     if not p.exists():
-        raise FileNotFoundError(f"k3lab data file missing: {p.relative_to(REPO_ROOT)}")
+        raise FileNotFoundError(f"k3lab data file missing: data/{'/'.join(parts)}")
     return p

@@ -212,10 +212,13 @@ def recover(target: Path) -> list[str]:
         man = target / MANIFEST
         committed = man.exists() and json.loads(man.read_text()).get("run_id") == run_id
         if not committed:
-            for p in _managed(target):
-                _remove(p)
+            # new entries can be in target only once every old one is aside (marker, or a name in both)
+            if (old / ".aside").exists() or any((old / p.name).exists() for p in _managed(target)):
+                for p in _managed(target):
+                    _remove(p)
             for p in sorted(old.iterdir()):
-                os.replace(p, target / p.name)
+                if p.name != ".aside":
+                    os.replace(p, target / p.name)
             done.append(f"rolled back the interrupted commit of run {run_id}")
         shutil.rmtree(old, ignore_errors=True)
     for st in sorted(target.glob(".staging-*")):
@@ -242,6 +245,7 @@ def commit(staging: Path, target: Path, run_id: str) -> None:
     old.mkdir()
     for p in _managed(target):
         os.replace(p, old / p.name)
+    (old / ".aside").touch()  # every old entry is aside: new ones may move in now
     staged = sorted(staging.iterdir(), key=lambda p: p.name == MANIFEST)
     for p in staged:
         os.replace(p, target / p.name)
@@ -315,7 +319,8 @@ def run_job(job: Job, out_dir: Path, kernel_name: str = KERNEL_NAME) -> Path:
     out = d / f"{job.notebook_id}.ipynb"
     pm.execute_notebook(str(job.notebook), str(out), parameters=job.parameters,
                         kernel_name=kernel_name, cwd=str(job.notebook.parent),
-                        progress_bar=False, log_output=False)
+                        progress_bar=False, log_output=False,
+                        extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
     os.chmod(out, 0o644)
     return out
 
@@ -336,8 +341,7 @@ def run(profile: str = "offline", kernel_name: str = KERNEL_NAME, report: bool =
         staging.mkdir()
         env_before = {k: os.environ.get(k) for k in ("K3LAB_RESULTS", nbparams.RUN_ENV)}
         os.environ["K3LAB_RESULTS"] = str(staging)
-        if what_if:
-            os.environ[nbparams.RUN_ENV] = profile
+        os.environ[nbparams.RUN_ENV] = profile
         try:
             for job in jobs:
                 t0 = time.perf_counter()

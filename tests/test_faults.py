@@ -10,6 +10,7 @@ the fixture notebooks and params of the test (``tests/fixtures/notebooks``: ``01
 
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -361,7 +362,7 @@ def test_a_truncated_claims_file_is_refused(ledger_root, keep):
     cut = max(header_end if keep else 0, int(len(text) * keep))
     cut = min(cut, len(text) - 2)                # never the whole file
     path.write_bytes(text[:cut])
-    with pytest.raises(ValueError, match=str(path).replace("/", "\\/").replace(".", "\\.")):
+    with pytest.raises(ValueError, match=re.escape(str(path))):
         claims.read_records(path, nb)
     with pytest.raises(ValueError, match=nb):
         claims.ledger(ledger_root)
@@ -376,7 +377,7 @@ def test_a_claims_file_cut_inside_its_last_row_is_refused(ledger_root):
     last = text.rstrip("\n").rsplit("\n", 1)[1]
     cut = len(text.rstrip("\n")) - len(last) + last.index("long enough")
     path.write_text(text[:cut])
-    with pytest.raises(ValueError, match=str(path).replace(".", "\\.")):
+    with pytest.raises(ValueError, match=re.escape(str(path))):
         claims.read_records(path, nb)
 
 
@@ -393,7 +394,7 @@ def test_a_claim_recorded_by_the_wrong_notebook(ledger_root):
     foreign = _claims_file(nb4).splitlines()[1:]
     t1 = next(line for line in foreign if line.startswith("T1,"))
     path.write_text(path.read_text() + t1 + "\n")
-    with pytest.raises(ValueError, match=rf"{path}.*T1 belongs to {nb4}, not {nb3}"):
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))}.*T1 belongs to {nb4}, not {nb3}"):
         claims.read_records(path, nb3)
 
 
@@ -401,7 +402,7 @@ def test_reproduced_is_not_allowed_for_an_arithmetic_claim(ledger_root):
     c = _claim_with("arithmetic")
     path = ledger_root / c.notebook / "claims.csv"
     path.write_text(_claims_file(c.notebook, {c.id: {"verdict": "reproduced", "reproduced": "1"}}))
-    with pytest.raises(ValueError, match=rf"{path}.*{c.id}.*'reproduced'.*'arithmetic'"):
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))}.*{c.id}.*'reproduced'.*'arithmetic'"):
         claims.read_records(path, c.notebook)
 
 
@@ -409,7 +410,7 @@ def test_a_method_that_disagrees_with_the_registry(ledger_root):
     c = _claim_with("arithmetic")
     path = ledger_root / c.notebook / "claims.csv"
     path.write_text(_claims_file(c.notebook, {c.id: {"method": "derived", "verdict": "reproduced"}}))
-    with pytest.raises(ValueError, match=rf"{path}.*{c.id} method 'derived' != registry 'arithmetic'"):
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))}.*{c.id} method 'derived' != registry 'arithmetic'"):
         claims.read_records(path, c.notebook)
 
 

@@ -12,6 +12,7 @@ SIGKILL / SIGINT of a real ``reproduce`` process and the ledger live in tests/te
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -284,8 +285,6 @@ def test_failing_notebook_keeps_previous_results_and_the_executed_notebook(tmp_p
     kept = root / "failed" / "03_fail.ipynb"
     assert kept.exists() and stat.S_IMODE(kept.stat().st_mode) == 0o644
     # the message names the cell that failed: the kept notebook shows the error in that cell
-    import re
-
     cell_no = int(re.search(r"cell \[(\d+)\]", msg).group(1))
     nb = nbformat.read(kept, as_version=4)
     err_cells = [c for c in nb.cells if c.cell_type == "code"

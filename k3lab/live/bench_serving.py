@@ -332,10 +332,15 @@ def cli_main(argv: list[str] | None = None) -> int:
                   output_len=a.output_len, range_ratio=a.range_ratio, backend=a.backend,
                   tokenizer=a.tokenizer, model=a.model, python=a.python,
                   allow_remote=a.allow_remote)
+        if a.out and Path(a.out).is_dir():
+            raise ValueError(f"--out {a.out} is a directory; give a file path, e.g. {Path(a.out) / 'bench_sweep.jsonl'}")
         if a.dry_run:
             for c in concs:
                 print(shlex.join(build_command(a.base_url, c, "OUT.jsonl", **kw)))
             return 0
+        why = not_ready(a.base_url, a.python)
+        if why:
+            raise RuntimeError(f"cannot run the sweep here: {why}")
         path = sweep(a.base_url, concs, a.out, **kw)
     except (ValueError, RuntimeError, FileNotFoundError) as e:
         print(f"k3lab bench: error: {e}", file=sys.stderr)
