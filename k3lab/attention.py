@@ -6,7 +6,7 @@ q/k head dim 192 (128 nope + 64 rope slot), v head dim 128, one k/v head per q h
 Two rules decide whether a head count reaches AITER's fast kernels:
 
 * sglang's own (``sglang/srt/layers/attention/aiter_backend.py``, ``AiterAttnBackend.__init__``,
-  0.5.16 … 0.5.22): at start-up it asserts that heads per rank are 4, 8, or a multiple of 16
+  0.5.16 … 0.5.18; from 0.5.19 it zero-pads instead, ``head_pad_mode == "zero"``): at start-up it asserts that heads per rank are 4, 8, or a multiple of 16
   in [16, 128]; 4 and 8 are then run on 16-head kernels by repeating q heads
   (:func:`is_supported_heads`, :func:`padded_heads`, :func:`kernel_heads`). The release
   matrix (:mod:`k3lab.probes.release_matrix`) checks these against every release.

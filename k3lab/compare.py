@@ -223,9 +223,10 @@ def fit_matrix_html(df) -> str:
         for g in sorted(set(df["gpu"])))
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     tag = '<span class="badge" style="background:#37474f;color:#fff">STUDY · derived</span>'
+    var = f', sglang switches {", ".join(a["variants"])} (aiter-* on AMD GPUs only)' if a.get("variants") else ""
     return (f'<p>{html.escape(a["model"])}, requests of {a["context_tokens"]:,} tokens, KV {a["kv_dtype"]}, '
-            f'mem_fraction {a["mem_fraction"]:g} {tag} from the published config, datasheets and sglang 0.5.23\'s '
-            "pool sizing. Green: the weights load and a full-context request fits; amber: the weights load but no "
+            f'mem_fraction {a["mem_fraction"]:g}{html.escape(var)} {tag} from the published config, datasheets and '
+            "sglang 0.5.23's pool sizing. Green: the weights load and a full-context request fits; amber: the weights load but no "
             "full-context request fits; red: the weights do not fit.</p>"
             f'<table class="fit"><thead><tr><th>GPU</th>{head}</tr></thead><tbody>{body}</tbody></table>')
 

@@ -346,6 +346,9 @@ def build(root: Path | None = None, what_if: bool = False) -> Path:
     if isinstance(ask.get("usd_per_gpu_hour"), dict) and ask["usd_per_gpu_hour"]:
         kw["overrides"] = ask["usd_per_gpu_hour"]
     model = ask.get("model") or STUDY_MODEL
+    # the article's AMD setting (its 191 GiB implies SGLANG_AITER_K3_OPT=1; sglang's ROCm default
+    # pads the experts, see notebook 01) unless a what-if run names its own variants
+    kw["variants"] = ask["variants"] if isinstance(ask.get("variants"), list) else ["aiter-k3-opt"]
     fit = compare_rows(model, include_all=True, **kw)
     if isinstance(ask.get("gpus"), list) and ask["gpus"]:  # the run's shortlist of GPUs, if it names one
         fit = fit[fit["gpu"].isin([str(g).lower() for g in ask["gpus"]])]

@@ -52,12 +52,72 @@ def test_real_kernel_left_alone(fake_dflash):
     assert m.top_k_renorm_prob is kernel
 
 
-def test_unknown_version_refused_unless_forced(fake_dflash):
+def test_the_release_matrix_decides_which_releases_need_the_patch(fake_dflash):
     m, patch = fake_dflash
-    with pytest.raises(patches.UnsupportedSglangVersion, match="does not know sglang 9.9.9"):
-        patch.apply("9.9.9")
+    # the committed matrix: 0.5.16 crashes on HIP, 0.5.17 binds sglang's Triton renorms (PR #32641)
+    assert patches.status(patch, "0.5.16") == "needed"
+    assert patches.status(patch, "0.5.23") == "fixed in 0.5.17"
+    with pytest.raises(patches.UpstreamFixed, match="first in sglang 0.5.17"):
+        patch.apply("0.5.23", force=True)
+    with pytest.raises(patches.UnsupportedSglangVersion, match="not in the release matrix.*0.5.16, 0.5.17"):
+        patch.apply("9.9.9", force=True)      # never measured: nothing inferred, even forced
     assert m.top_k_renorm_prob is None
-    assert patch.apply("9.9.9", force=True)
+
+
+def test_an_untested_release_that_still_has_the_bug_needs_force(monkeypatch):
+    from k3lab.patches import aiter_head_pad as AH
+
+    # the matrix: AITER refuses 12 heads in 0.5.16-0.5.18; the patch was written for 0.5.16
+    assert patches.status(AH.PATCH, "0.5.17") == "needed, untested"
+    with pytest.raises(patches.UnsupportedSglangVersion, match="force=True"):
+        patches.check_version(AH.PATCH, "0.5.17", force=False)
+    patches.check_version(AH.PATCH, "0.5.17", force=True)  # allowed
+    assert patches.status(AH.PATCH, "0.5.19") == "fixed in 0.5.19"
+
+
+class _FakePatch:
+    def __init__(self, name, log, fail=False):
+        self.name, self.log, self.fail = name, log, fail
+        self.known_versions, self.fixed_by = frozenset({"0.5.16"}), "test"
+
+    def broken(self, row):
+        return True
+
+    def apply(self, version, force=False):
+        self.log.append(("apply", self.name))
+        if self.fail:
+            raise RuntimeError(f"{self.name} refuses midway")
+        return [self.name]
+
+    def revert(self):
+        self.log.append(("revert", self.name))
+        if self.fail == "revert":
+            raise RuntimeError("cannot revert")
+        return [self.name]
+
+
+def test_apply_is_all_or_nothing(monkeypatch):
+    log = []
+    monkeypatch.setattr(patches, "sglang_version", lambda: "0.5.16")
+    monkeypatch.setattr(patches, "_patches", lambda: [_FakePatch("a", log), _FakePatch("b", log, fail=True)])
+    with pytest.raises(RuntimeError, match="b refuses midway"):
+        patches.apply()
+    # the first patch was applied, then rolled back when the second failed
+    assert log == [("apply", "a"), ("apply", "b"), ("revert", "b"), ("revert", "a")]
+
+
+def test_revert_tries_every_patch_and_reports_failures(monkeypatch):
+    log = []
+    monkeypatch.setattr(patches, "_patches", lambda: [_FakePatch("a", log), _FakePatch("b", log, fail="revert")])
+    with pytest.raises(RuntimeError, match="b: RuntimeError: cannot revert.*restored: \\['a'\\]"):
+        patches.revert()
+    assert log == [("revert", "b"), ("revert", "a")]
+
+
+def test_apply_refuses_a_release_that_needs_nothing(monkeypatch):
+    monkeypatch.setattr(patches, "sglang_version", lambda: "0.5.23")
+    with pytest.raises(patches.UpstreamFixed, match="needs no k3lab patch.*topk_renorm fixed in 0.5.17.*aiter_head_pad fixed in 0.5.19"):
+        patches.apply()
 
 
 def test_module_absent_gives_clear_error(monkeypatch):
@@ -93,6 +153,12 @@ def test_serve_errors(monkeypatch, capsys):
     monkeypatch.setattr(patches, "apply", refuse)
     assert serve.main(["--", "--model-path", "m"], runner=lambda a: 0) == 2
     assert "does not know sglang 1.0" in capsys.readouterr().err
+    def broken_backend(force=False):
+        raise ImportError("cannot import name 'AiterAttnBackend'\nmore lines")
+    monkeypatch.setattr(patches, "apply", broken_backend)
+    assert serve.main(["--", "--model-path", "m"], runner=lambda a: 0) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ImportError: cannot import name 'AiterAttnBackend'" in err
 
 
 def test_plugin_is_inert_without_env(monkeypatch):

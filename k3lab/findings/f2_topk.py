@@ -15,7 +15,7 @@ import torch
 
 from .. import claims, sampling, spec_decode
 from ..paths import data_path
-from ..probes import topk_repro
+from ..probes import release_matrix, topk_repro
 from ..specs import ModelConfig, load_model
 from ..throughput import measured_points
 
@@ -38,6 +38,14 @@ def renorm_bench(folder=None):
     d = data_path(*MEASURED) if folder is None else folder
     meta = json.loads((d / "topk_renorm.meta.json").read_text()) if (d / "topk_renorm.meta.json").exists() else {}
     return pd.read_csv(d / "topk_renorm.csv"), pd.read_csv(d / "topk_renorm_ties.csv"), meta
+
+
+def versions_table(doc: dict | None = None):
+    """Finding 2's half of the release matrix: per sglang release, what the renorm names bind
+    to on CUDA / HIP / CPU and what the real verify call does with the request mixes."""
+    doc = release_matrix.load_matrix() if doc is None else doc
+    df = release_matrix.summary_frame(doc)
+    return df[["sglang"] + [c for c in df.columns if c.endswith("top_k / top_p") or c.endswith("verify")]]
 
 
 def draft_config_keys(cfg: ModelConfig) -> list[str]:
@@ -115,16 +123,18 @@ def records(cfg: ModelConfig | None = None, doc: dict | None = None, bench=None)
     out.append(R("S2", f"real sglang {doc['sglang_version']} build_dflash_verify_target_probs in the PR #32621 binding "
                        f"state that k3lab builds (top-p bound, top-k unbound), mix '{doc['crash_mix']}': a child "
                        f"process exits {crash['returncode']} with this line", value=crash["last_line"],
-                 notes="emulated: no release shipped this binding state; 0.5.16 from PyPI raises "
-                       "TypeError: 'NoneType' object is not callable instead (both names None)"))
+                 notes="emulated: no PyPI release shipped this binding state (the release matrix: 0.5.16 raises "
+                       "TypeError: 'NoneType' object is not callable, 0.5.17 on binds both names on HIP); it existed "
+                       "only in sglang's kimi-k3 branch between PR #32621 (merged 2026-07-28) and PR #32641 (07-31)"))
     unbound = ("None", "not defined")
     b_pr = doc["bindings"]["pr32621"]
     bound = [n for n, v in b_pr.items() if n.endswith("_renorm_prob") and v not in unbound]
     s3 = " / ".join(n.removesuffix("_renorm_prob") for n in bound) + (" only" if len(bound) == 1 else "")
     out.append(R("S3", "in the constructed state the 'Did you mean' suggestion needs top_p_renorm_prob bound and "
                        "top_k_renorm_prob unbound in dflash_utils; 0.5.16 binds neither, 0.5.17 both (PR #32641)",
-                 value=s3, notes="emulated; inferred from the article's error text, whose suggestion line proves "
-                                 "top-p was bound in the module"))
+                 value=s3, notes="emulated; inferred from the article's error text (its suggestion line needs top-p "
+                                 "bound), PR #32641's description (before it the HIP branch imported only the Triton "
+                                 "top-p kernel) and a third-party deployment note; PR #32621's own diff was not readable here"))
     blast = topk_repro.blast_radius_frame(doc)
     dense = blast[blast["path"] == "dense"]["request mix"].tolist()
     sparse = blast[blast["path"] == "sparse"]["request mix"].tolist()

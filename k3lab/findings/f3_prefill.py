@@ -18,6 +18,7 @@ from .. import aiter_release, claims, mla_kernels
 from .. import attention as A
 from .. import prefill as P
 from ..paths import data_path
+from ..probes import release_matrix
 from ..specs import ModelConfig, load_gpu, load_model
 
 NB = "03_head_padding_prefill"
@@ -166,12 +167,36 @@ def records(cfg: ModelConfig | None = None, probe: dict | None = None, matrix: d
     return out
 
 
-def _p3(matrix: dict | None, probe: dict, heads: int) -> dict:
-    """P3 from the release matrix where it exists (releases that serve K3), else sglang 0.5.16."""
-    row = next(r for r in probe["tp_rows"] if r["heads_per_rank"] == heads)
-    starts = bool(row["unpatched_starts"])
-    return {"value": "starts" if starts else "refuses to start (AssertionError)",
-            "evidence": f"sglang {probe['sglang']}'s AiterAttnBackend.__init__ run on CPU with {heads} heads per rank: "
-                        + ("it starts" if starts else f"AssertionError: {row['unpatched_error']}"),
-            "correction": None if starts else "the AITER backend refuses to start; nothing falls back quietly",
-            "notes": "0.5.16 has no Kimi K3 model file; the release matrix judges the releases that serve K3"}
+def versions_table(doc: dict | None = None):
+    """Finding 3's half of the release matrix: per sglang release, the AITER backend with 12
+    heads per rank, the attention backend sglang picks by default for K3 at TP8 on ROCm, the
+    prefill output against :func:`k3lab.attention.with_head_padding`, and whether it ships K3."""
+    doc = release_matrix.load_matrix() if doc is None else doc
+    cols = ["sglang", "AITER 12 heads", "ROCm default backend, K3 TP8", "prefill == with_head_padding", "kimi_k3.py"]
+    return release_matrix.summary_frame(doc)[cols]
+
+
+def _p3(doc: dict | None, probe: dict, heads: int) -> dict:
+    """P3 on the releases that serve K3 (the first with a Kimi K3 model file onwards)."""
+    doc = release_matrix.load_matrix() if doc is None else doc
+    k3 = [r for r in doc["rows"] if r["kimi_k3"]["model_file"]]
+    first = k3[0]
+    key = f"{cfg_heads(heads)}"
+    picks = {r["sglang"]: r["aiter"]["default_backend_on_hip"][key] for r in k3}
+    refused = [r["sglang"] for r in k3 if not r["aiter"]["accepts_12"]]
+    quiet = all(v == "triton" for v in picks.values())
+    sel = first["aiter"]["default_backend_on_hip"]["selector"]
+    return {"value": "falls back to Triton" if quiet else "does not fall back",
+            "evidence": f"sglang's own default-backend choice ({sel}), run for every release that ships a Kimi K3 "
+                        f"model ({k3[0]['sglang']}-{k3[-1]['sglang']}) on an emulated ROCm platform: with {heads} heads "
+                        f"per rank it picks {', '.join(sorted(set(picks.values())))} (logged at INFO only)",
+            "correction": None if quiet else "sglang does not pick Triton by default",
+            "notes": (f"forcing --attention-backend aiter refuses to start in {', '.join(refused)} "
+                      f"({first['aiter']['error_12'].splitlines()[0]}); from the next release the AITER backend "
+                      "zero-pads 12 heads to 16 itself. 0.5.16 has no K3 model file") if refused else
+                     "every release that serves K3 accepts 12 heads in its AITER backend"}
+
+
+def cfg_heads(heads: int) -> str:
+    """The release matrix's key for 96 heads at the TP that gives ``heads`` per rank."""
+    return f"96 heads TP{96 // heads} ({heads}/rank)"

@@ -20,6 +20,7 @@ import time
 import torch
 
 from .. import attention as A
+from .. import mla_kernels
 
 DEFAULT_LENS = (1024, 2048, 4096, 8192, 16384, 32768)
 #: repeats per sequence length: many where a run is cheap, one at 32k (~1–2 min a run here).
@@ -66,9 +67,9 @@ def measure(lens=DEFAULT_LENS, repeats: dict | int | None = None, heads: int = 1
         raise ValueError("device 'cuda' asked for but torch sees no CUDA device")
     reps = repeats if repeats is not None else DEFAULT_REPEATS
     m = A.padded_heads(heads)
-    plain, padded = A.sdpa_prefill, A.with_head_padding(A.sdpa_prefill)
+    plain, padded = mla_kernels.sdpa_prefill, A.with_head_padding(mla_kernels.sdpa_prefill)
     # warm-up (first-call allocations, thread pool start) on a small input
-    wq, wk, wv, wcu = A.make_varlen_batch([256], heads, dtype=dtype, seed=seed, device=device)
+    wq, wk, wv, wcu = mla_kernels.make_varlen_batch([256], heads, dtype=dtype, seed=seed, device=device)
     plain(wq, wk, wv, wcu), padded(wq, wk, wv, wcu)
     rows = []
     total = sum(int(reps) if isinstance(reps, int) else int(reps.get(s, 2)) for s in lens)
@@ -77,7 +78,7 @@ def measure(lens=DEFAULT_LENS, repeats: dict | int | None = None, heads: int = 1
         n = int(reps) if isinstance(reps, int) else int(reps.get(s, 2))
         if n <= 0:
             raise ValueError(f"repeats must be positive, got {n} for seq_len {s}")
-        q, k, v, cu = A.make_varlen_batch([s], heads, dtype=dtype, seed=seed, device=device)
+        q, k, v, cu = mla_kernels.make_varlen_batch([s], heads, dtype=dtype, seed=seed, device=device)
         t_real, t_pad, t_copy = [], [], []
         for i in range(n):
             # alternate which variant runs first, so drifting load hits both alike

@@ -32,6 +32,7 @@ import functools
 
 from k3lab import attention as A
 from k3lab.patches import check_version
+from k3lab.probes.release_matrix import aiter_refuses_12_heads
 
 _MODULE = "sglang.srt.layers.attention.aiter_backend"
 _CLASS = "AiterAttnBackend"
@@ -128,6 +129,12 @@ class AiterHeadPadPatch:
 
     name = "aiter_head_pad"
     known_versions = frozenset({"0.5.16"})
+    fixed_by = "sglang 0.5.19's AiterAttnBackend pads 12 heads to 16 itself (head_pad_mode 'zero')"
+
+    @staticmethod
+    def broken(row: dict) -> bool:
+        """The release matrix's verdict: the AITER backend refuses 12 heads per rank."""
+        return bool(aiter_refuses_12_heads(row))
 
     def _cls(self):
         import importlib

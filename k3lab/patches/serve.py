@@ -82,8 +82,9 @@ def main(argv: Sequence[str] | None = None,
         os.environ[plugin.ENV_FORCE] = "1"
     try:
         patched = apply(force=opts["force"])
-    except (UnsupportedSglangVersion, RuntimeError) as e:
-        print(f"k3lab serve: error: {e}", file=sys.stderr)
+    except (UnsupportedSglangVersion, RuntimeError, ImportError, AttributeError) as e:
+        # a refusal, or sglang's backend failing to import: one line (apply rolled back)
+        print(f"k3lab serve: error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", file=sys.stderr)
         return 2
     print(f"[k3lab] patched: {', '.join(patched) or 'nothing (already bound)'}", file=sys.stderr)
     if opts["dry_run"]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 
 from .. import sampling
+from ..probes.release_matrix import hip_verify_crashes
 from . import check_version
 
 _MISSING = object()
@@ -50,6 +51,12 @@ class TopKRenormPatch:
 
     name = "topk_renorm"
     known_versions = frozenset(TARGETS)
+    fixed_by = "sglang PR #32641: Triton top-k and top-p renorm bound on HIP"
+
+    @staticmethod
+    def broken(row: dict) -> bool:
+        """The release matrix's verdict: a request mix crashes the verify path on HIP."""
+        return bool(hip_verify_crashes(row))
 
     def __init__(self):
         # "module.attr" → what was bound before apply (None, a callable, or _MISSING)
@@ -62,9 +69,10 @@ class TopKRenormPatch:
     def apply(self, version: str, force: bool = False) -> list[str]:
         """Bind the replacements in the installed sglang → the names newly bound.
 
-        UnsupportedSglangVersion for a version not in :data:`known_versions` unless
-        ``force`` (then the newest known version's targets are tried). Calling it again
-        binds nothing new and returns ``[]``.
+        :func:`k3lab.patches.check_version` decides from the release matrix (a release that
+        fixed the bug is refused; one the patch was not written for needs ``force``, and then
+        the newest known version's targets are tried). Calling it again binds nothing new
+        and returns ``[]``.
         """
         check_version(self, version, force)
         targets = TARGETS.get(version, TARGETS[_LATEST])

@@ -24,7 +24,7 @@ from types import SimpleNamespace as NS
 
 import torch
 
-from .. import attention as A
+from .. import aiter_release, mla_kernels
 
 MODULE = "sglang.srt.layers.attention.aiter_backend"
 
@@ -99,7 +99,7 @@ class StandIns:
         if K.shape[1] != Q.shape[1]:
             raise RuntimeError("stand-in mla_prefill_ps_asm_fwd: MHA form needs num_kv_heads == num_q_heads")
         self.prefill_heads.append(Q.shape[1])
-        ref = A.mla_prefill_reference(Q.float(), K.float(), V.float(), qo_indptr.long(),
+        ref = mla_kernels.mla_prefill_reference(Q.float(), K.float(), V.float(), qo_indptr.long(),
                                       kv_indptr.long(), softmax_scale=softmax_scale,
                                       causal=bool(is_causal))
         output.copy_(ref.to(output.dtype))
@@ -108,7 +108,7 @@ class StandIns:
                       reduce_partial_map, tile_q, num_kv_splits, final_output, final_lse=None):
         """Split reduction: refuses head counts mla_reduce_v1 is not compiled for (AITER's rule)."""
         h, d = final_output.shape[-2], final_output.shape[-1]
-        if not A.aiter_reduce_v1_supports(h, d):
+        if not aiter_release.accepts("mla_reduce_v1_dv128", "gfx950", h) or d != 128:
             raise RuntimeError(f"kn_mla_reduce_v1 doesn't support the specified settings: #heads: {h}, "
                                f"head dimension: {d}. (k3lab stand-in reproducing AITER's refusal)")
         self.reduce_heads.append(h)   # the stand-in prefill wrote the final output already
@@ -153,7 +153,7 @@ def cold_prefill(backend, seq_lens, heads: int = 12, seed: int = 0):
     from sglang.srt.model_executor.forward_batch_info import ForwardMode
 
     mod = backend_module()
-    q, k, v, cu = A.make_varlen_batch(seq_lens, heads, dtype=torch.bfloat16, seed=seed)
+    q, k, v, cu = mla_kernels.make_varlen_batch(seq_lens, heads, dtype=torch.bfloat16, seed=seed)
     cu = cu.to(torch.int32)
     t = q.shape[0]
     backend.token_to_kv_pool.get_key_buffer = lambda layer_id: torch.zeros(t, 1, 576, dtype=torch.bfloat16)
@@ -178,5 +178,5 @@ def cold_prefill(backend, seq_lens, heads: int = 12, seed: int = 0):
 def fp8_reference(q, k, v, cu, scale):
     """What the fp8 prefill should give: inputs cast to float8_e4m3fn (as sglang does), then reference."""
     f8 = torch.float8_e4m3fn
-    return A.mla_prefill_reference(q.to(f8).float(), k.to(f8).float(), v.to(f8).float(), cu.long(),
+    return mla_kernels.mla_prefill_reference(q.to(f8).float(), k.to(f8).float(), v.to(f8).float(), cu.long(),
                                    softmax_scale=scale).to(torch.bfloat16)
