@@ -10,17 +10,20 @@ real ``_dflash_top_k_renorm_prob`` is timed; otherwise k3lab's rank-mask twin
 
 Timing: per k case, every contender runs once per round, rounds repeat ``--repeats`` times,
 and each round starts one contender later (A,B,C,… then B,C,…,A), so load from other jobs
-on this shared machine falls on all of them alike. Contenders: ``k3lab``
+on this shared machine falls on all of them alike; a contender slower than a second per call
+(the sort fix; the fallback when a row is unrestricted) runs every ``--slow-every`` rounds
+and is compared on those rounds only. Contenders: ``k3lab``
 (:func:`k3lab.sampling.top_k_renorm_prob`, validation on, as the sglang patch calls it),
 ``rank_mask`` (the fallback), ``sort_fix``, and two floors that are not renormalisations:
 ``topk`` (one ``torch.topk(probs, k)``, values and indices, the selection the fallback makes)
 and ``zeros_like`` (allocating and zeroing the ``[rows, vocab]`` output every contender
-returns). Ratios (``*_over_*``) are medians of the per-round ratios; ``*_s`` are median
-seconds; ``speedup_vs_*`` are ratios of those medians. ``--profile`` also prints where
+returns). Ratios (``*_over_*``) are medians of the per-round ratios, ``rounds_*`` count the
+rounds a contender won; ``*_s`` are median seconds; ``speedup_vs_*`` are ratios of those
+medians. ``--profile`` also prints where
 k3lab's and the fallback's time goes per operator (torch.profiler, one call per case).
 
 Writes ``data/measured/cpu-2core/topk_renorm.csv``, ``topk_renorm_ties.csv`` and
-``topk_renorm.meta.json`` (machine, load averages, versions, date, command). ~5 minutes.
+``topk_renorm.meta.json`` (machine, load averages, versions, date, command). ~10 minutes on a quiet box.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ TIE_SETTINGS = [  # (input distribution, logit std)
     ("probs stored in fp16", 1.0), ("probs stored in fp16", 3.0),
 ]
 TIE_KS = (20, 50, 1024)
+SLOW_S = 1.0  # a contender whose warm-up call took longer runs only every --slow-every rounds
 
 
 def k_for(case: str, rows: int) -> torch.Tensor:
@@ -75,21 +79,25 @@ def rank_mask_impl():
     return S.top_k_rank_mask, "k3lab.sampling.top_k_rank_mask (twin of 0.5.23's fallback)"
 
 
-def interleaved(fns: dict, repeats: int) -> dict[str, list[float]]:
-    """Wall seconds per call: ``repeats`` rounds, each calling every fn once, start rotating."""
+def interleaved(fns: dict, rounds: int, every: dict[str, int]) -> dict[str, dict[int, float]]:
+    """Wall seconds per call, by round: ``rounds`` rounds; fn ``n`` runs in the rounds ``r`` with
+    ``r % every[n] == 0`` (slow ones every few rounds); each round starts one fn later."""
     names = list(fns)
-    ts: dict[str, list[float]] = {n: [] for n in names}
-    for r in range(repeats):
+    ts: dict[str, dict[int, float]] = {n: {} for n in names}
+    for r in range(rounds):
         for n in names[r % len(names):] + names[: r % len(names)]:
+            if r % every[n]:
+                continue
             t0 = time.perf_counter()
             fns[n]()
-            ts[n].append(time.perf_counter() - t0)
+            ts[n][r] = time.perf_counter() - t0
     return ts
 
 
-def paired_ratio(a: list[float], b: list[float]) -> float:
-    """Median over rounds of a[i] / b[i]."""
-    return statistics.median(x / y for x, y in zip(a, b))
+def paired(a: dict[int, float], b: dict[int, float]) -> tuple[float, int, int]:
+    """(median over the rounds both ran of a / b, rounds where a < b, rounds compared)."""
+    common = sorted(set(a) & set(b))
+    return (statistics.median(a[r] / b[r] for r in common), sum(a[r] < b[r] for r in common), len(common))
 
 
 def k3lab_plan(k: torch.Tensor, vocab: int) -> str:
@@ -103,7 +111,7 @@ def k3lab_plan(k: torch.Tensor, vocab: int) -> str:
     return f"{plan} (chunk {chunk})" if chunk else plan
 
 
-def timing_table(rows: int, vocab: int, repeats: int, seed: int = 0) -> pd.DataFrame:
+def timing_table(rows: int, vocab: int, repeats: int, slow_every: int, seed: int = 0) -> pd.DataFrame:
     g = torch.Generator().manual_seed(seed)
     probs = torch.softmax(torch.randn(rows, vocab, generator=g) * 3.0, dim=-1)  # fp32, as sglang's dense path
     rank_fn, rank_label = rank_mask_impl()
@@ -115,11 +123,20 @@ def timing_table(rows: int, vocab: int, repeats: int, seed: int = 0) -> pd.DataF
                "sort_fix": lambda: S.top_k_sort_fix(probs, k), "topk": lambda: torch.topk(probs, k_sel, dim=-1),
                "zeros_like": lambda: torch.zeros_like(probs)}
         assert tuple(fns) == CONTENDERS
-        ours, rank, sort = fns["k3lab"](), fns["rank_mask"](), fns["sort_fix"]()  # also the warm-up
+        warm = {}
+        for n in ("topk", "zeros_like", "k3lab", "rank_mask", "sort_fix"):  # warm-up, outputs kept
+            t0 = time.perf_counter()
+            warm[n] = fns[n]()
+            warm[n + "_s"] = time.perf_counter() - t0
+        ours, rank, sort = warm["k3lab"], warm["rank_mask"], warm["sort_fix"]
+        every = {n: slow_every if warm[n + "_s"] > SLOW_S else 1 for n in fns}
+        del warm
         load0 = os.getloadavg()[0]
-        ts = interleaved(fns, repeats)
+        ts = interleaved(fns, repeats, every)
         load1 = os.getloadavg()[0]
-        med = {n: statistics.median(v) for n, v in ts.items()}
+        med = {n: statistics.median(v.values()) for n, v in ts.items()}
+        vs_rank, won_rank, n_rank = paired(ts["k3lab"], ts["rank_mask"])
+        vs_sort, won_sort, n_sort = paired(ts["k3lab"], ts["sort_fix"])
         out.append({"k": case, "rows": rows, "vocab": vocab, "dtype": "float32", "repeats": repeats,
                     "k3lab_s": med["k3lab"], "sort_fix_s": med["sort_fix"], "rank_mask_s": med["rank_mask"],
                     "speedup_vs_sort_fix": med["sort_fix"] / med["k3lab"],
@@ -129,10 +146,11 @@ def timing_table(rows: int, vocab: int, repeats: int, seed: int = 0) -> pd.DataF
                     "rows_differing_from_rank_mask": int(((ours != 0) != (rank != 0)).any(dim=1).sum()),
                     "impl": rank_label,
                     "topk_s": med["topk"], "zeros_like_s": med["zeros_like"],
-                    "k3lab_over_rank_mask": paired_ratio(ts["k3lab"], ts["rank_mask"]),
-                    "k3lab_over_sort_fix": paired_ratio(ts["k3lab"], ts["sort_fix"]),
-                    "topk_over_k3lab": paired_ratio(ts["topk"], ts["k3lab"]),
-                    "zeros_like_over_k3lab": paired_ratio(ts["zeros_like"], ts["k3lab"]),
+                    "k3lab_over_rank_mask": vs_rank, "k3lab_over_sort_fix": vs_sort,
+                    "topk_over_k3lab": paired(ts["topk"], ts["k3lab"])[0],
+                    "zeros_like_over_k3lab": paired(ts["zeros_like"], ts["k3lab"])[0],
+                    "rounds_k3lab_faster_than_rank_mask": f"{won_rank}/{n_rank}",
+                    "rounds_k3lab_faster_than_sort_fix": f"{won_sort}/{n_sort}",
                     "k3lab_plan": k3lab_plan(k, vocab),
                     "load_1min_before": round(load0, 2), "load_1min_after": round(load1, 2)})
         del ours, rank, sort
@@ -199,18 +217,20 @@ def cpu_model() -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out-dir", type=Path, default=MEASURED_DIR / "cpu-2core")
-    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--repeats", type=int, default=21, help="rounds per k case")
+    ap.add_argument("--slow-every", type=int, default=3,
+                    help=f"a contender slower than {SLOW_S:g} s per call runs every this many rounds")
     ap.add_argument("--rows", type=int, default=BATCH * DRAFT)
     ap.add_argument("--tie-rows", type=int, default=1024)
     ap.add_argument("--vocab", type=int, default=VOCAB)
     ap.add_argument("--profile", action="store_true", help="also print a per-operator profile (stdout only)")
     a = ap.parse_args(argv)
-    if a.repeats < 1 or a.rows < 2 or a.tie_rows < 1 or a.vocab < 1025:
-        raise SystemExit("repeats >= 1, rows >= 2, tie-rows >= 1, vocab > 1024 required")
+    if a.repeats < 1 or a.slow_every < 1 or a.rows < 2 or a.tie_rows < 1 or a.vocab < 1025:
+        raise SystemExit("repeats >= 1, slow-every >= 1, rows >= 2, tie-rows >= 1, vocab > 1024 required")
     torch.manual_seed(0)
     started = dt.datetime.now(dt.timezone.utc)
     load_start = os.getloadavg()
-    timing = timing_table(a.rows, a.vocab, a.repeats)
+    timing = timing_table(a.rows, a.vocab, a.repeats, a.slow_every)
     load_end = os.getloadavg()
     ties = tie_table(a.tie_rows, a.vocab)
     io.write_csv(timing, a.out_dir / f"{NAME}.csv")
@@ -230,7 +250,7 @@ def main(argv=None) -> int:
             "notes": "shared 2-core box with other jobs running: compare the ratios, not seconds. Contenders "
                      "run interleaved in one process (rotating order per round); *_s are median wall seconds, "
                      "*_over_* medians of per-round ratios, load_1min_* the 1-minute load average around each "
-                     "case. Inputs: softmax(3 * N(0,1)) float32 rows, seeded. Tie study inputs: columns "
+                     "case; a contender slower than 1 s per call ran every --slow-every rounds. Inputs: softmax(3 * N(0,1)) float32 rows, seeded. Tie study inputs: columns "
                      "input/logit_std; seed 1.",
             "outputs": [f"{NAME}.csv", f"{NAME}_ties.csv"]}
     io.write_json(a.out_dir / f"{NAME}.meta.json", meta)

@@ -43,6 +43,9 @@ INDEPENDENT = ("measured", "derived")
 RECORD_COLUMNS = ["claim_id", "method", "reproduced", "bound", "verdict", "rule", "evidence", "notes"]
 LEDGER_COLUMNS = ["claim_id", "finding", "quote", "claimed", "unit", "method", "reproduced",
                   "bound", "verdict", "rule", "tolerance", "evidence", "notes"]
+#: what a notebook shows of its own records, and of the ledger
+SUMMARY_COLUMNS = ["claim_id", "method", "reproduced", "bound", "verdict"]
+LEDGER_VIEW = ["claim_id", "claimed", "method", "reproduced", "bound", "verdict", "evidence"]
 #: a modelled band wider than this factor (high / low) cannot tell a claim from its negation
 BAND_MAX_RATIO = 2.0
 

@@ -84,8 +84,9 @@ def test_claim_method_verdict_and_value(recorded, cid):
     r = recorded[cid]
     assert claims.get(cid).method == method
     assert r.verdict == verdict, f"{cid}: {r.evidence}"
-    if value is None:
-        assert r.reproduced == "" and r.bound, f"{cid}: a model's output belongs in the bound column"
+    if value is None:  # a model's output, or nothing for an unchecked claim: never in `reproduced`
+        assert r.reproduced == "", f"{cid}: a model's output belongs in the bound column"
+        assert bool(r.bound) == (method == "modelled") or method == "unchecked", cid
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         assert float(r.reproduced) == pytest.approx(value, rel=REL, abs=1e-9)
     else:
