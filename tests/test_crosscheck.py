@@ -223,3 +223,49 @@ def test_missing_package_gives_one_clear_import_error(monkeypatch):
     monkeypatch.delitem(sys.modules, "k3lab.crosscheck")
     with pytest.raises(ImportError, match=r"needs NVIDIA's aiconfigurator.*pip install aiconfigurator-core==0\.12\.0"):
         importlib.import_module("k3lab.crosscheck")
+
+
+def test_weights_by_component_agree_except_what_aiconfigurator_leaves_out():
+    """B300 TP8: aiconfigurator's ops, summed into k3lab's components, match sglang's layout
+    component by component; the routed experts differ by exactly the MXFP4 E8M0 scales
+    (1 B per 32 weights) plus the fp32 zero biases and three gemm1 constants per expert that
+    sglang's flashinfer path holds (computed here from the config, not from k3lab)."""
+    from k3lab.findings import f1_memory as f1
+    from k3lab.specs import load_model
+
+    cfg = load_model("kimi-k3")
+    df = f1.aiconfigurator_weights_table(cfg).set_index("component")
+    for comp, row in df.drop(index=["routed_experts", "total"]).iterrows():
+        assert abs(row.k3lab_minus_aic_GiB) < 0.08, comp
+    moe_layers = cfg.num_hidden_layers - cfg.first_k_dense_replace
+    e, h, i = cfg.num_experts, cfg.routed_expert_hidden_size, cfg.moe_intermediate_size // 8
+    scales = e * (2 * i * h + h * i) // 32
+    fp32_extras = e * (2 * i + h) * 4 + 3 * e * 4
+    want = moe_layers * (scales + fp32_extras) / 2**30
+    assert df.loc["routed_experts", "k3lab_minus_aic_GiB"] == pytest.approx(want, abs=1e-6)
+
+
+def test_memory_table_same_capacity_and_padding_at_tp16():
+    """Both models see the same usable HBM; at TP16 sglang's 192 → 256 expert padding costs
+    k3lab ~29 GiB per GPU more than aiconfigurator and every full-context request."""
+    from k3lab.findings import f1_memory as f1
+    from k3lab.specs import load_model
+
+    df = f1.aiconfigurator_memory_table(load_model("kimi-k3")).set_index("layout")
+    tp16 = df.loc["16×B200 TP16"]
+    assert tp16.k3lab_weights_GiB - tp16.aic_weights_GiB > 29
+    assert tp16.aic_1M_requests >= 1 and tp16.k3lab_1M_requests == 0
+    assert df.loc["8×B200 TP8", ["aic_max_kv_tokens", "k3lab_max_kv_tokens"]].tolist() == [0, 0]
+    # PP2: aiconfigurator keeps all 24 MLA layers' KV on every GPU, sglang's stages 12 each
+    pp2 = df.loc["16×B200 TP8×PP2"]
+    assert pp2.aic_kv_bytes_per_token == 24 * 576 * 2 and pp2.k3lab_kv_bytes_per_token < pp2.aic_kv_bytes_per_token
+
+
+def test_aiconfigurator_tables_refuse_other_models():
+    from k3lab.findings import f1_memory as f1
+    from k3lab.specs import load_model
+
+    with pytest.raises(ValueError, match="Kimi K3 only"):
+        f1.aiconfigurator_memory_table(load_model("kimi-k2"))
+    with pytest.raises(ValueError, match="MXFP4"):
+        f1.load_peak_table(load_model("deepseek-v3"))

@@ -122,3 +122,23 @@ def test_notebooks_are_thin_and_type_no_verdict(nb):
     for c in cells:
         assert claims.verdict_literals(c) == [], f"{nb}: a verdict typed in a code cell"
         assert "subprocess" not in c, f"{nb}: live mode must call k3lab, not shell out"
+
+
+def test_load_peak_b300_is_weights_plus_three_w13_copies():
+    """The B300 flashinfer repacking of one MoE layer holds 3·w13 + 2·its scales + w2 + its
+    scales at once (K3: 896 experts, latent 3584, intermediate 384 per GPU at TP8); MI355X
+    with SGLANG_AITER_K3_OPT=1 holds one w13. Sizes written out from the tensor shapes."""
+    from k3lab.specs import load_model
+
+    t = f1_memory.load_peak_table(load_model("kimi-k3")).set_index(["layout", "setting"])
+    w13, w13s = 896 * 2 * 384 * 3584 // 2, 896 * 2 * 384 * 3584 // 32
+    w2, w2s = 896 * 3584 * 384 // 2, 896 * 3584 * 384 // 32
+    b3 = t.loc[("8×B300 TP8", "sglang default")]
+    assert b3.transient_GiB * 2**30 == pytest.approx(3 * w13 + 2 * w13s + w2 + w2s)
+    assert b3.load_peak_GiB == pytest.approx(b3.resident_GiB + b3.transient_GiB)
+    mi = t.loc[("8×MI355X TP8", "aiter-k3-opt")]
+    assert mi.transient_GiB * 2**30 == pytest.approx(w13)
+    # without SGLANG_AITER_K3_OPT the per-GPU intermediate is padded 384 -> 512
+    assert t.loc[("8×MI355X TP8", "sglang default")].expert_intermediate_per_gpu == 512
+    assert t.loc[("16×B200 TP16", "sglang default")].expert_intermediate_per_gpu == 256
+    assert t["loads"].all()

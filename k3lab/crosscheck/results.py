@@ -10,6 +10,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+#: aiconfigurator op-name stem (``context_<stem>``) → k3lab.memory.COMPONENTS name, read off
+#: the ops aiconfigurator's Kimi K3 model builds (``weights_by_op`` of a memory estimate)
+AIC_OP_COMPONENT = (
+    ("moe", "routed_experts"), ("kda_", "kda_attention"), ("latent_", "latent_projections"),
+    ("shared_", "shared_experts"), ("router", "router"), ("mla_", "mla_attention"),
+    ("embedding", "embed_tokens"), ("logits", "lm_head"), ("dense_", "dense_mlp"),
+)
+
 @dataclass(frozen=True)
 class AicMemory:
     """aiconfigurator's memory picture of one GPU (bytes unless named otherwise).
@@ -55,6 +63,18 @@ class AicMemory:
         d = dataclasses.asdict(self)
         d.pop("elapsed_s")
         return d
+
+    def weights_by_component(self) -> dict[str, int]:
+        """``weights_by_op`` summed into k3lab's component names (bytes per GPU).
+
+        An op no stem of :data:`AIC_OP_COMPONENT` claims is kept under its own name, so a
+        new aiconfigurator op shows up instead of vanishing."""
+        out: dict[str, int] = {}
+        for op, b in self.weights_by_op.items():
+            stem = op.removeprefix("context_")
+            comp = next((c for pre, c in AIC_OP_COMPONENT if stem.startswith(pre)), op)
+            out[comp] = out.get(comp, 0) + b
+        return out
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Figures of finding 1: per-GPU memory of each layout (weights by group, reserve, pools)."""
+"""Figures of finding 1: per-GPU memory of each layout (weights by group, reserve, pools), and
+NVIDIA aiconfigurator's memory picture beside k3lab's."""
 
 from __future__ import annotations
 
@@ -55,5 +56,36 @@ def fit_figure(plans, model: str = "Kimi K3"):
                  f"{plans[0].kv_dtype} KV; black tick = usable HBM)", fontsize=10.5)
     ax.legend(fontsize=8, loc="upper right", ncol=2, framealpha=0.95)
     ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def aiconfigurator_figure(df):
+    """Two panels per layout, aiconfigurator beside k3lab: weights per GPU (GiB, with the
+    usable HBM as a tick) and the MLA tokens the KV pool holds (millions, with the
+    1,048,576-token context as a line). ``df``: ``f1_memory.aiconfigurator_memory_table``."""
+    import matplotlib.pyplot as plt
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    x = range(len(df))
+    w = 0.38
+    for ax, (aic, ours), scale, ylabel in (
+            (a1, ("aic_weights_GiB", "k3lab_weights_GiB"), 1.0, "weights per GPU (GiB)"),
+            (a2, ("aic_max_kv_tokens", "k3lab_max_kv_tokens"), 1e-6, "MLA tokens in the KV pool (millions)")):
+        ax.bar([i - w / 2 for i in x], df[aic] * scale, w, color="#76b900", label="aiconfigurator 0.12")
+        ax.bar([i + w / 2 for i in x], df[ours] * scale, w, color="#1f4e79", label="k3lab (sglang 0.5.23 layout)")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(df["layout"], fontsize=8.5)
+        ax.set_ylabel(ylabel)
+        ax.grid(axis="y", alpha=0.3)
+    for i, cap in enumerate(df["usable_GiB"]):
+        a1.plot([i - 0.42, i + 0.42], [cap, cap], color="black", linewidth=2)
+    for i, (ta, to) in enumerate(zip(df["aic_max_kv_tokens"], df["k3lab_max_kv_tokens"])):
+        if ta == 0 and to == 0:
+            a2.text(i, 0.05, "weights do\nnot load", ha="center", va="bottom", fontsize=8, color="#c0392b")
+    a2.axhline(2**20 * 1e-6, color="#c0392b", linestyle="--", linewidth=1, label="one 1M-token request")
+    a1.set_title("weights (black tick: usable HBM)", fontsize=10)
+    a2.set_title("KV pool at mem_fraction 0.9", fontsize=10)
+    a2.legend(fontsize=8)
     fig.tight_layout()
     return fig

@@ -3,7 +3,9 @@
 :func:`records` turns what :mod:`k3lab.memory` derives into one :class:`~k3lab.claims.Record`
 per claim; the verdict of each comes from the rule ``data/claims.yaml`` names. Tables for
 the notebook: :func:`params_table`, :func:`gap_table`, :func:`settings_table`,
-:func:`fit_table`, :func:`startup_table`.
+:func:`fit_table`, :func:`startup_table`, :func:`load_peak_table`, and NVIDIA aiconfigurator's
+memory picture beside k3lab's (:func:`aiconfigurator_memory_table`,
+:func:`aiconfigurator_weights_table`).
 
 The article's setting: 8 GPUs, TP8, and (for the MI355X) the one sglang setting that gives
 the ~191 GiB the article quotes: ``SGLANG_AITER_K3_OPT=1`` (sglang 0.5.23's ROCm default pads
@@ -13,6 +15,8 @@ the experts and holds 247 GiB per GPU; :func:`settings_table` shows both).
 from __future__ import annotations
 
 from .. import claims, data, memory
+from ..model import quant
+from ..model.resident import load_peak_bytes, mxfp4_post_load_transient_bytes
 from ..model.sharding import setting_for, shard_table
 from ..specs import GB, GiB, ModelConfig, load_gpu, load_model, parse_layout
 
@@ -136,6 +140,120 @@ def startup_table(cfg: ModelConfig):
     return pd.DataFrame(rows)
 
 
+#: (layout, variants, sglang 0.5.23 MXFP4 MoE backend) for the load-time peak
+LOAD_PEAK_SETTINGS = (("8xmi355x tp8", ("aiter-k3-opt",), "aiter"), ("8xmi355x tp8", (), "aiter"),
+                      ("8xb300 tp8", (), "flashinfer_sm100"), ("16xb200 tp16", (), "flashinfer_sm100"))
+
+
+def mxfp4_experts(cfg: ModelConfig) -> bool:
+    """Whether the checkpoint stores its experts MXFP4 (the repacking :func:`load_peak_table` models)."""
+    return quant.scheme(cfg)["name"] == "mxfp4"
+
+
+def aiconfigurator_models(cfg: ModelConfig) -> bool:
+    """Whether aiconfigurator 0.12 models ``cfg``: it bundles Kimi K3 only, as published."""
+    return cfg == load_model("kimi-k3")
+
+
+def load_peak_table(cfg: ModelConfig, settings=LOAD_PEAK_SETTINGS):
+    """Peak memory per GPU while loading (GiB): the resident weights plus the largest
+    one-layer transient of the MXFP4 MoE repacking (:func:`k3lab.model.resident.load_peak_bytes`),
+    against the usable HBM. The repacking runs before the pools are sized, so it costs no
+    KV tokens; it can only make a load fail that the steady state would fit.
+    Plain TP only (every rank holds all experts, the intermediate split and aligned as
+    sglang 0.5.23 aligns it). ValueError for a checkpoint without MXFP4 experts."""
+    import pandas as pd
+
+    if not mxfp4_experts(cfg):
+        raise ValueError(f"the load-time repacking modelled here is MXFP4's; {cfg.name} stores its experts "
+                         f"{quant.scheme(cfg)['name']}")
+
+    rows = []
+    for layout, var, backend in settings:
+        dep = parse_layout(layout)
+        g = dep.gpu_spec
+        st = setting_for(g.vendor, var, g.arch)
+        per = cfg.moe_intermediate_size // dep.tp
+        inter = -(-per // st.moe_intermediate_align) * st.moe_intermediate_align
+        p = memory.fit(cfg, dep, variants=var)
+        resident = p.weights_bytes_per_gpu + p.other_resident_bytes_per_gpu
+        t = mxfp4_post_load_transient_bytes(backend=backend, num_local_experts=cfg.num_experts,
+                                            hidden_size=cfg.routed_expert_hidden_size,
+                                            intermediate_per_partition=inter)
+        peak = load_peak_bytes(resident_weights_bytes=resident, largest_layer_transient_bytes=t)
+        rows.append({"layout": p.label, "setting": ", ".join(var) or "sglang default", "moe_backend": backend,
+                     "expert_intermediate_per_gpu": inter, "resident_GiB": resident / GiB,
+                     "transient_GiB": t / GiB, "load_peak_GiB": peak / GiB,
+                     "usable_GiB": p.capacity_bytes_per_gpu / GiB,
+                     "headroom_GiB": (p.capacity_bytes_per_gpu - peak) / GiB,
+                     "loads": peak <= p.capacity_bytes_per_gpu})
+    return pd.DataFrame(rows)
+
+
+#: the NVIDIA layouts aiconfigurator 0.12 has sglang data for (it has no MI355X system)
+AIC_LAYOUTS = ("8xb300 tp8", "8xb200 tp8", "16xb200 tp16", "16xb200 tp8 pp2")
+
+
+def aiconfigurator_memory_table(cfg: ModelConfig, layouts=AIC_LAYOUTS, mem_fraction: float = 0.9,
+                                kv_dtype: str = "bf16"):
+    """NVIDIA aiconfigurator's memory picture of Kimi K3 beside k3lab's, per GPU.
+
+    Both on the same usable HBM (k3lab's ``data/hardware.yaml`` figure passed to
+    aiconfigurator as ``capacity_bytes``) and ``mem_fraction``, so the columns differ only by
+    model: weights (GiB), what else each counts before the KV pool (aiconfigurator:
+    activations + NCCL + runtime; k3lab: the vision tower and sglang's multimodal reserve),
+    the KDA state pool (k3lab: sglang carves it out first; aiconfigurator: one elastic pool,
+    one request's state), the KV cell (bytes per token per GPU), the MLA tokens the pool
+    holds, and the 1M-token requests that fit. aiconfigurator is an independent model from the field, not a measurement."""
+    import pandas as pd
+
+    from .. import crosscheck
+    from ..model.pool_sizing import multimodal_reserve_gib
+
+    if not aiconfigurator_models(cfg):
+        raise ValueError(f"aiconfigurator bundles the published Kimi K3 only, not {cfg.name}")
+    kv = {"bf16": "bfloat16", "fp8": "fp8"}[kv_dtype]
+    rows = []
+    for layout in layouts:
+        dep = parse_layout(layout)
+        p = memory.fit(cfg, dep, mem_fraction, kv_dtype)
+        a = crosscheck.memory_estimate(dep.gpu, dep.num_gpus, dep.tp, dep.pp, mem_fraction=mem_fraction,
+                                       capacity_bytes=p.capacity_bytes_per_gpu, kv_dtype=kv)
+        rows.append({"layout": p.label, "usable_GiB": p.capacity_bytes_per_gpu / GiB,
+                     "aic_weights_GiB": a.weights_bytes_per_gpu / GiB, "k3lab_weights_GiB": p.weights_bytes_per_gpu / GiB,
+                     "aic_other_GiB": (a.non_kv_bytes_per_gpu - a.weights_bytes_per_gpu) / GiB,
+                     "k3lab_other_GiB": p.other_resident_bytes_per_gpu / GiB
+                     + multimodal_reserve_gib(is_multimodal=p.other_resident_bytes_per_gpu > 0),
+                     "k3lab_state_pool_GiB": p.state_pool_bytes_per_gpu / GiB,
+                     "aic_kv_bytes_per_token": a.kv_bytes_per_token, "k3lab_kv_bytes_per_token": p.kv_bytes_per_token,
+                     "aic_max_kv_tokens": a.max_kv_tokens, "k3lab_max_kv_tokens": p.max_kv_tokens,
+                     "aic_1M_requests": a.max_context_requests, "k3lab_1M_requests": p.max_full_context_requests})
+    return pd.DataFrame(rows)
+
+
+def aiconfigurator_weights_table(cfg: ModelConfig, layout: str = "8xb300 tp8"):
+    """Weights per GPU by component (GiB): aiconfigurator's ops summed into k3lab's
+    components beside sglang's layout as k3lab derives it, with the difference."""
+    import pandas as pd
+
+    if not aiconfigurator_models(cfg):
+        raise ValueError(f"aiconfigurator bundles the published Kimi K3 only, not {cfg.name}")
+    from .. import crosscheck
+
+    dep = parse_layout(layout)
+    a = crosscheck.memory_estimate(dep.gpu, dep.num_gpus, dep.tp, dep.pp).weights_by_component()
+    t = shard_table(cfg, dep.tp, 1, setting_for(dep.gpu_spec.vendor, (), dep.gpu_spec.arch))
+    ours = t.groupby("component", sort=False)["rank_bytes"].sum()
+    rows = [{"component": c, "aic_GiB": a.get(c, 0) / GiB, "k3lab_GiB": float(ours.get(c, 0)) / GiB}
+            for c in memory.COMPONENTS if a.get(c) or ours.get(c, 0)]
+    rows += [{"component": c, "aic_GiB": b / GiB, "k3lab_GiB": 0.0} for c, b in a.items() if c not in memory.COMPONENTS]
+    df = pd.DataFrame(rows)
+    df = pd.concat([df, pd.DataFrame([{"component": "total", "aic_GiB": df.aic_GiB.sum(),
+                                       "k3lab_GiB": df.k3lab_GiB.sum()}])], ignore_index=True)
+    df["k3lab_minus_aic_GiB"] = df.k3lab_GiB - df.aic_GiB
+    return df
+
+
 def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
     """M1–M11 for Kimi K3 (the article's model), each judged by its rule."""
     cfg = load_model("kimi-k3") if cfg is None else cfg
@@ -192,7 +310,9 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
                        f"pools {bb.max_kv_tokens:,} bf16 / {bf8.max_kv_tokens:,} fp8 tokens, "
                        f"{bb.max_full_context_requests} / {bf8.max_full_context_requests} 1M-token request(s)",
                  value=bool(bb.fits or bf8.fits),
-                 notes="'room to spare' is thin: at mem_fraction 0.9 a bf16 KV pool falls short of one 1M-token request; fp8 holds ~2"))
+                 notes=f"'room to spare' is thin: at mem_fraction 0.9 the bf16 pool ({bb.max_kv_tokens:,} tokens) falls "
+                       f"short of one 1M-token request; fp8 holds {bf8.max_kv_tokens:,} tokens, "
+                       f"{bf8.max_full_context_requests} request(s) beside their KDA state"))
     b2 = load_gpu("b200")
     out.append(R("M9", f"the article's own inputs: 8 × 192 GB = {8 * 192 / 1000:.3f} TB (the driver exposes "
                        f"8 × {b2.usable_hbm_gb:.1f} GB = {8 * b2.usable_hbm_gb / 1000:.3f} TB)",
