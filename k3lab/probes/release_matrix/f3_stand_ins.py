@@ -7,10 +7,10 @@ and refusing what AITER refuses; :func:`stand_ins_installed` binds them into the
 backend module. :class:`FakeModelConfig` and :func:`_runner` stand in for the model config
 and model runner ``AiterAttnBackend.__init__`` reads, 0.5.16 … 0.5.23.
 
-These kernel stand-ins are not :class:`k3lab.probes.aiter_backend.StandIns`: the matrix
-records their refusals and call records, and they model the AITER that sglang's backend is
-written against (see :data:`AITER_REDUCE_V1_HEADS_DV128`), not the PyPI release that
-:mod:`k3lab.aiter_release` reads.
+:class:`AiterStandIns` inherits the call records and ``get_ps_metadata_v1`` of
+:class:`k3lab.probes.aiter_backend.StandIns` but has its own kernels: the matrix records
+their refusals, and they model the AITER that sglang's backend is written against (see
+:data:`AITER_REDUCE_V1_HEADS_DV128`), not the PyPI release :mod:`k3lab.aiter_release` reads.
 """
 
 from __future__ import annotations
