@@ -72,6 +72,11 @@ def check_probs(probs: torch.Tensor, name: str = "probs") -> torch.Tensor:
     zero = sums == 0
     if bool(zero.any()):
         raise ValueError(f"{name} has all-zero row(s) {_rows(zero)}: nothing to renormalise")
+    # finite entries whose sum overflows the accumulation dtype would renormalise to zeros
+    big = torch.isinf(sums)
+    if bool(big.any()):
+        raise ValueError(f"{name} row(s) {_rows(big)} sum past the {_acc_dtype(probs.dtype)} range: "
+                         "scale the row down (these are meant to be probabilities)")
     return sums
 
 
@@ -91,9 +96,13 @@ def _check_layout(probs: torch.Tensor, name: str = "probs") -> None:
 
 
 def _check_finite_nonneg(probs: torch.Tensor) -> None:
-    """One flat ``aminmax`` pass: NaN, ±inf or a negative entry → :func:`check_probs` raises."""
+    """One flat ``aminmax`` pass: NaN, ±inf, a negative entry, or entries so large that a
+    row sum might overflow (max × vocab past the accumulation range) → :func:`check_probs`,
+    which raises when the problem is real."""
     lo, hi = torch.aminmax(probs)
     if not (bool(torch.isfinite(lo)) and bool(torch.isfinite(hi)) and bool(lo >= 0)):
+        check_probs(probs)
+    elif float(hi) * probs.shape[-1] > torch.finfo(_acc_dtype(probs.dtype)).max:
         check_probs(probs)
 
 
@@ -120,7 +129,8 @@ def per_row_k(top_k, rows: int, vocab: int, device=None) -> torch.Tensor:
     if isinstance(top_k, bool):
         raise ValueError(f"top_k must be an int or a 1-D integer tensor, got {top_k!r}")
     if isinstance(top_k, int):
-        k = torch.full((rows,), top_k, dtype=torch.int64, device=device)
+        # any k past the vocabulary means "all of it"; clamp before an int64 could overflow
+        k = torch.full((rows,), min(top_k, vocab + 1), dtype=torch.int64, device=device)
     elif isinstance(top_k, torch.Tensor):
         if top_k.dtype.is_floating_point or top_k.dtype == torch.bool or top_k.is_complex():
             raise ValueError(f"top_k must hold integers, got dtype {top_k.dtype}")
@@ -142,6 +152,8 @@ def per_row_p(top_p, rows: int, device=None) -> torch.Tensor:
     if isinstance(top_p, (int, float)):
         p = torch.full((rows,), float(top_p), dtype=torch.float64, device=device)
     elif isinstance(top_p, torch.Tensor):
+        if top_p.dtype == torch.bool or top_p.is_complex():
+            raise ValueError(f"top_p must hold real numbers, got dtype {top_p.dtype}")
         _check_one_per_row(top_p, "top_p", "p", rows)
         p = top_p.to(device=device, dtype=torch.float64)
     else:

@@ -62,6 +62,12 @@ def test_k_at_or_above_vocab_and_minus_one_only_renormalise():
         torch.testing.assert_close(S.top_k_renorm_prob(p, k), want)
 
 
+def test_k_far_past_any_int64_means_the_whole_row():
+    probs = torch.tensor([[0.5, 0.3, 0.2]])
+    assert torch.equal(S.top_k_renorm_prob(probs, 1 << 70), probs)
+    assert torch.equal(S.top_k_renorm_prob(probs, -1), probs)
+
+
 def test_per_row_k():
     p = torch.tensor([[0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25]])
     got = S.top_k_renorm_prob(p, torch.tensor([1, 2, 3], dtype=torch.int32))
@@ -140,6 +146,8 @@ def test_top_p_matches_naive_reference(rows, vocab, seed):
     (torch.zeros((0, 4)), "empty batch"),
     (torch.tensor([0.5, 0.5]), "2-D"),
     (torch.tensor([[1, 2]]), "float"),
+    # finite entries whose row sum overflows float32 would otherwise renormalise to zeros
+    (torch.full((2, 4), 3e38), r"row\(s\) 0, 1 sum past the torch.float32 range"),
 ])
 def test_bad_probs_raise(bad, msg):
     with pytest.raises(ValueError, match=msg):
@@ -159,7 +167,9 @@ def test_bad_k_raise(k, msg):
 
 
 @pytest.mark.parametrize("p, msg", [(0.0, r"\(0, 1\]"), (1.5, r"\(0, 1\]"), (math.nan, r"\(0, 1\]"),
-                                    (torch.tensor([0.5]), "1 entries but probs has 2 rows")])
+                                    (torch.tensor([0.5]), "1 entries but probs has 2 rows"),
+                                    (torch.tensor([True, True]), "real numbers"),
+                                    (torch.tensor([0.5 + 0j, 0.5 + 0j]), "real numbers")])
 def test_bad_p_raise(p, msg):
     with pytest.raises(ValueError, match=msg):
         S.top_p_renorm_prob(torch.tensor([[0.5, 0.5], [0.2, 0.8]]), p)
