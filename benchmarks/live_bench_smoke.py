@@ -23,7 +23,6 @@ import datetime as dt
 import json
 import os
 import platform
-import shutil
 import socket
 import subprocess
 import sys

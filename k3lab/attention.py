@@ -22,7 +22,6 @@ No code here is copied from sglang or AITER; the behaviour matched is cited abov
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Callable
 
 import torch

@@ -26,8 +26,8 @@ from .model import pool_sizing as ps
 from .model import resident
 from .model.capacity import KV_DTYPES, STATE_DTYPES, check_dtype, kda_state_bytes_per_request, kv_bytes_per_token
 from .model.inventory import COMPONENTS, checkpoint_bytes, count_params, inventory, routed_expert_bytes
-from .model.sharding import (VARIANTS, Setting, check_parallel, heaviest_stage, pp_stages, rank_rows,
-                             setting_for, shard_table, stage_weights_bytes)
+from .model.sharding import (VARIANTS, check_parallel, pp_stages, rank_rows, setting_for, shard_table,
+                             stage_weights_bytes)
 from .model.sharding import weights_bytes_per_gpu as _weights
 from .specs import GB, GiB, GPU, Deployment, ModelConfig, known_gpus, known_models, load_gpu, load_model
 

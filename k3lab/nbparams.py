@@ -22,6 +22,8 @@ import hashlib
 import json
 import os
 
+from . import paths
+
 MARKER = "# k3lab parameters"
 PAPERMILL_MARKER = "# Parameters"
 RUN_ENV = "K3LAB_RUN"  # set by the pipeline for a what-if profile: its name
@@ -102,11 +104,9 @@ class Params(dict):
         """Where this run's outputs go: ``results/<nb>`` for the article's questions (the
         pipeline points ``results`` at its staging folder); a what-if run run by hand goes to
         ``results/runs/<name>/<nb>``, never over the study's results."""
-        from .paths import results_dir, results_root
-
         if not self.what_if or os.environ.get(RUN_ENV):
-            return results_dir(notebook_id)
-        d = results_root() / "runs" / run_name(self.changed) / notebook_id
+            return paths.results_dir(notebook_id)
+        d = paths.results_root() / "runs" / run_name(self.changed) / notebook_id
         d.mkdir(parents=True, exist_ok=True)
         return d
 

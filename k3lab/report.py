@@ -20,9 +20,12 @@ import re
 import sys
 from pathlib import Path
 
-from . import claims, io
+from . import claims, io, roofline
+from .compare import HOUR_PREFIX, MTOK_PREFIX, compare_rows, fit_answer, fit_matrix_html, tier_columns
 from .nbparams import RUN_ENV
 from .paths import results_root
+from .prices import perf_per_dollar_by_tier
+from .throughput import article_table
 
 VERDICT_COLORS = {"reproduced": "#2e7d32", "consistent": "#7cb342", "corrected": "#f9a825",
                   "discrepancy": "#e53935", "not reproducible here": "#90a4ae", "": "#eeeeee"}
@@ -174,9 +177,6 @@ def _table(headers, rows, cls="grid") -> str:
 def perf_html(overrides=None) -> tuple[str, str]:
     """(HTML table, one-line answer): perf/$ of the article's configs under every price source.
     Throughput is the ARTICLE's (self-reported); a price is the article's or one the STUDY collected."""
-    from . import roofline
-    from .prices import perf_per_dollar_by_tier
-    from .throughput import article_table
 
     t, table = perf_per_dollar_by_tier(overrides), article_table()
     configs = [r.label for r in table.values()]
@@ -286,8 +286,6 @@ def _what_if_costs(fit, root: Path) -> str:
     price sources), then every ``*perf_per_dollar*.csv`` the run's notebooks wrote."""
     import pandas as pd
 
-    from .compare import HOUR_PREFIX, MTOK_PREFIX, tier_columns
-
     ok = fit[fit["fits"]].head(12)
     cols = tier_columns(ok, HOUR_PREFIX), tier_columns(ok, MTOK_PREFIX)
 
@@ -331,8 +329,6 @@ def build(root: Path | None = None, what_if: bool = False) -> Path:
     claims files), then every executed notebook ``<root>/NN_*/NN_*.ipynb``. What-if run: no
     ledger; the fit matrix and prices for the run's model and parameters, then its notebooks.
     """
-    from .compare import compare_rows, fit_answer, fit_matrix_html
-
     root = results_root() if root is None else Path(root)
     nbs, params = [], {}
     for p in sorted(root.glob("[0-9][0-9]_*/[0-9][0-9]_*.ipynb")):

@@ -200,10 +200,9 @@ class Workload(_Doc):
     quote: Text
 
 
-class TableConfig(_Doc):
-    """One row of the article's table; throughput in ``tok_s_unit``, price from prices.yaml."""
+class _DeploymentFields(_Doc):
+    """The fields that name a deployment (k3lab.specs.Deployment is built from them)."""
 
-    id: Text
     label: Text
     gpu: Text
     num_gpus: PositiveInt
@@ -211,6 +210,12 @@ class TableConfig(_Doc):
     tp: PositiveInt
     pp: PositiveInt
     dcp: PositiveInt
+
+
+class TableConfig(_DeploymentFields):
+    """One row of the article's table; throughput in ``tok_s_unit``, price from prices.yaml."""
+
+    id: Text
     tok_s: Positive
     tok_s_unit: Literal["tok/s per deployment", "tok/s per node", "tok/s per GPU"]
     tok_s_per_dollar_hour: Positive
@@ -360,14 +365,9 @@ class Speculative(_Doc):
         return self
 
 
-class ExtraDeployment(_Doc):
-    label: Text
-    gpu: Text
-    num_gpus: PositiveInt
-    gpus_per_node: PositiveInt
-    tp: PositiveInt
-    pp: PositiveInt
-    dcp: PositiveInt
+class ExtraDeployment(_DeploymentFields):
+    """A deployment the article does not tabulate (with the source that describes it)."""
+
     source: Text
 
 

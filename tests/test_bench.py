@@ -5,7 +5,6 @@ sglang 0.5.16's bench_serving against a llama.cpp server on this CPU
 (``benchmarks/live_bench_smoke.py``)."""
 
 import json
-import sys
 
 import pytest
 
@@ -74,6 +73,22 @@ def test_units_that_do_not_match(record):
     lat = dict(record, mean_e2e_latency_ms=record["duration"] * 1000 * 10)
     with pytest.raises(ValueError, match="exceeds the run's duration"):
         bench.validate_record(lat)
+
+
+def test_percentiles_and_token_counts_that_cannot_come_from_the_run(record):
+    # a p99 first-token time longer than the whole run (seconds written as ms, or another run's)
+    with pytest.raises(ValueError, match="p99_ttft_ms .* exceeds the run's duration"):
+        bench.validate_record(dict(record, p99_ttft_ms=record["duration"] * 1000 * 3))
+    with pytest.raises(ValueError, match="median_ttft_ms .* exceeds p99_ttft_ms"):
+        bench.validate_record(dict(record, median_ttft_ms=record["p99_ttft_ms"] * 2))
+    # the smoke run: 2 requests of at most 16 output tokens; 10x the tokens is not this run
+    many = record["total_output_tokens"] * 10
+    bad = dict(record, total_output_tokens=many, output_throughput=many / record["duration"],
+               total_throughput=record["input_throughput"] + many / record["duration"])
+    with pytest.raises(ValueError, match="exceeds completed × random_output_len"):
+        bench.validate_record(bad)
+    # a non-random dataset has no such cap
+    assert bench.validate_record(dict(bad, dataset_name="sharegpt"))["total_output_tokens"] == many
 
 
 def test_empty_file(tmp_path):

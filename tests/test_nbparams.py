@@ -7,7 +7,6 @@ Unit tests of :mod:`k3lab.nbparams`, then end to end: a tiny fixture notebook
 no k3lab pipeline in between.
 """
 
-import os
 from pathlib import Path
 
 import pytest

@@ -3,6 +3,8 @@ benchmark, and the speculative speed-up band."""
 
 from __future__ import annotations
 
+from .. import spec_decode
+
 OUTCOME_COLORS = {"ok": "#4caf50", "TypeError": "#ff9800", "NameError": "#e53935"}
 
 
@@ -56,8 +58,6 @@ def speedup_figure(sb, inputs: dict, claimed: float):
     draft cost), with the article's claim. ``inputs``: :func:`k3lab.spec_decode.model_inputs`."""
     import matplotlib.pyplot as plt
     import numpy as np
-
-    from .. import spec_decode
 
     lo_d, hi_d = inputs["draft_cost_ratio"]
     fig, ax = plt.subplots(figsize=(7.5, 4))

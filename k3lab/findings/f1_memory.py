@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from .. import claims, data, memory
 from ..model import quant
+from ..model.pool_sizing import multimodal_reserve_gib
 from ..model.resident import load_peak_bytes, mxfp4_post_load_transient_bytes
 from ..model.sharding import setting_for, shard_table
 from ..specs import GB, GiB, ModelConfig, load_gpu, load_model, parse_layout
@@ -207,8 +208,7 @@ def aiconfigurator_memory_table(cfg: ModelConfig, layouts=AIC_LAYOUTS, mem_fract
     holds, and the 1M-token requests that fit. aiconfigurator is an independent model from the field, not a measurement."""
     import pandas as pd
 
-    from .. import crosscheck
-    from ..model.pool_sizing import multimodal_reserve_gib
+    from .. import crosscheck  # aiconfigurator loads its data on import; only these tables need it
 
     if not aiconfigurator_models(cfg):
         raise ValueError(f"aiconfigurator bundles the published Kimi K3 only, not {cfg.name}")
@@ -238,7 +238,7 @@ def aiconfigurator_weights_table(cfg: ModelConfig, layout: str = "8xb300 tp8"):
 
     if not aiconfigurator_models(cfg):
         raise ValueError(f"aiconfigurator bundles the published Kimi K3 only, not {cfg.name}")
-    from .. import crosscheck
+    from .. import crosscheck  # see aiconfigurator_memory_table
 
     dep = parse_layout(layout)
     a = crosscheck.memory_estimate(dep.gpu, dep.num_gpus, dep.tp, dep.pp).weights_by_component()

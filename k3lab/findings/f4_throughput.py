@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import claims, crosscheck, memory, prices, roofline
 from ..specs import GiB, load_gpu, load_model, parse_layout, scale_out_link
-from ..throughput import article_ratios, article_table
+from ..throughput import article_ratios
 
 NB = "04_throughput_perf_per_dollar"
 CONCURRENCIES = (1, 4, 8, 16, 24, 32, 64, 128)
@@ -67,7 +67,7 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
     sol = aic_sol() if sol is None else sol
     kv_limit = crosscheck.sweep([("b300", 8, 8, 1)], KV_LIMIT_CONCURRENCIES, mode="silicon") if kv_limit is None else kv_limit
     R = claims.judge
-    t, rat = article_table(), article_ratios()
+    rat = article_ratios()
     bounds = roofline.bounds_for_measured().set_index("point")
     db = f"aiconfigurator-core {crosscheck.TOOL_VERSION}, database {silicon['database'].iloc[0]}, silicon mode"
     out = []

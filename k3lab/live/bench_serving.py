@@ -120,6 +120,17 @@ def validate_record(rec, where: str = "record") -> dict:
                          f"{dur!r} s (a latency in seconds, or a duration in ms?)")
     if rec["mean_ttft_ms"] > rec["mean_e2e_latency_ms"] * (1 + UNIT_REL_TOL):
         raise ValueError(f"{where}: units do not match: mean_ttft_ms exceeds mean_e2e_latency_ms")
+    if rec["p99_ttft_ms"] > dur * 1000 * (1 + UNIT_REL_TOL):
+        raise ValueError(f"{where}: units do not match: p99_ttft_ms {rec['p99_ttft_ms']!r} ms exceeds "
+                         f"the run's duration {dur!r} s")
+    if rec["median_ttft_ms"] > rec["p99_ttft_ms"] * (1 + UNIT_REL_TOL):
+        raise ValueError(f"{where}: median_ttft_ms {rec['median_ttft_ms']!r} exceeds p99_ttft_ms "
+                         f"{rec['p99_ttft_ms']!r}: not one run's percentiles")
+    # the random datasets (random, random-ids) draw each output length at most random_output_len
+    cap = rec["completed"] * rec["random_output_len"]
+    if str(rec.get("dataset_name", "")).startswith("random") and rec["total_output_tokens"] > cap * (1 + UNIT_REL_TOL):
+        raise ValueError(f"{where}: total_output_tokens {rec['total_output_tokens']:,} exceeds completed × "
+                         f"random_output_len = {cap:,}: the counts are not from this run")
     return rec
 
 

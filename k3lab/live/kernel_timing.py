@@ -21,6 +21,7 @@ import torch
 
 from .. import attention as A
 from .. import mla_kernels
+from ..paths import data_path
 
 DEFAULT_LENS = (1024, 2048, 4096, 8192, 16384, 32768)
 #: repeats per sequence length: many where a run is cheap, one at 32k (~1–2 min a run here).
@@ -32,8 +33,8 @@ COLUMNS = ["seq_len", "heads_real", "heads_padded", "repeats", "t_real_median_s"
 
 def _pad_copies(q, k, v, m):
     """The wrapper's own work besides the kernel: three zero-pad copies and one slice."""
-    qp, kp, vp = A.pad_heads(q, m), A.pad_heads(k, m), A.pad_heads(v, m)
-    return vp[:, : q.shape[1]].contiguous()
+    padded = [A.pad_heads(x, m) for x in (q, k, v)]  # all three are timed; v's slice stands for the output
+    return padded[2][:, : q.shape[1]].contiguous()
 
 
 def _sync(device: str) -> None:
@@ -150,8 +151,6 @@ def machine_meta(device: str, command: str) -> dict:
 def load(folder=None):
     """The committed CPU measurement (``data/measured/cpu-2core/attention_heads.csv``)."""
     import pandas as pd
-
-    from ..paths import data_path
 
     return pd.read_csv((folder / "attention_heads.csv") if folder is not None
                        else data_path("measured", "cpu-2core", "attention_heads.csv"))

@@ -24,6 +24,6 @@ def sglang_plugin() -> list[str]:
     """Apply every k3lab patch if ``K3LAB_PATCHES=1`` → what was newly patched."""
     if os.environ.get(ENV_ENABLE) != "1":
         return []
-    from . import apply
+    from . import apply  # the package imports this module: resolved at call time
 
     return apply(force=os.environ.get(ENV_FORCE) == "1")

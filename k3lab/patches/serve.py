@@ -75,7 +75,7 @@ def main(argv: Sequence[str] | None = None,
     if not sglang_args:
         print(f"k3lab serve: error: no sglang arguments after '--'\n{USAGE}", file=sys.stderr)
         return 2
-    from . import UnsupportedSglangVersion, apply
+    from . import UnsupportedSglangVersion, apply  # the package imports this module
 
     os.environ[plugin.ENV_ENABLE] = "1"
     if opts["force"]:

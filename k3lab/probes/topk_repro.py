@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 
 from .. import sampling
-from ..paths import REPO_ROOT
+from ..paths import REPO_ROOT, data_path
 
 DFLASH = "sglang.srt.speculative.dflash_utils"
 STATES = ("0.5.16", "pr32621", "patched")
@@ -94,7 +94,7 @@ def sampling_info(requests: list[dict], vocab: int):
 @contextlib.contextmanager
 def bindings(state: str):
     """Put dflash_utils' renorm names into ``state`` (see :data:`STATES`); restore after."""
-    from ..patches.topk_renorm import PATCH
+    from ..patches.topk_renorm import PATCH  # k3lab.patches imports the release matrix, which imports this module
 
     if state not in STATES:
         raise ValueError(f"unknown state {state!r}; states: {STATES}")
@@ -122,7 +122,7 @@ def bindings(state: str):
 
 def describe_bindings(mod) -> dict[str, str]:
     """What each renorm name of the module is bound to, in words."""
-    from ..patches.topk_renorm import REPLACEMENTS
+    from ..patches.topk_renorm import REPLACEMENTS  # see bindings()
 
     out = {}
     for n in ("top_k_renorm_prob", "top_p_renorm_prob", "tree_speculative_sampling_target_only"):
@@ -327,8 +327,6 @@ TRANSCRIPT = "sglang_topk_repro.json"
 def load_transcript(path: Path | None = None) -> dict:
     """The committed transcript (``data/measured/cpu-2core/sglang_topk_repro.json``)."""
     import json
-
-    from ..paths import data_path
 
     p = Path(path) if path is not None else data_path("measured", "cpu-2core", TRANSCRIPT)
     return json.loads(Path(p).read_text(encoding="utf-8"))

@@ -30,7 +30,7 @@ import torch
 from ... import attention as A
 from .emulation import swapped
 from .f3_stand_ins import AiterStandIns, _runner, reference_prefill, stand_ins_installed, varlen_batch
-from .record import _MISSING, _error, _sanitize
+from .record import _error, _sanitize
 
 AITER = "sglang.srt.layers.attention.aiter_backend"
 # Where the cold prefill is measured (tokens per sequence); small: the point is equality.

@@ -1,0 +1,46 @@
+"""The claims registry, the verdict rules, the per-notebook recorder and the ledger.
+
+Every claim of the article lives in ``data/claims.yaml`` with the article's value, its unit,
+the **method** k3lab checks it by, the **rule** that turns what was found into a verdict,
+and the **tolerance** that rule uses. A notebook (through its finding module) hands numbers
+to :meth:`Recorder.judge`; the rule named in the registry decides the verdict, capped by the
+method. Nothing else in k3lab or in a notebook writes a verdict.
+
+Methods (:data:`METHODS`): ``measured`` (ran here on real code or hardware), ``derived``
+(computed independently from primary sources), ``arithmetic`` (recomputed from the
+article's own numbers), ``emulated`` (real code in a state the study built), ``modelled``
+(an analytic model with assumptions; the band or bound is stated), ``unchecked``.
+
+Verdicts (:data:`VERDICTS`), and what each one may claim:
+
+- ``reproduced``: an independent check (method ``measured`` or ``derived``) agrees within
+  the stated tolerance. Nothing else can reach it (:func:`cap`).
+- ``consistent``: the evidence agrees but cannot establish the claim by its method
+  (``arithmetic`` on the article's own numbers, an ``emulated`` state, a ``modelled``
+  band that is narrow enough to tell the claim from its negation).
+- ``discrepancy``: the evidence disagrees; the evidence gives the size of the difference.
+- ``corrected``: the article's statement is wrong in a way the evidence pins down (its unit,
+  a contradiction with its own numbers, what really happens instead).
+- ``not reproducible here``: nothing here can confirm it (an upper bound, a model fitted to
+  the article's own numbers, a band too wide, hardware we lack); the notes say what live
+  mode measures.
+
+Layout: :mod:`~k3lab.claims.rules` (the rules and the cap), :mod:`~k3lab.claims.registry`
+(the claims and the columns), :mod:`~k3lab.claims.record` (judging, recording),
+:mod:`~k3lab.claims.ledger` (reading the records back, the ledger). Everything public is
+re-exported here: ``from k3lab import claims; claims.judge(...)``.
+"""
+
+from __future__ import annotations
+
+from .ledger import ledger, read_records, verdict_literals, verdicts_by_method
+from .record import Record, Recorder, judge, verdict
+from .registry import (LEDGER_COLUMNS, LEDGER_VIEW, METHODS, RECORD_COLUMNS, SUMMARY_COLUMNS, Claim, get,
+                       registry)
+from .rules import (BAND_MAX_RATIO, INDEPENDENT, RULES, VERDICTS, agrees, band_is_informative, cap,
+                    decimals_of, round_half_up)
+
+__all__ = ["BAND_MAX_RATIO", "INDEPENDENT", "LEDGER_COLUMNS", "LEDGER_VIEW", "METHODS", "RECORD_COLUMNS",
+           "RULES", "SUMMARY_COLUMNS", "VERDICTS", "Claim", "Record", "Recorder", "agrees",
+           "band_is_informative", "cap", "decimals_of", "get", "judge", "ledger", "read_records",
+           "registry", "round_half_up", "verdict", "verdict_literals", "verdicts_by_method"]

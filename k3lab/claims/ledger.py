@@ -1,0 +1,109 @@
+"""The ledger: every notebook's checked ``claims.csv`` joined with the registry."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..paths import results_root
+from .registry import LEDGER_COLUMNS, RECORD_COLUMNS, registry
+from .rules import VERDICTS, cap, format_value
+
+
+def read_records(path, notebook_id: str) -> dict[str, dict]:
+    """One notebook's ``claims.csv``, checked: exact columns, known claims that belong to
+    ``notebook_id``, every claim of that notebook present once, verdicts and methods that
+    match the registry. ValueError naming the file otherwise."""
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not a readable claims file ({e})") from None
+    if not Path(path).read_bytes().endswith(b"\n"):
+        raise ValueError(f"{path}: truncated (its last row has no end of line)")
+    if list(df.columns) != RECORD_COLUMNS:
+        raise ValueError(f"{path}: columns {list(df.columns)} != {RECORD_COLUMNS}")
+    reg = registry()
+    out = {}
+    for r in df.to_dict("records"):
+        cid = r["claim_id"]
+        if cid not in reg:
+            raise ValueError(f"{path}: unknown claim {cid!r}")
+        if reg[cid].notebook != notebook_id:
+            raise ValueError(f"{path}: claim {cid} belongs to {reg[cid].notebook}, not {notebook_id}")
+        if cid in out:
+            raise ValueError(f"{path}: claim {cid} recorded twice")
+        if r["verdict"] not in VERDICTS:
+            raise ValueError(f"{path}: claim {cid} has unknown verdict {r['verdict']!r}")
+        if r["method"] != reg[cid].method:
+            raise ValueError(f"{path}: claim {cid} method {r['method']!r} != registry {reg[cid].method!r}")
+        if cap(r["method"], r["verdict"]) != r["verdict"]:
+            raise ValueError(f"{path}: claim {cid}: verdict {r['verdict']!r} is not allowed for method {r['method']!r}")
+        out[cid] = r
+    want = {c.id for c in reg.values() if c.notebook == notebook_id}
+    if set(out) != want:
+        raise ValueError(f"{path}: missing claims {sorted(want - set(out))} (truncated or stale file)")
+    return out
+
+
+def ledger(root=None, notebook_ids=None):
+    """Join the claims files of the given notebooks (default: every notebook the registry
+    names) with the registry → DataFrame of :data:`LEDGER_COLUMNS`, registry order.
+
+    Each claim is read only from ``<root>/<its notebook>/claims.csv``: a stray folder is
+    never read, a missing or truncated file is an error."""
+    import pandas as pd
+
+    root = results_root() if root is None else root
+    reg = registry()
+    nbs = sorted({c.notebook for c in reg.values()}) if notebook_ids is None else list(notebook_ids)
+    found: dict[str, dict] = {}
+    for nb in nbs:
+        path = root / nb / "claims.csv"
+        if not path.exists():
+            raise ValueError(f"{path}: missing (did {nb} run?)")
+        found.update(read_records(path, nb))
+    rows = []
+    for cid, c in reg.items():
+        if c.notebook not in nbs:
+            continue
+        r = found[cid]
+        rows.append({"claim_id": cid, "finding": c.finding, "quote": c.quote,
+                     "claimed": format_value(c.claimed), "unit": c.unit, "method": c.method,
+                     "reproduced": r["reproduced"], "bound": r["bound"], "verdict": r["verdict"],
+                     "rule": c.rule, "tolerance": c.tolerance_text(),
+                     "evidence": r["evidence"], "notes": r["notes"]})
+    return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
+
+
+def verdicts_by_method(df) -> str:
+    """One line counting verdicts by method, e.g. ``reproduced: 9 derived, 3 measured;
+    consistent: 6 arithmetic, 2 emulated; …``."""
+    parts = []
+    for v in VERDICTS:
+        sub = df[df["verdict"] == v]
+        if len(sub):
+            counts = sub["method"].value_counts()
+            inner = ", ".join(f"{n} {m}" for m, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+            parts.append(f"{v}: {inner}")
+    return "; ".join(parts)
+
+
+_VERDICT_WORD = re.compile("|".join(re.escape(v) for v in VERDICTS))
+
+
+def verdict_literals(source: str) -> list[str]:
+    """Verdict words appearing as string literals in ``source`` (a notebook code cell):
+    a verdict must come from a rule, never be typed."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _VERDICT_WORD.fullmatch(node.value.strip()):
+            hits.append(node.value)
+    return hits

@@ -1,0 +1,83 @@
+"""The claims registry: every claim of ``data/claims.yaml`` as a :class:`Claim`, and the
+columns the records and the ledger carry."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from .. import data
+from .rules import RULES
+
+METHODS = data.METHODS
+VERDICTS = ("reproduced", "consistent", "discrepancy", "corrected", "not reproducible here")
+INDEPENDENT = ("measured", "derived")
+RECORD_COLUMNS = ["claim_id", "method", "reproduced", "bound", "verdict", "rule", "evidence", "notes"]
+LEDGER_COLUMNS = ["claim_id", "finding", "quote", "claimed", "unit", "method", "reproduced",
+                  "bound", "verdict", "rule", "tolerance", "evidence", "notes"]
+#: what a notebook shows of its own records, and of the ledger
+SUMMARY_COLUMNS = ["claim_id", "method", "reproduced", "bound", "verdict"]
+LEDGER_VIEW = ["claim_id", "claimed", "method", "reproduced", "bound", "verdict", "evidence"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the article, as the article states it, and how k3lab checks it."""
+
+    id: str
+    finding: str
+    notebook: str
+    quote: str
+    claimed: object
+    unit: str
+    method: str
+    rule: str
+    tolerance: object = None
+    added: str | None = None
+
+    @property
+    def claimed_numbers(self) -> list[float]:
+        """The claimed value as numbers: ``2.78`` → [2.78]; ``"48 / 33 / 7"`` → [48, 33, 7]."""
+        if isinstance(self.claimed, bool):
+            raise ValueError(f"claim {self.id}: claimed value {self.claimed!r} is not a number")
+        if isinstance(self.claimed, (int, float)):
+            return [float(self.claimed)]
+        try:
+            return [float(x) for x in str(self.claimed).split(" / ")]
+        except ValueError:
+            raise ValueError(f"claim {self.id}: claimed value {self.claimed!r} is not a number "
+                             f"(or numbers separated by ' / ')") from None
+
+    def tolerance_text(self) -> str:
+        t = self.tolerance
+        if t is None:
+            return ""
+        if t.digits:
+            return "claim's own precision (half a unit in its last digit)"
+        return f"±{t.rel:.1%} relative" if t.rel is not None else f"±{t.abs:g} {self.unit}"
+
+
+def registry() -> dict[str, Claim]:
+    """All claims of ``data/claims.yaml``, by ID, in the file's order (validated, cached)."""
+    return _registry(id(data.load("claims")))
+
+
+@functools.lru_cache(maxsize=4)
+def _registry(_doc_id) -> dict[str, Claim]:
+    doc = data.load("claims")
+    out = {}
+    for c in doc.claims:
+        if c.rule not in RULES:
+            raise data.DataError(f"data/claims.yaml: claim {c.id}: unknown rule {c.rule!r}; "
+                                 f"known: {', '.join(RULES)}")
+        out[c.id] = Claim(c.id, c.finding, c.notebook, c.quote, c.claimed, c.unit, c.method,
+                          c.rule, c.tolerance, c.added)
+    return out
+
+
+def get(claim_id: str) -> Claim:
+    """One claim by ID; ValueError naming the known IDs otherwise."""
+    reg = registry()
+    if claim_id not in reg:
+        raise ValueError(f"unknown claim id {claim_id!r}; known: {', '.join(reg)}")
+    return reg[claim_id]
