@@ -26,6 +26,7 @@ from .model import pool_sizing as ps
 from .model import resident
 from .model.capacity import KV_DTYPES, STATE_DTYPES, check_dtype, kda_state_bytes_per_request, kv_bytes_per_token
 from .model.inventory import COMPONENTS, checkpoint_bytes, count_params, inventory, routed_expert_bytes
+from .model._checks import check_size
 from .model.sharding import (VARIANTS, check_parallel, pp_stages, rank_rows, setting_for, shard_table,
                              stage_weights_bytes)
 from .model.sharding import weights_bytes_per_gpu as _weights
@@ -161,7 +162,8 @@ def _page_size(gpu: GPU, cfg: ModelConfig) -> int:
 
 def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: str = "bf16",
         state_dtype: str = "fp32", context_tokens: int | None = None, variants=(),
-        init_overhead_bytes: int = 0, slots_per_request: int = SLOTS_PER_REQUEST) -> Plan:
+        init_overhead_bytes: int = 0, slots_per_request: int = SLOTS_PER_REQUEST,
+        max_running_requests: int | None = None) -> Plan:
     """The memory fit of ``cfg`` on a :class:`~k3lab.specs.Deployment` → :class:`Plan`.
 
     ``mem_fraction``: sglang's ``--mem-fraction-static`` in (0, 1]. ``variants``: names of
@@ -170,6 +172,9 @@ def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: 
     collectives; not derivable from a config, 0 by default: an upper bound on the pool).
     ``slots_per_request``: state slots per running request (5 with sglang's default
     ``extra_buffer`` radix-cache strategy, 4 with ``extra_buffer_lazy``, 1 without the cache).
+    ``max_running_requests``: sglang's ``--max-running-requests`` (None: sglang's default; 48
+    with the DSpark draft, as the article's launch sets it). With ``dp-attention`` the state
+    pool is shared by ``tp`` attention-DP ranks (``--dp-size`` = TP), as sglang divides it.
     """
     unknown = sorted(set(variants or ()) - set(FIT_VARIANTS))
     if unknown:
@@ -184,6 +189,9 @@ def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: 
     check_dtype("state_dtype", state_dtype, STATE_DTYPES)
     ctx = cfg.max_position_embeddings if context_tokens is None else context_tokens
     data.check_count("context_tokens", ctx)
+    if max_running_requests is not None:
+        data.check_count("max_running_requests", max_running_requests)
+    check_size("init_overhead_bytes", init_overhead_bytes)
     g = dep.gpu_spec
     variants = tuple(sorted(set(variants) | ({"ep"} if dep.ep else set()) | ({"dp-attention"} if dep.dp_attention else set())))
     setting = setting_for(g.vendor, [v for v in variants if v in VARIANTS], g.arch)
@@ -209,7 +217,9 @@ def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: 
                                   mem_fraction_static=float(mem_fraction), cell_bytes_per_token=cell,
                                   context_len=ctx, state_bytes_per_slot=slot or None, page_size=page,
                                   slots_per_request=slots_per_request, mm_reserve_gib=mm_gib,
-                                  max_running_requests=DSPARK_MAX_RUNNING_REQUESTS if draft else None,
+                                  max_running_requests=max_running_requests if max_running_requests is not None
+                                  else (DSPARK_MAX_RUNNING_REQUESTS if draft else None),
+                                  attn_dp_size=tp if setting.dp_attention else 1,
                                   speculative_num_draft_tokens=dspark_draft().block_size_tokens + 1 if draft else None)
         except ps.InsufficientMemoryError:
             weights_fit = False
@@ -242,7 +252,8 @@ def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: 
 
 def plan(cfg: ModelConfig, gpu, num_gpus: int, tp: int, mem_fraction: float = 0.9, kv_dtype: str = "bf16",
          pp: int = 1, state_dtype: str = "fp32", context_tokens: int | None = None, variants=(),
-         hbm_gb: float | None = None) -> Plan:
+         hbm_gb: float | None = None, init_overhead_bytes: int = 0,
+         max_running_requests: int | None = None) -> Plan:
     """Fit ``cfg`` on ``num_gpus`` × ``gpu`` (a name or a :class:`~k3lab.specs.GPU`) at
     TP=``tp`` × PP=``pp`` (``num_gpus`` a multiple of tp·pp; the rest are replicas).
 
@@ -254,7 +265,8 @@ def plan(cfg: ModelConfig, gpu, num_gpus: int, tp: int, mem_fraction: float = 0.
         hbm_gb = gpu.usable_hbm_gb
     dep = Deployment(key, num_gpus, tp, pp, ep="ep" in (variants or ()),
                      dp_attention="dp-attention" in (variants or ()), hbm_gb=hbm_gb)
-    return fit(cfg, dep, mem_fraction, kv_dtype, state_dtype, context_tokens, variants)
+    return fit(cfg, dep, mem_fraction, kv_dtype, state_dtype, context_tokens, variants,
+               init_overhead_bytes=init_overhead_bytes, max_running_requests=max_running_requests)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -298,6 +310,11 @@ def _parser(gpus: list[str]) -> argparse.ArgumentParser:
     ap.add_argument("--state-dtype", default="fp32", choices=STATE_DTYPES)
     ap.add_argument("--context", type=int, default=None, help="context length in tokens (default: the model's maximum)")
     ap.add_argument("--hbm-gb", type=float, default=None, help="override usable HBM per GPU in GB (1e9 B)")
+    ap.add_argument("--max-running-requests", type=int, default=None,
+                    help="sglang --max-running-requests (default: sglang's own; 48 with the dspark variant)")
+    ap.add_argument("--init-overhead-gib", type=float, default=0.0,
+                    help="GiB the runtime holds before the weights load (CUDA/HIP context, NCCL/RCCL "
+                         "buffers; default 0, so the pools are an upper bound)")
     ap.add_argument("--json", action="store_true", help="print the plan as JSON")
     return ap
 
@@ -312,9 +329,13 @@ def cli_main(argv: list[str] | None = None) -> int:
     args = _parser(gpus).parse_args(argv)
     try:
         cfg = load_model(args.model)
+        data.check_finite("--init-overhead-gib", args.init_overhead_gib, positive=False)
+        if args.init_overhead_gib < 0:
+            raise ValueError(f"--init-overhead-gib must be >= 0, got {args.init_overhead_gib!r}")
         p = plan(cfg, args.gpu, args.gpus, args.tp, args.mem_fraction, args.kv_dtype, pp=args.pp,
                  state_dtype=args.state_dtype, context_tokens=args.context, variants=args.variant,
-                 hbm_gb=args.hbm_gb)
+                 hbm_gb=args.hbm_gb, init_overhead_bytes=int(args.init_overhead_gib * GiB),
+                 max_running_requests=args.max_running_requests)
     except ValueError as e:
         print(f"k3lab fit: error: {e}", file=sys.stderr)
         return 2

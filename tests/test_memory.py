@@ -196,6 +196,27 @@ def test_plan_mi355x_tp8_aiter_k3_opt_by_hand():
     assert 0 <= p.free_bytes_per_gpu <= 100 * 2**20 + CELL
 
 
+def test_init_overhead_and_max_running_requests_reach_the_pools():
+    """What the runtime holds before loading lowers both free figures sglang measures, so the
+    rest shrinks by mem_fraction × overhead: rest = (cap − O − w − o) − (1 − f)(cap − O) − mm."""
+    o = 4 * GiB
+    base = memory.plan(CFG, "mi355x", 8, 8, variants=["aiter-k3-opt"])
+    p = memory.plan(CFG, "mi355x", 8, 8, variants=["aiter-k3-opt"], init_overhead_bytes=o)
+    w = _sglang("tp8|rocm-aiter+k3opt")
+    rest = (MI355X_BYTES - o - w - VISION_BYTES) / GiB - (MI355X_BYTES - o) / GiB * 0.1 - MM_RESERVE_GIB
+    k = int((rest * 0.9 / 1.9 * GiB - SLOT_TP8) // SLOT_TP8)
+    tokens = int((rest - (k + 1) * SLOT_TP8 / GiB) * GiB) // CELL
+    assert p.max_kv_tokens == tokens < base.max_kv_tokens
+    assert p.reserve_bytes_per_gpu == round(0.1 * (MI355X_BYTES - o))
+    # a user cap on running requests is what the server logs (the state pool is sized by ratio)
+    q = memory.plan(CFG, "mi355x", 8, 8, variants=["aiter-k3-opt"], max_running_requests=16)
+    assert q.max_running_requests == 16 and q.max_kv_tokens == base.max_kv_tokens
+    with pytest.raises(ValueError, match="max_running_requests must be a positive integer"):
+        memory.plan(CFG, "mi355x", 8, 8, max_running_requests=0)
+    with pytest.raises(ValueError, match="init_overhead_bytes must be a non-negative integer"):
+        memory.plan(CFG, "mi355x", 8, 8, init_overhead_bytes=-1)
+
+
 def test_plan_b300_tp8_128k_by_hand_with_64_token_pages():
     # B300 (SM103) auto-selects trtllm_mla: 64-token pages
     p = memory.plan(CFG, "b300", 8, 8, context_tokens=131_072)

@@ -109,3 +109,39 @@ def test_readme_fit_example_is_current():
     out = subprocess.run([sys.executable, "-m", "k3lab", "fit", "--gpu", "mi355x", "--gpus", "8", "--tp", "8"],
                          capture_output=True, text=True, check=True, cwd=REPO_ROOT).stdout
     assert out.strip() in (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_compare_example_is_current():
+    """The README shows `python -m k3lab compare --model deepseek-v3 --context 131072` in full
+    (in a <details> block) with its real output."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "k3lab", "compare", "--model", "deepseek-v3", "--context", "131072"],
+                         capture_output=True, text=True, check=True, cwd=REPO_ROOT).stdout
+    assert out.strip() in (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("profile", ["deepseek-v3-mi300x-vs-h200", "kimi-k3-fp8-256k"])
+def test_what_if_profiles_run_into_their_own_folder(tmp_path, profile):
+    """The two example what-if profiles run end to end (another model; other GPUs) into
+    results/runs/<profile>/, judge no claim, and price the chosen layouts at the model bound."""
+    old = os.environ.get("K3LAB_RESULTS")
+    os.environ["K3LAB_RESULTS"] = str(tmp_path)
+    try:
+        pipeline.run(profile, report=False)
+    finally:
+        if old is None:
+            os.environ.pop("K3LAB_RESULTS", None)
+        else:
+            os.environ["K3LAB_RESULTS"] = old
+    root = tmp_path / "runs" / profile
+    assert (root / "manifest.json").exists()
+    assert not list(tmp_path.glob("0[0-9]_*")), "a what-if run wrote into the study's results"
+    assert not list(root.glob("*/claims.csv")), "a what-if run judged claims"
+    bound = pd.read_csv(root / "04_throughput_perf_per_dollar" / "perf_per_dollar_at_model_bound.csv")
+    want = set(pipeline.load_profile(profile)["notebooks"]["04_throughput_perf_per_dollar"].get("gpus", ["mi355x", "b300", "b200"]))
+    assert set(bound["gpu"]) <= want and len(bound) > 0
+    assert (bound["electricity_usd_per_gpu_hour"] > 0).all()
+    fits = pd.read_csv(root / "01_memory_fit" / "fit_plans.csv")
+    assert len(fits) > 0

@@ -76,6 +76,8 @@ def settings_table(cfg: ModelConfig, mem_fraction: float = 0.9):
 
     rows = []
     for layout, var in SETTINGS:
+        if "dspark" in var and not cfg.has_kda:
+            continue  # the DSpark draft is Kimi K3's; another model has no such setting
         b, f = _fits_any_kv(cfg, layout, var, mem_fraction)
         rows.append({"layout": b.label, "setting": ", ".join(var) or "sglang default", "platform": b.platform,
                      "weights_GiB": b.weights_bytes_per_gpu / GiB,
@@ -107,37 +109,52 @@ def fit_table(cfg: ModelConfig, layouts=STUDY_LAYOUTS, mem_fraction: float = 0.9
     return pd.DataFrame(rows)
 
 
+def _startup_prediction(cfg, log: dict, dep, var) -> tuple[object, str]:
+    """k3lab's figure for one public start-up log's quantity under ``var`` → (value, how)."""
+    p = memory.fit(cfg, dep, log["mem_fraction"], log["kv_dtype"], variants=var,
+                   slots_per_request=log["slots_per_request"])
+    q = log["quantity"]
+    if q == "max_running_requests":
+        return p.max_running_requests, ""
+    if q == "max_total_num_tokens":
+        return p.max_kv_tokens, ""
+    if q == "loaded_weights_gib_per_rank":
+        dr = memory.fit(cfg, dep, log["mem_fraction"], log["kv_dtype"], variants=var + ("dspark",))
+        return round((dr.weights_bytes_per_gpu + dr.other_resident_bytes_per_gpu) / GiB, 1), \
+            "weights + vision tower + DSpark draft"
+    if q == "kv_bytes_per_token":
+        return round(p.kv_bytes_per_token / 1024, 1), "KiB per token"
+    raise ValueError(f"data/public_startup_logs.yaml: log {log['id']}: quantity {q!r} is not one k3lab predicts")
+
+
 def startup_table(cfg: ModelConfig):
     """Public start-up figures (``data/public_startup_logs.yaml``) beside k3lab's prediction
-    for the settings each states; a log whose settings k3lab cannot model says why."""
+    for the settings each states; a log whose settings k3lab cannot model says why.
+
+    None of these logs states whether ``SGLANG_AITER_K3_OPT`` was set, so an MI355X log is
+    predicted under both settings (one row each, ``setting``), never under the one that
+    happens to match; where both give the same figure, one row says ``either``."""
     import pandas as pd
 
     doc = data.load("startup_logs")
     rows = []
     for log in (x.model_dump() for x in doc.logs):
         dep = parse_layout(log["layout"])
-        var = ("aiter-k3-opt",) if dep.gpu == "mi355x" else ()
-        pred, how = None, ""
-        if log["predict"]:
-            p = memory.fit(cfg, dep, log["mem_fraction"], log["kv_dtype"], variants=var,
-                           slots_per_request=log["slots_per_request"])
-            q = log["quantity"]
-            if q == "max_running_requests":
-                pred = p.max_running_requests
-            elif q == "max_total_num_tokens":
-                pred = p.max_kv_tokens
-            elif q == "loaded_weights_gib_per_rank":
-                dr = memory.fit(cfg, dep, log["mem_fraction"], log["kv_dtype"], variants=var + ("dspark",))
-                pred = round((dr.weights_bytes_per_gpu + dr.other_resident_bytes_per_gpu) / GiB, 1)
-                how = "weights + vision tower + DSpark draft"
-            elif q == "kv_bytes_per_token":
-                pred = round(p.kv_bytes_per_token / 1024, 1)
-                how = "KiB per token"
         src = doc.sources[log["source"]]
-        err = None if pred is None else round(100 * (pred - log["value"]) / log["value"], 1)
-        rows.append({"log": log["id"], "source": f"{src.title.split(':')[0]} ({src.date})",
-                     "quantity": log["quantity"], "reported": log["value"], "predicted": pred,
-                     "error_pct": err, "settings_unknown": log["unknown"], "note": how})
+        base = {"log": log["id"], "source": f"{src.title.split(':')[0]} ({src.date})",
+                "quantity": log["quantity"], "reported": log["value"]}
+        tail = {"settings_unknown": log["unknown"]}
+        if not log["predict"]:
+            rows.append({**base, "setting": "", "predicted": None, "error_pct": None, **tail, "note": ""})
+            continue
+        options = [("aiter-k3-opt",), ()] if dep.gpu_spec.vendor == "amd" else [()]
+        preds = [(var, *_startup_prediction(cfg, log, dep, var)) for var in options]
+        if len({p for _, p, _ in preds}) == 1 and len(preds) > 1:
+            preds = [(("either",), preds[0][1], preds[0][2])]
+        for var, pred, how in preds:
+            err = round(100 * (pred - log["value"]) / log["value"], 1)
+            rows.append({**base, "setting": ", ".join(var) or "sglang default", "predicted": pred,
+                         "error_pct": err, **tail, "note": how})
     return pd.DataFrame(rows)
 
 

@@ -12,12 +12,61 @@ from __future__ import annotations
 
 from .. import claims, crosscheck, memory, prices, roofline
 from ..specs import GiB, load_gpu, load_model, parse_layout, scale_out_link
-from ..throughput import article_ratios
+from ..throughput import article_ratios, article_workload, tok_s_per_dollar_hour, usd_per_million_tokens
 
 NB = "04_throughput_perf_per_dollar"
 CONCURRENCIES = (1, 4, 8, 16, 24, 32, 64, 128)
 #: beyond the article's sweep, to find where the tool's KV pool runs out
 KV_LIMIT_CONCURRENCIES = (160, 176, 192, 256)
+
+
+def held_concurrency(cfg, dep, mem_fraction: float = 0.9, kv_dtype: str = "bf16",
+                     context_tokens: int | None = None) -> int:
+    """Requests of ``context_tokens`` (default: the article's 1,024 in + 400 out) that the
+    deployment's pools hold at once under sglang 0.5.23 (0 when the weights do not load):
+    ``min(max_running_requests, max_kv_tokens // context)``. MI355X with SGLANG_AITER_K3_OPT=1."""
+    w = article_workload()
+    ctx = context_tokens or w["input_len_tokens"] + w["output_len_tokens"]
+    var = ("aiter-k3-opt",) if dep.gpu_spec.vendor == "amd" else ()
+    p = memory.fit(cfg, dep, mem_fraction, kv_dtype, context_tokens=ctx, variants=var)
+    return min(p.max_running_requests, p.max_kv_tokens // ctx) if p.weights_fit else 0
+
+
+def bound_perf_per_dollar(curves, deps, overrides=None, usd_per_kwh: float = 0.0, pue: float | None = None):
+    """perf/$ at the roofline's peak (a MODEL upper bound, never a throughput) for each
+    deployment in ``curves`` (:func:`k3lab.roofline.curve` rows) under every price source
+    that prices its GPU, electricity included: board power × ``pue`` (default: the middle
+    PUE of ``data/prices.yaml``) × ``usd_per_kwh`` added to each GPU-hour.
+
+    Columns: layout, gpu, num_gpus, peak_concurrency, bound_tok_s (deployment), tier, kind,
+    usd_per_gpu_hour, electricity_usd_per_gpu_hour, bound_tok_s_per_dollar_hour,
+    usd_per_million_tokens_at_bound."""
+    import pandas as pd
+
+    if pue is None:
+        pues = sorted(prices.electricity_assumptions()["pue"])
+        pue = pues[len(pues) // 2]
+    pr = prices.prices(overrides)
+    rows = []
+    for d in deps:
+        c = curves[curves["label"] == d.label]
+        if c.empty:
+            continue
+        peak = c.loc[c["tok_s_bound"].idxmax()]
+        elec = prices.electricity_usd_per_gpu_hour(d.gpu_spec.board_power_w, pue, usd_per_kwh)
+        for p in pr[pr["gpu"] == d.gpu].itertuples():
+            hour = p.usd_per_gpu_hour + elec
+            rows.append({"layout": d.label, "gpu": d.gpu, "num_gpus": d.num_gpus,
+                         "peak_concurrency": int(peak["concurrency"]), "bound_tok_s": float(peak["tok_s_bound"]),
+                         "tier": p.tier, "kind": p.kind, "usd_per_gpu_hour": p.usd_per_gpu_hour,
+                         "electricity_usd_per_gpu_hour": elec,
+                         "bound_tok_s_per_dollar_hour": tok_s_per_dollar_hour(float(peak["tok_s_bound"]),
+                                                                              d.num_gpus, hour),
+                         "usd_per_million_tokens_at_bound": usd_per_million_tokens(float(peak["tok_s_bound"]),
+                                                                                   d.num_gpus, hour)})
+    return pd.DataFrame(rows, columns=["layout", "gpu", "num_gpus", "peak_concurrency", "bound_tok_s", "tier",
+                                       "kind", "usd_per_gpu_hour", "electricity_usd_per_gpu_hour",
+                                       "bound_tok_s_per_dollar_hour", "usd_per_million_tokens_at_bound"])
 
 
 def _article_net() -> float:
