@@ -12,7 +12,7 @@ AITER_VERSION := $(shell sed -n 's/^amd-aiter==//p' $(AITER_REQ))
 SGL_STAMP := $(SGL_VENV)/.k3lab-setup
 NBVAL_RESULTS := $(abspath build/nbval-results)
 
-.PHONY: setup sglang-env reproduce test test-unit test-sglang test-notebooks lab notebooks readme-table check-readme clean
+.PHONY: setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-unit test-sglang test-notebooks lab notebooks readme-table check-readme clean
 
 setup: $(STAMP)
 
@@ -35,6 +35,22 @@ $(SGL_STAMP): requirements/sglang-0.5.16.txt requirements/sglang-0.5.23.txt pypr
 	# sglang 0.5.23 beside it (not on sys.path): read by child processes only (see the file)
 	$(SGL_PY) -m pip install -q --no-deps --upgrade --target $(SGL_VENV)/sglang-0.5.23 -r requirements/sglang-0.5.23.txt
 	touch $@
+
+# Every sglang release of requirements/sglang-releases.txt beside .venv-sglang (~2.5 min, 1.3 GB);
+# not part of `make test` (the sglang tier regenerates 0.5.16 and 0.5.23, which sglang-env installs).
+sglang-releases: sglang-env
+	for v in $$(sed -n 's/^sglang==\([^ ]*\).*/\1/p' requirements/sglang-releases.txt); do \
+	  test -d $(SGL_VENV)/releases/sglang-$$v/sglang || \
+	  $(SGL_PY) -m pip install -q --no-deps --target $(SGL_VENV)/releases/sglang-$$v sglang==$$v || exit 1; \
+	done
+
+# Re-measure the whole release matrix into data/measured/ (~15-20 min on 2 cores) ...
+release-matrix: sglang-releases
+	$(SGL_PY) benchmarks/sglang_release_matrix.py
+
+# ... or check every installed release against the committed matrix without rewriting it.
+test-release-matrix: sglang-releases
+	K3LAB_RELEASE_MATRIX=all $(SGL_PY) -m pytest -q -m sglang tests/sglang/test_release_matrix.py -p no:cacheprovider
 
 reproduce: setup
 	$(PY) -m k3lab reproduce --profile $(PROFILE)

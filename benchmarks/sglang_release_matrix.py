@@ -1,19 +1,14 @@
 """Findings 2 and 3 on every sglang release from 0.5.16 on (CPU), one child process each.
 
-Install the releases first (``requirements/sglang-releases.txt``; ~2.5 minutes, 1.3 GB)::
-
-    for v in $(sed -n 's/^sglang==\\([^ ]*\\).*/\\1/p' requirements/sglang-releases.txt); do
-        .venv-sglang/bin/python -m pip install -q --no-deps \\
-            --target .venv-sglang/releases/sglang-$v sglang==$v
-    done
-
-then, in the compatibility environment (``make sglang-env``)::
+``make release-matrix`` installs the releases (``make sglang-releases``:
+``requirements/sglang-releases.txt``, ~2.5 minutes, 1.3 GB) and runs this script in the
+compatibility environment; by hand::
 
     .venv-sglang/bin/python benchmarks/sglang_release_matrix.py [--versions 0.5.16 0.5.19]
 
 Each release runs in ``.venv-sglang``'s Python with ``PYTHONPATH`` set to its folder
-(:mod:`k3lab.probes.release_matrix`; ~1 minute per release on 2 cores, ~9 minutes for all
-eight). Writes ``data/measured/cpu-2core/sglang_release_matrix.json`` (deterministic: no
+(:mod:`k3lab.probes.release_matrix`). The committed run took 1,054 s for all eight
+(45–192 s per release, ``wall_seconds_per_release`` in the meta file) on a shared 2-core box. Writes ``data/measured/cpu-2core/sglang_release_matrix.json`` (deterministic: no
 times, no paths; ``tests/sglang/test_release_matrix.py`` regenerates rows and compares) and
 ``sglang_release_matrix.meta.json`` (machine, versions, date, command). A release that is
 listed in the requirements file but not installed is an error, not a silent gap.

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import data, io, nbparams
+from .aiter_release import installed_release
 from .paths import NOTEBOOKS_DIR, PARAMS_DIR, REPO_ROOT, results_root
 
 KERNEL_NAME = "k3lab"
@@ -283,6 +284,11 @@ def versions() -> dict:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             out[pkg] = None
+    # the AITER release notebook 03 reads as files (installed beside the venv, never imported)
+    try:
+        out["amd-aiter"] = installed_release().version
+    except (OSError, ValueError):
+        out["amd-aiter"] = None
     return out
 
 
@@ -300,6 +306,39 @@ def read_manifest(target: Path | None = None) -> dict:
     if not path.exists():
         raise PipelineError(f"{path} is missing: no complete run there (make reproduce)")
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+#: rebuilt on demand (``python -m k3lab.report``) from the results it shows: not checked
+REBUILDABLE = ("report.html",)
+
+
+def verify(target: Path | None = None) -> list[str]:
+    """What in ``target`` (default ``results/``) differs from its manifest → one line each.
+
+    A listed file that is missing or whose sha256 changed, or a file in a run-owned entry the
+    run did not write (a notebook run by hand in JupyterLab writes straight into
+    ``results/<nb>/``; a stray folder) — everything :func:`_managed` covers except
+    ``manifest.json`` itself and :data:`REBUILDABLE`. Empty: the folder is exactly the
+    run's. PipelineError when there is no manifest (no complete run there)."""
+    target = Path(target or results_root())
+    man = read_manifest(target)
+    listed = man.get("files", {})
+    out = []
+    for rel, digest in sorted(listed.items()):
+        p = target / rel
+        if rel in REBUILDABLE:
+            continue
+        if not p.is_file():
+            out.append(f"{rel}: missing (listed by run {man.get('run_id')})")
+        elif sha256(p) != digest:
+            out.append(f"{rel}: changed since run {man.get('run_id')} wrote it")
+    for entry in _managed(target):
+        files = [entry] if entry.is_file() else sorted(q for q in entry.rglob("*") if q.is_file())
+        for q in files:
+            rel = str(q.relative_to(target))
+            if rel not in listed and rel not in (MANIFEST, *REBUILDABLE):
+                out.append(f"{rel}: not written by run {man.get('run_id')}")
+    return out
 
 
 def _error_line(e) -> str:
@@ -356,7 +395,7 @@ def run(profile: str = "offline", kernel_name: str = KERNEL_NAME, report: bool =
                 timings.append((job.notebook_id, time.perf_counter() - t0))
                 print(f"[k3lab]   done in {timings[-1][1]:.1f} s", flush=True)
             if report:
-                from . import report as report_mod
+                from . import report as report_mod  # report imports compare/prices/notebook HTML: only when asked
 
                 report_mod.build(staging, what_if=what_if)
             io.write_json(staging / MANIFEST, manifest(staging, run_id, profile, jobs, started))

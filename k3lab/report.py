@@ -320,6 +320,14 @@ _CSS = (
     "pre{background:#f7f7f7;padding:6px;overflow-x:auto;font-size:12px}")
 
 
+def _drift(root: Path) -> list[str]:
+    """:func:`k3lab.pipeline.verify` of a committed run folder; nothing for a folder without a
+    manifest (the pipeline's staging folder, where the report is built before the manifest)."""
+    from .pipeline import MANIFEST, verify  # the pipeline imports this module when it builds a report
+
+    return verify(root) if (root / MANIFEST).exists() else []
+
+
 def build(root: Path | None = None, what_if: bool = False) -> Path:
     """Write ``<root>/report.html`` (default ``results/``), self-contained, and return its path.
 
@@ -330,6 +338,7 @@ def build(root: Path | None = None, what_if: bool = False) -> Path:
     ledger; the fit matrix and prices for the run's model and parameters, then its notebooks.
     """
     root = results_root() if root is None else Path(root)
+    drift = _drift(root)
     nbs, params = [], {}
     for p in sorted(root.glob("[0-9][0-9]_*/[0-9][0-9]_*.ipynb")):
         body, nb_params = notebook_html(p)
@@ -376,6 +385,11 @@ def build(root: Path | None = None, what_if: bool = False) -> Path:
         f'<section class="nb" id="{_esc(i)}"><h2>{_esc(i)}</h2>'
         + (f"<p><small>parameters: {_esc(json.dumps(p, sort_keys=True, default=str))}</small></p>" if p else "")
         + f"{b}</section>" for i, b, p in nbs)
+    if drift:
+        intro += ('<p class="whatif"><b>This folder is not exactly what its run wrote</b> (a notebook run by '
+                  "hand since, or a file edited): " + _esc("; ".join(drift[:5]))
+                  + (f" … and {len(drift) - 5} more" if len(drift) > 5 else "")
+                  + ". Rerun <code>make reproduce</code> for a consistent report.</p>")
     lead = "".join(f"<li>{_esc(x)}</li>" for x in answers if x)
     page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f"<style>{_CSS}</style></head><body><h1>{title}</h1>{intro}<nav>{' '.join(nav)}</nav>"
@@ -406,6 +420,11 @@ def main(argv: list[str] | None = None) -> int:
         print("README findings table is current" if ok else
               "README findings table is stale: run `make readme-table`", file=sys.stderr)
         return 0 if ok else 1
+    drift = _drift(claims_csv.parent)
+    if drift:
+        print(f"k3lab report: {claims_csv.parent} is not what its run wrote ({len(drift)} difference(s), "
+              f"e.g. {drift[0]}): rerun `make reproduce` before updating the README", file=sys.stderr)
+        return 2
     df = read_ledger(claims_csv)
     io.write_text(a.readme, render_readme(a.readme.read_text(encoding="utf-8"), readme_table(df)))
     print(f"updated {a.readme}")

@@ -456,3 +456,37 @@ def test_csv_is_deterministic(tmp_path):
     io.write_csv(df, tmp_path / "a.csv")
     io.write_csv(df.copy(), tmp_path / "b.csv")
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes() == b"a,x\n1,0.333333\n2,2e-09\n"
+
+
+# --------------------------------------------------------------------------- verify against the manifest
+
+
+def test_verify_finds_what_changed_since_the_run(previous):
+    """A complete run verifies clean; a file edited, deleted, or written by hand afterwards
+    (a notebook run in JupyterLab writes straight into results/<nb>/) is named, one line each;
+    the README table then refuses to update from it."""
+    from k3lab import report
+
+    root = results_root()
+    assert pipeline.verify(root) == []
+    man = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    first, second = sorted(f for f in man["files"] if f.endswith(".csv"))[:2]
+    (root / first).write_text("i,x,label\n9,9,z\n", encoding="utf-8")
+    (root / second).unlink()
+    (root / "01_a" / "by_hand.csv").write_text("x\n1\n", encoding="utf-8")
+    (root / "99_stray").mkdir()
+    (root / "99_stray" / "claims.csv").write_text("x\n", encoding="utf-8")
+    run_id = man["run_id"]
+    assert pipeline.verify(root) == sorted([f"{first}: changed since run {run_id} wrote it",
+                                            f"{second}: missing (listed by run {run_id})"]) + [
+        f"01_a/by_hand.csv: not written by run {run_id}", f"99_stray/claims.csv: not written by run {run_id}"]
+    (root / "claims.csv").write_text("claim_id\n", encoding="utf-8")
+    readme = root.parent / "README.md"
+    readme.write_text("x\n", encoding="utf-8")
+    assert report.main(["--readme", str(readme), "--claims", str(root / "claims.csv")]) == 2
+    assert readme.read_text(encoding="utf-8") == "x\n"
+
+
+def test_verify_without_a_complete_run(tmp_path):
+    with pytest.raises(pipeline.PipelineError, match="manifest.json is missing"):
+        pipeline.verify(tmp_path)

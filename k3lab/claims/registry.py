@@ -7,7 +7,7 @@ import functools
 from dataclasses import dataclass
 
 from .. import data
-from .rules import RULES
+from .rules import CRITERIA, RULES
 
 METHODS = data.METHODS
 VERDICTS = ("reproduced", "consistent", "discrepancy", "corrected", "not reproducible here")
@@ -16,7 +16,7 @@ RECORD_COLUMNS = ["claim_id", "method", "reproduced", "bound", "verdict", "rule"
 LEDGER_COLUMNS = ["claim_id", "finding", "quote", "claimed", "unit", "method", "reproduced",
                   "bound", "verdict", "rule", "tolerance", "evidence", "notes"]
 #: what a notebook shows of its own records, and of the ledger
-SUMMARY_COLUMNS = ["claim_id", "method", "reproduced", "bound", "verdict"]
+SUMMARY_COLUMNS = ["claim_id", "method", "reproduced", "bound", "verdict", "evidence"]
 LEDGER_VIEW = ["claim_id", "claimed", "method", "reproduced", "bound", "verdict", "evidence"]
 
 
@@ -49,9 +49,10 @@ class Claim:
                              f"(or numbers separated by ' / ')") from None
 
     def tolerance_text(self) -> str:
+        """The numeric tolerance, or how the claim's rule decides agreement (:data:`CRITERIA`)."""
         t = self.tolerance
         if t is None:
-            return ""
+            return CRITERIA[self.rule]
         if t.digits:
             return "claim's own precision (half a unit in its last digit)"
         return f"±{t.rel:.1%} relative" if t.rel is not None else f"±{t.abs:g} {self.unit}"

@@ -102,14 +102,6 @@ def rule_holds(claim, holds: bool, correction: str | None = None, **_):
     return "reproduced" if holds else ("corrected" if correction else "discrepancy")
 
 
-def rule_unit_slip(claim, value, value_other_reading, **_):
-    """The number agrees as stated (``reproduced``) or only when its unit is read the other
-    way (``corrected``: right number, wrong unit)."""
-    if agrees(claim, value):
-        return "reproduced"
-    return "corrected" if agrees(claim, value_other_reading) else "discrepancy"
-
-
 def rule_rounding(claim, exact, from_rounded=None, **_):
     """Each exact value, rounded half up to the decimals the article stated, equals the claim.
     If only the same computation on the article's *rounded* inputs does, the article rounded
@@ -207,7 +199,6 @@ RULES = {
     "within_tolerance": rule_within_tolerance,
     "matches": rule_matches,
     "holds": rule_holds,
-    "unit_slip": rule_unit_slip,
     "rounding": rule_rounding,
     "self_contradiction": rule_self_contradiction,
     "in_range": rule_in_range,
@@ -216,4 +207,20 @@ RULES = {
     "upper_bound": rule_upper_bound,
     "fitted_model": rule_fitted_model,
     "unchecked": rule_unchecked,
+}
+
+#: How each rule decides agreement, in words, for a claim without a numeric tolerance
+#: (the ledger's ``tolerance`` column); a numeric tolerance in data/claims.yaml overrides it.
+CRITERIA = {
+    "within_tolerance": "numeric tolerance of data/claims.yaml",
+    "matches": "exact: the value found equals the claimed value",
+    "holds": "the stated fact holds given the evidence (yes/no)",
+    "rounding": "exact value rounded half up to the claim's stated decimals",
+    "self_contradiction": "numeric tolerance of data/claims.yaml",
+    "in_range": "the value lies inside the range the evidence gives",
+    "ranges_overlap": "the recomputed range overlaps the claimed range",
+    "model_band": f"inside a model band at most {BAND_MAX_RATIO:g}x wide that excludes no effect",
+    "upper_bound": "below the model's upper bound (possible, never confirmed)",
+    "fitted_model": "none: a model fitted to the article's numbers cannot confirm them",
+    "unchecked": "none: nothing here checks it",
 }

@@ -64,6 +64,13 @@ class AicMemory:
         d.pop("elapsed_s")
         return d
 
+    def source_columns(self) -> dict:
+        """Where the numbers come from, as columns: tool version, database, MoE quantisation."""
+        db = self.provenance["database"]
+        return {"tool_version": self.provenance["version"],
+                "database": f"{db['system']}/{db['backend']}/{db['backend_version']}",
+                "moe_quant": self.quant.get("moe", "")}
+
     def weights_by_component(self) -> dict[str, int]:
         """``weights_by_op`` summed into k3lab's component names (bytes per GPU).
 

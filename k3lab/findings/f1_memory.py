@@ -244,7 +244,8 @@ def aiconfigurator_memory_table(cfg: ModelConfig, layouts=AIC_LAYOUTS, mem_fract
                      "k3lab_state_pool_GiB": p.state_pool_bytes_per_gpu / GiB,
                      "aic_kv_bytes_per_token": a.kv_bytes_per_token, "k3lab_kv_bytes_per_token": p.kv_bytes_per_token,
                      "aic_max_kv_tokens": a.max_kv_tokens, "k3lab_max_kv_tokens": p.max_kv_tokens,
-                     "aic_1M_requests": a.max_context_requests, "k3lab_1M_requests": p.max_full_context_requests})
+                     "aic_1M_requests": a.max_context_requests, "k3lab_1M_requests": p.max_full_context_requests,
+                     **a.source_columns()})
     return pd.DataFrame(rows)
 
 
@@ -258,7 +259,8 @@ def aiconfigurator_weights_table(cfg: ModelConfig, layout: str = "8xb300 tp8"):
     from .. import crosscheck  # see aiconfigurator_memory_table
 
     dep = parse_layout(layout)
-    a = crosscheck.memory_estimate(dep.gpu, dep.num_gpus, dep.tp, dep.pp).weights_by_component()
+    est = crosscheck.memory_estimate(dep.gpu, dep.num_gpus, dep.tp, dep.pp)
+    a = est.weights_by_component()
     t = shard_table(cfg, dep.tp, 1, setting_for(dep.gpu_spec.vendor, (), dep.gpu_spec.arch))
     ours = t.groupby("component", sort=False)["rank_bytes"].sum()
     rows = [{"component": c, "aic_GiB": a.get(c, 0) / GiB, "k3lab_GiB": float(ours.get(c, 0)) / GiB}
@@ -268,7 +270,7 @@ def aiconfigurator_weights_table(cfg: ModelConfig, layout: str = "8xb300 tp8"):
     df = pd.concat([df, pd.DataFrame([{"component": "total", "aic_GiB": df.aic_GiB.sum(),
                                        "k3lab_GiB": df.k3lab_GiB.sum()}])], ignore_index=True)
     df["k3lab_minus_aic_GiB"] = df.k3lab_GiB - df.aic_GiB
-    return df
+    return df.assign(**est.source_columns())
 
 
 def records(cfg: ModelConfig | None = None) -> list[claims.Record]:

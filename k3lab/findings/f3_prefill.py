@@ -184,6 +184,7 @@ def _p3(doc: dict | None, probe: dict, heads: int) -> dict:
     key = f"{cfg_heads(heads)}"
     picks = {r["sglang"]: r["aiter"]["default_backend_on_hip"][key] for r in k3}
     refused = [r["sglang"] for r in k3 if not r["aiter"]["accepts_12"]]
+    accepts = [r["sglang"] for r in k3 if r["aiter"]["accepts_12"]]
     quiet = all(v == "triton" for v in picks.values())
     sel = first["aiter"]["default_backend_on_hip"]["selector"]
     return {"value": "falls back to Triton" if quiet else "does not fall back",
@@ -192,8 +193,9 @@ def _p3(doc: dict | None, probe: dict, heads: int) -> dict:
                         f"per rank it picks {', '.join(sorted(set(picks.values())))} (logged at INFO only)",
             "correction": None if quiet else "sglang does not pick Triton by default",
             "notes": (f"forcing --attention-backend aiter refuses to start in {', '.join(refused)} "
-                      f"({first['aiter']['error_12'].splitlines()[0]}); from the next release the AITER backend "
-                      "zero-pads 12 heads to 16 itself. 0.5.16 has no K3 model file") if refused else
+                      f"({first['aiter']['error_12'].splitlines()[0]}); from {accepts[0] if accepts else 'no release'} "
+                      "the AITER backend accepts 12 heads itself (see the versions table). Emulated: the ROCm "
+                      "platform flag is set by the study on this CPU; 0.5.16 has no K3 model file") if refused else
                      "every release that serves K3 accepts 12 heads in its AITER backend"}
 
 

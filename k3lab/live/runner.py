@@ -18,8 +18,10 @@ from ..paths import REPO_ROOT
 ENVIRONMENTS = {"main": Path(sys.executable), "sglang": REPO_ROOT / ".venv-sglang" / "bin" / "python"}
 
 
-def run_benchmark(script: str, args=(), env: str = "main", timeout_s: float = 1800) -> Path | None:
-    """Run ``benchmarks/<script>`` with ``--out-dir <tmp>`` and ``args``; → the output folder.
+def run_benchmark(script: str, args=(), env: str = "main", timeout_s: float = 1800,
+                  out_dir=None) -> Path | None:
+    """Run ``benchmarks/<script>`` with ``--out-dir <out_dir>`` (default: a new temporary folder)
+    and ``args``; → the output folder.
 
     ``env``: ``main`` or ``sglang`` (:data:`ENVIRONMENTS`). Returns None, printing one line,
     when that environment does not exist here; RuntimeError with the script's last line if
@@ -35,7 +37,13 @@ def run_benchmark(script: str, args=(), env: str = "main", timeout_s: float = 18
         print(f"live: skipped benchmarks/{script}: the {env} environment is missing "
               f"({'make sglang-env' if env == 'sglang' else 'make setup'})")
         return None
-    out = Path(tempfile.mkdtemp(prefix=f"k3lab-{path.stem}-"))
+    # the notebook's own results folder keeps a live measurement with the run (and inside its
+    # transaction); a temporary folder only when none is given
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+    else:
+        out = Path(tempfile.mkdtemp(prefix=f"k3lab-{path.stem}-"))
     proc = subprocess.run([str(py), str(path), "--out-dir", str(out), *map(str, args)], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=timeout_s)
     if proc.returncode:

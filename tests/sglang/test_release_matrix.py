@@ -1,12 +1,12 @@
 """The sglang release matrix (findings 2 and 3 per release) regenerates and matches the committed one.
 
 ``data/measured/cpu-2core/sglang_release_matrix.json`` is written by
-``benchmarks/sglang_release_matrix.py`` (all eight releases 0.5.16 … 0.5.23: ~9 minutes on an
-idle 2-core box, ~16 with other work on it). Regenerating every row here is too slow for the
+``benchmarks/sglang_release_matrix.py`` (all eight releases 0.5.16 … 0.5.23: 1,054 s in the
+committed run, see its meta file; ``make release-matrix``). Regenerating every row here is too slow for the
 test tier, so by default this regenerates the two releases ``make sglang-env`` installs
 (0.5.16 in .venv-sglang's site-packages, 0.5.23 in ``.venv-sglang/sglang-0.5.23``; ~1–2
 minutes each) and compares them with the committed rows. ``K3LAB_RELEASE_MATRIX=all`` regenerates
-every installed release; ``K3LAB_RELEASE_MATRIX=0.5.17,0.5.19`` a chosen list. Other checks
+every installed release (``make test-release-matrix``); ``K3LAB_RELEASE_MATRIX=0.5.17,0.5.19`` a chosen list. Other checks
 read only the committed JSON: the facts below were read from each release's source
 (cited), independently of the probe.
 """
