@@ -7,8 +7,8 @@ Run in the compatibility environment (``make sglang-env``)::
 
 Builds ``sglang.srt.models.kimi_k3.KimiK3LinearForCausalLM`` on the meta device, one child
 process per rank with sglang 0.5.23 first on ``PYTHONPATH`` (``k3lab.probes.sglang_k3_build``),
-for every layout of ``LAYOUTS`` (TP8, TP16, TP8×PP2 both stages, EP8 with an all-to-all
-backend, DP attention, DP attention + EP8) on CUDA SM100 (flashinfer_mxfp4) and ROCm AITER
+for every layout of ``LAYOUTS`` (TP8, TP16, TP8×PP2 both stages, EP8 without and with an
+all-to-all backend, DP attention, DP attention + EP8) on CUDA SM100 (flashinfer_mxfp4) and ROCm AITER
 with ``SGLANG_AITER_K3_OPT`` unset and ``=1``; TP rank 0 of each stage (all TP ranks of
 ``tp8`` on CUDA are built too, to show they are equal).
 

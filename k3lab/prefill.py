@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from . import attention as A
 from . import data
+from .data import check_count
 from .model.inventory import count_params
 
 
@@ -58,8 +59,7 @@ def load_article() -> ArticlePrefill:
 
 def heads_per_rank(cfg, tp: int) -> int:
     """Attention heads each rank holds at tensor parallelism ``tp``."""
-    if isinstance(tp, bool) or not isinstance(tp, int) or tp <= 0:
-        raise ValueError(f"tp must be a positive int, got {tp!r}")
+    check_count("tp", tp)
     if cfg.num_attention_heads % tp:
         raise ValueError(f"tp={tp} does not divide {cfg.num_attention_heads} attention heads")
     return cfg.num_attention_heads // tp

@@ -110,8 +110,9 @@ def test_deepseek_v3_params_by_hand_and_published():
 def test_deepseek_v3_active_params():
     pc = memory.count_params(DS)
     assert pc.active == DS_HAND.active()
-    # README: "with 37B activated for each token"
-    assert pc.active == pytest.approx(37e9, rel=0.02)
+    # README: "with 37B activated for each token": agrees at the figure's own precision
+    # (36.63B rounds to 37; within 1% it would not be: 1.0% off)
+    assert round(pc.active / 1e9) == 37
     assert pc.active_with_embedding == pc.active + 129280 * 7168
 
 
@@ -124,7 +125,7 @@ def test_kimi_k2_params_by_hand_and_published():
     assert pc.total_without_mtp == pc.total and pc.breakdown["mtp"] == 0
     # Kimi K2 README: "32 billion activated parameters and 1 trillion total parameters"
     assert pc.active == K2_HAND.active()
-    assert pc.active == pytest.approx(32e9, rel=0.02)
+    assert round(pc.active / 1e9) == 32  # the README's figure at its own precision (31.69B)
 
 
 def test_breakdown_sums_and_zero_components():

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from ..data import check_count
 from ..specs import load_gpu
 from . import TOOL, TOOL_VERSION, _aic_pdb
 
@@ -87,8 +88,7 @@ class HardwareSpec:
             v = getattr(self, f_)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise ValueError(f"HardwareSpec.{f_} must be a positive number, got {v!r}")
-        if isinstance(self.gpus_per_node, bool) or not isinstance(self.gpus_per_node, int) or self.gpus_per_node <= 0:
-            raise ValueError(f"HardwareSpec.gpus_per_node must be a positive integer, got {self.gpus_per_node!r}")
+        check_count("HardwareSpec.gpus_per_node", self.gpus_per_node)
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

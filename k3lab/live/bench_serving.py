@@ -30,6 +30,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from .. import io
+from ..data import check_count
 from ..paths import results_dir
 
 NOTEBOOK_ID = "04_throughput_perf_per_dollar"
@@ -233,11 +234,8 @@ def build_command(base_url: str, concurrency: int, output_file, num_prompts: int
     """
     url = check_base_url(base_url, allow_remote)
     for name, v in (("concurrency", concurrency), ("input_len", input_len), ("output_len", output_len)):
-        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    n = max(8, 4 * concurrency) if num_prompts is None else num_prompts
-    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
-        raise ValueError(f"num_prompts must be a positive integer, got {n!r}")
+        check_count(name, v)
+    n = check_count("num_prompts", max(8, 4 * concurrency) if num_prompts is None else num_prompts)
     if not 0 < range_ratio <= 1:
         raise ValueError(f"range_ratio must be in (0, 1], got {range_ratio!r}")
     cmd = [python or sys.executable, "-m", "sglang.bench_serving",

@@ -8,7 +8,9 @@ built on the meta device (``tests/sglang/test_sglang_k3_rank_bytes.py``).
 What a rank holds also depends on sglang's switches and the platform; :class:`Setting`
 carries them, named as sglang names them (release 0.5.23):
 
-- ``platform``: ``rocm`` (AMD, the AITER MoE path) or ``cuda`` (NVIDIA);
+- ``platform``: ``rocm`` (AMD, the AITER MoE path: ``SGLANG_USE_AITER=1``, as the article's
+  setup and sglang's ROCm images run it; without it 0.5.23's ``Mxfp4MoEMethod`` takes the
+  triton-kernels path, which aligns to 64 and would not pad K3's 384) or ``cuda`` (NVIDIA);
 - ``SGLANG_AITER_K3_OPT`` (:data:`VARIANTS` ``aiter-k3-opt``): on ROCm, AITER aligns the
   per-rank expert intermediate to 128 instead of 256 (``layers/quantization/mxfp4.py``
   ``Mxfp4MoEMethod.create_weights``; 384 → 512 at TP8 without it). On SM100/SM103
@@ -42,7 +44,7 @@ DP_ATTENTION_COMPONENTS = ("mla_attention", "kda_attention")
 
 #: layout switches as ``python -m k3lab fit --variant NAME`` takes them.
 VARIANTS = {
-    "aiter-moe-pad": "ROCm default, made explicit: AITER aligns the per-rank expert intermediate to 256 "
+    "aiter-moe-pad": "ROCm default (SGLANG_USE_AITER=1), made explicit: AITER aligns the per-rank expert intermediate to 256 "
                      "(sglang 0.5.23 mxfp4.py Mxfp4MoEMethod.create_weights; 384 -> 512 at TP8)",
     "aiter-k3-opt": "SGLANG_AITER_K3_OPT=1 on ROCm: align to 128 instead (384 stays 384 at TP8)",
     "ep": "--ep-size <tp> (no all-to-all backend): whole experts per rank, the expert intermediate not split",

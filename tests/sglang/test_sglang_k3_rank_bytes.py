@@ -171,12 +171,15 @@ def test_all_tp_ranks_equal(doc):
 
 def test_sm100_processing_turns_zero_biases_fp32(doc, cfg):
     """flashinfer_mxfp4's process_weights_after_loading (run on one layer of the meta
-    model): the zero biases become fp32 and three [E] fp32 SiTU parameters appear."""
-    e = cfg.num_experts
+    model): the zero biases become fp32 and three [E_local] fp32 SiTU parameters appear.
+    It runs wherever the MoE runner is flashinfer_mxfp4: SM100 without an all-to-all backend
+    (plain TP, or --ep-size without one); DeepEP layouts run DeepGEMM instead."""
     for key, c in doc["cases"].items():
         layout, plat, _ = _plat_key(key)
+        lay = probe.LAYOUTS[layout]
+        e = cfg.num_experts // lay.ep
         proc = c["process_weights_after_loading"]
-        runs = plat == "cuda-sm100" and probe.LAYOUTS[layout].ep == 1
+        runs = plat == "cuda-sm100" and lay.a2a_for(plat) == "none"
         assert proc["ran"] == runs, key
         if not runs:
             continue

@@ -1,6 +1,6 @@
 """The parallel layouts and emulated platforms the K3 build probe runs, and the keys of its cases.
 
-:data:`LAYOUTS` (TP, PP, expert parallelism with an all-to-all backend, DP attention) ×
+:data:`LAYOUTS` (TP, PP, expert parallelism without and with an all-to-all backend, DP attention) ×
 :data:`PLATFORM_CASES` (SM100 CUDA; ROCm gfx950 with AITER, with and without
 ``SGLANG_AITER_K3_OPT``); :data:`PLATFORMS` holds what each emulated platform tells sglang.
 Plain data, no sglang import: the parent and the child both read it.
@@ -95,6 +95,9 @@ LAYOUTS = {
     "tp8": Layout("tp8", 8, note="one 8-GPU node, plain TP"),
     "tp16": Layout("tp16", 16, note="two 8-GPU nodes, plain TP (the article's B200 layout)"),
     "tp8-pp2": Layout("tp8-pp2", 8, pp=2, note="two nodes, TP8 x PP2 (both stages probed)"),
+    "tp8-ep8": Layout("tp8-ep8", 8, ep=8,
+                      note="expert parallel over the 8 TP ranks without an all-to-all backend "
+                           "(--ep-size 8; whole experts per rank, all-reduce combine); attention stays TP8"),
     "tp8-ep8-a2a": Layout("tp8-ep8-a2a", 8, ep=8, a2a="platform",
                           note="expert parallel over the 8 TP ranks, all-to-all backend "
                                "(deepep on CUDA, mori on ROCm); attention stays TP8"),
