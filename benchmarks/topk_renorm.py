@@ -23,7 +23,7 @@ medians. ``--profile`` also prints where
 k3lab's and the fallback's time goes per operator (torch.profiler, one call per case).
 
 Writes ``data/measured/cpu-2core/topk_renorm.csv``, ``topk_renorm_ties.csv`` and
-``topk_renorm.meta.json`` (machine, load averages, versions, date, command). ~10 minutes on a quiet box.
+``topk_renorm.meta.json`` (machine, load averages, versions, date, command). ~15 minutes.
 """
 
 from __future__ import annotations
@@ -100,6 +100,15 @@ def paired(a: dict[int, float], b: dict[int, float]) -> tuple[float, int, int]:
     return (statistics.median(a[r] / b[r] for r in common), sum(a[r] < b[r] for r in common), len(common))
 
 
+def machine_busy_s() -> float:
+    """CPU seconds all processes have been busy since boot (/proc/stat); NaN where unreadable."""
+    try:
+        ticks = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+    except (OSError, ValueError):
+        return float("nan")
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
+
+
 def k3lab_plan(k: torch.Tensor, vocab: int) -> str:
     """How k3lab finds the top entries for this k (:func:`k3lab.sampling._top_k_plan`)."""
     restricted = k[k < vocab]
@@ -131,9 +140,10 @@ def timing_table(rows: int, vocab: int, repeats: int, slow_every: int, seed: int
         ours, rank, sort = warm["k3lab"], warm["rank_mask"], warm["sort_fix"]
         every = {n: slow_every if warm[n + "_s"] > SLOW_S else 1 for n in fns}
         del warm
-        load0 = os.getloadavg()[0]
+        load0, busy0, self0, wall0 = os.getloadavg()[0], machine_busy_s(), time.process_time(), time.perf_counter()
         ts = interleaved(fns, repeats, every)
-        load1 = os.getloadavg()[0]
+        load1, busy1, self1, wall1 = os.getloadavg()[0], machine_busy_s(), time.process_time(), time.perf_counter()
+        others = ((busy1 - busy0) - (self1 - self0)) / (wall1 - wall0)  # cores other processes used
         med = {n: statistics.median(v.values()) for n, v in ts.items()}
         vs_rank, won_rank, n_rank = paired(ts["k3lab"], ts["rank_mask"])
         vs_sort, won_sort, n_sort = paired(ts["k3lab"], ts["sort_fix"])
@@ -152,7 +162,8 @@ def timing_table(rows: int, vocab: int, repeats: int, slow_every: int, seed: int
                     "rounds_k3lab_faster_than_rank_mask": f"{won_rank}/{n_rank}",
                     "rounds_k3lab_faster_than_sort_fix": f"{won_sort}/{n_sort}",
                     "k3lab_plan": k3lab_plan(k, vocab),
-                    "load_1min_before": round(load0, 2), "load_1min_after": round(load1, 2)})
+                    "load_1min_before": round(load0, 2), "load_1min_after": round(load1, 2),
+                    "other_jobs_cores": round(max(others, 0.0), 2)})
         del ours, rank, sort
     return pd.DataFrame(out)
 
@@ -249,9 +260,12 @@ def main(argv=None) -> int:
                        + " ".join(["benchmarks/topk_renorm.py", *(argv if argv is not None else sys.argv[1:])]),
             "notes": "shared 2-core box with other jobs running: compare the ratios, not seconds. Contenders "
                      "run interleaved in one process (rotating order per round); *_s are median wall seconds, "
-                     "*_over_* medians of per-round ratios, load_1min_* the 1-minute load average around each "
-                     "case; a contender slower than 1 s per call ran every --slow-every rounds. Inputs: softmax(3 * N(0,1)) float32 rows, seeded. Tie study inputs: columns "
-                     "input/logit_std; seed 1.",
+                     "*_over_* medians of per-round ratios; a contender slower than 1 s per call ran every "
+                     "--slow-every rounds. Interference: load_1min_* is the 1-minute load average around "
+                     "each case (this benchmark alone adds about 2 on 2 cores); other_jobs_cores the mean "
+                     "number of cores other processes kept busy during the case's rounds (/proc/stat less "
+                     "this process's CPU time). Inputs: softmax(3 * N(0,1)) float32 rows, seeded. Tie "
+                     "study inputs: columns input/logit_std; seed 1.",
             "outputs": [f"{NAME}.csv", f"{NAME}_ties.csv"]}
     io.write_json(a.out_dir / f"{NAME}.meta.json", meta)
     with pd.option_context("display.width", 250, "display.max_columns", 40):

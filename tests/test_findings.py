@@ -34,7 +34,7 @@ EXPECTED = {
     "S2": ("emulated", "consistent", "NameError: name 'top_k_renorm_prob' is not defined. Did you mean: 'top_p_renorm_prob'?"),
     "S3": ("emulated", "consistent", "top_p only"),
     "S4": ("measured", "reproduced", "dense: 5 mixes / sparse: 3 mixes"),
-    "S5": ("measured", "reproduced", "plain-PyTorch top-k renorm (topk pivot, mask, divide)"),
+    "S5": ("measured", "reproduced", "plain-PyTorch top-k renorm (pivot, mask, divide)"),
     "S6": ("modelled", "not reproducible here", None),
     "S7": ("modelled", "not reproducible here", None),
     "P1": ("arithmetic", "consistent", 2.217),

@@ -37,8 +37,9 @@ def renorm_bench_figure(bench):
 
     series = [(c, lab) for c, lab in (("sort_fix_s", "article's fix (full sort, masked_fill, divide)"),
                                       ("rank_mask_s", "sglang 0.5.23 fallback (rank mask)"),
-                                      ("k3lab_s", "k3lab (topk pivot, ties kept)"),
-                                      ("topk_s", "one torch.topk (lower bound)")) if c in bench]
+                                      ("k3lab_s", "k3lab (chunk maxima → pivot, ties kept)"),
+                                      ("topk_s", "one torch.topk over whole rows (reference)"),
+                                      ("zeros_like_s", "allocating the output alone (the floor)")) if c in bench]
     fig, ax = plt.subplots(figsize=(8.5, 3.8))
     w = 0.8 / len(series)
     x = range(len(bench))
