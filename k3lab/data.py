@@ -33,7 +33,8 @@ class DataError(ValueError):
 
 
 from .schemas import (METHODS, PRICE_KINDS, PRICE_UNIT, ArticlePrefill, ArticleTable, Claims,  # noqa: F401
-                      DraftModel, Hardware, Prices, ServingModel, Sharding, StartupLogs, StorageOverrides)
+                      DraftModel, Hardware, Prices, ServingModel, Sharding, StartupLogs, StorageOverrides,
+                      UpstreamChanges)
 
 
 # --------------------------------------------------------------------------- loading
@@ -49,6 +50,7 @@ SCHEMAS: dict[str, tuple[str, type[BaseModel]]] = {
     "storage_overrides": ("model/storage_overrides.yaml", StorageOverrides),
     "dspark_draft": ("model/kimi_k3_dspark_draft.yaml", DraftModel),
     "startup_logs": ("public_startup_logs.yaml", StartupLogs),
+    "upstream_changes": ("sglang_upstream_changes.yaml", UpstreamChanges),
 }
 
 

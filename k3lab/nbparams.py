@@ -114,11 +114,32 @@ class Params(dict):
 STUDY_KEYS = ("mode", "smoke")
 
 
-def check(namespace: dict) -> Params:
-    """Validate the running notebook's parameters (call with ``globals()``) → :class:`Params`."""
+def notebook_parameters_cell(notebook_id: str, notebooks_dir=None) -> str:
+    """The source of the parameters cell of ``notebooks/<notebook_id>.ipynb``."""
+    path = (paths.NOTEBOOKS_DIR if notebooks_dir is None else notebooks_dir) / f"{notebook_id}.ipynb"
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    except (OSError, ValueError, KeyError) as e:
+        raise ParameterError(f"cannot read the parameters cell of {path.name}: {e}") from None
+    for c in cells:
+        src = "".join(c.get("source", "")) if isinstance(c.get("source"), list) else c.get("source", "")
+        if c.get("cell_type") == "code" and src.lstrip().startswith(MARKER):
+            return src
+    raise ParameterError(f"{path.name}: no parameters cell found (a cell starting with {MARKER!r})")
+
+
+def check(namespace: dict, notebook_id: str | None = None) -> Params:
+    """Validate the running notebook's parameters (call with ``globals()``) → :class:`Params`.
+
+    The declared defaults come from the kernel's input history (JupyterLab, papermill: the
+    parameters cell and papermill's injected cell are there). A runner that executes cells
+    without storing history (nbval) leaves none: then the defaults are read from
+    ``notebooks/<notebook_id>.ipynb`` itself and nothing counts as injected."""
     history = namespace.get("In")
     if not isinstance(history, list):
         raise ParameterError("k3lab.nbparams.check must run inside a notebook kernel (no input history)")
+    if not any(s.lstrip().startswith(MARKER) for s in history) and notebook_id is not None:
+        history = [notebook_parameters_cell(notebook_id)]
     defaults, injected = declared(history)
     params = validate(defaults, injected)
     if params.get("mode") not in ("offline", "live"):

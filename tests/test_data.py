@@ -230,3 +230,21 @@ def test_the_repository_data_loads_cleanly(monkeypatch):
             data.load(name)
     finally:
         data.clear_cache()
+
+
+def test_upstream_change_without_a_pr_must_say_not_found(data_copy):
+    """A PR number and its confidence go together: a change whose PR was not found cannot
+    carry a number, and one with a number cannot say not_found."""
+    up = data_copy / "sglang_upstream_changes.yaml"
+    _edit(up, "    pr: null\n    confidence: not_found", "    pr: null\n    confidence: likely")
+    msg = _one_line_error("upstream_changes")
+    assert msg.startswith("data/sglang_upstream_changes.yaml: changes.4") and "confidence is 'likely'" in msg, msg
+
+
+def test_upstream_changes_by_release():
+    from k3lab.findings.upstream import changes_by_release
+
+    prefill = changes_by_release("prefill")
+    assert sorted(prefill) == ["0.5.19", "0.5.22"]
+    assert prefill["0.5.19"].startswith("PR #34647 (confirmed): ") and "PR #36356 (confirmed)" in prefill["0.5.19"]
+    assert changes_by_release("memory")["0.5.17"].startswith("PR not found: SGLANG_AITER_K3_OPT")

@@ -185,3 +185,21 @@ def test_papermill_with_a_wrong_type_fails(tmp_path, params, name):
     assert ei.value.ename == "ParameterError"
     assert f"parameter '{name}'" in ei.value.evalue
     assert not list(results_root().rglob("*.csv"))  # refused before anything was written
+
+
+def test_check_without_history_reads_the_notebook_file(tmp_path, monkeypatch):
+    """nbval runs cells with store_history=False, so ``In`` holds no parameters cell: the
+    defaults then come from the notebook file, and a value that differs is a what-if."""
+    import json as _json
+
+    nb = {"cells": [{"cell_type": "markdown", "source": "# t"},
+                    {"cell_type": "code", "source": PARAMS_CELL.splitlines(keepends=True)}]}
+    (tmp_path / "01_a.ipynb").write_text(_json.dumps(nb), encoding="utf-8")
+    monkeypatch.setattr(nbparams.paths, "NOTEBOOKS_DIR", tmp_path)
+    P = nbparams.check({"In": [""], **DEFAULTS}, "01_a")
+    assert not P.what_if
+    assert nbparams.check({"In": [""], **dict(DEFAULTS, rows=7)}, "01_a").changed == {"rows": 7}
+    with pytest.raises(ParameterError, match="no parameters cell found"):
+        nbparams.check({"In": [""], **DEFAULTS})
+    with pytest.raises(ParameterError, match="cannot read the parameters cell of 09_x.ipynb"):
+        nbparams.check({"In": [""], **DEFAULTS}, "09_x")

@@ -18,6 +18,7 @@ from ..paths import data_path
 from ..probes import release_matrix, topk_repro
 from ..specs import ModelConfig, load_model
 from ..throughput import measured_points
+from .upstream import with_upstream_column
 
 NB = "02_topk_renorm_fix"
 MEASURED = ("measured", "cpu-2core")
@@ -45,7 +46,8 @@ def versions_table(doc: dict | None = None):
     to on CUDA / HIP / CPU and what the real verify call does with the request mixes."""
     doc = release_matrix.load_matrix() if doc is None else doc
     df = release_matrix.summary_frame(doc)
-    return df[["sglang"] + [c for c in df.columns if c.endswith("top_k / top_p") or c.endswith("verify")]]
+    df = df[["sglang"] + [c for c in df.columns if c.endswith("top_k / top_p") or c.endswith("verify")]]
+    return with_upstream_column(df, "spec_decode")
 
 
 def draft_config_keys(cfg: ModelConfig) -> list[str]:

@@ -20,6 +20,7 @@ from .. import prefill as P
 from ..paths import data_path
 from ..probes import release_matrix
 from ..specs import ModelConfig, load_gpu, load_model
+from .upstream import with_upstream_column
 
 NB = "03_head_padding_prefill"
 MEASURED = ("measured", "cpu-2core")
@@ -173,7 +174,7 @@ def versions_table(doc: dict | None = None):
     prefill output against :func:`k3lab.attention.with_head_padding`, and whether it ships K3."""
     doc = release_matrix.load_matrix() if doc is None else doc
     cols = ["sglang", "AITER 12 heads", "ROCm default backend, K3 TP8", "prefill == with_head_padding", "kimi_k3.py"]
-    return release_matrix.summary_frame(doc)[cols]
+    return with_upstream_column(release_matrix.summary_frame(doc)[cols], "prefill")
 
 
 def _p3(doc: dict | None, probe: dict, heads: int) -> dict:

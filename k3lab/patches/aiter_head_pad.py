@@ -129,7 +129,7 @@ class AiterHeadPadPatch:
 
     name = "aiter_head_pad"
     known_versions = frozenset({"0.5.16"})
-    fixed_by = "sglang 0.5.19's AiterAttnBackend pads 12 heads to 16 itself (head_pad_mode 'zero')"
+    fixed_by = "sglang 0.5.19 (PR #34647): AiterAttnBackend accepts 12 heads per rank itself"
 
     @staticmethod
     def broken(row: dict) -> bool:

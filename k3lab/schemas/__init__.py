@@ -1,0 +1,23 @@
+"""The schema of every file under ``data/`` (pydantic models), one class per document.
+
+Loaded and checked by :mod:`k3lab.data` (which turns a validation error into one line
+naming the file and the field). Conventions: a physical quantity is ``{value, source}``
+with ``value`` finite and positive; ``source`` names an entry of the file's ``sources``
+(checked for every file with a ``sources`` table); units are in the field names.
+
+One module per family of files: :mod:`.base` (field types, sources), :mod:`.market`
+(hardware, prices), :mod:`.article` (the article's table, claims, prefill figures),
+:mod:`.serving` (serving model), :mod:`.sglang` (sharding, storage overrides, draft,
+start-up logs, upstream changes). Everything is re-exported here.
+"""
+
+from __future__ import annotations
+
+from .base import (Count, Fraction, Label, NonNegative, NonNegativeInt, Num, NumOrNone, Positive, PositiveInt, Source, Text)  # noqa: F401
+from .market import (Electricity, GpuEntry, Hardware, Link, PRICE_KINDS, PRICE_UNIT, Price, Prices, Tier)  # noqa: F401
+from .article import (ArticlePrefill, ArticleTable, ClaimEntry, Claims, DerivedPoint, METHODS, Quoted, TableConfig, Tolerance,
+                      Workload)  # noqa: F401
+from .serving import (Assumed, ExtraDeployment, ServingModel, Speculative)  # noqa: F401
+from .sglang import (DraftModel, Override, ShardOptions, ShardRule, Sharding, StartupLog, StartupLogs, StorageOverrides,
+                     UpstreamChange, UpstreamChanges)  # noqa: F401
+

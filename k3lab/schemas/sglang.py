@@ -1,0 +1,126 @@
+"""Schemas of what k3lab read from sglang and its users: ``sglang_sharding.yaml``,
+``model/storage_overrides.yaml``, ``model/kimi_k3_dspark_draft.yaml``,
+``public_startup_logs.yaml``, ``sglang_upstream_changes.yaml``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from .base import NonNegativeInt, Positive, PositiveInt, Source, Text, _Doc, _Sourced
+
+
+# --------------------------------------------------------------------------- sglang_sharding.yaml
+
+
+class ShardRule(_Doc):
+    """How sglang holds one tensor on a rank (see the file's header for the rules)."""
+
+    rule: Literal["column", "row", "vocab", "replicated", "moe_intermediate"]
+    dim: NonNegativeInt | None = None
+    parts: PositiveInt = 1
+    group: Literal["tp", "embed"] = "tp"
+    source: Text
+    cite: Text
+
+    @model_validator(mode="after")
+    def _dim(self):
+        if self.rule != "replicated" and self.dim is None:
+            raise ValueError(f"a {self.rule} rule needs the dim it splits")
+        return self
+
+
+class ShardOptions(_Doc):
+    vocab_padding: PositiveInt
+    flashinfer_postload_cite: Text
+    mxfp4_zero_bias_cite: Text
+
+
+class Sharding(_Sourced):
+    options: ShardOptions
+    tensors: dict[str, ShardRule]
+
+
+# --------------------------------------------------------------------------- model/storage_overrides.yaml
+
+
+class Override(_Doc):
+    tensor: Text
+    dtype: Literal["bf16", "fp16", "fp32", "fp8", "mxfp4"]
+    source: Text
+    why: Text
+
+
+class StorageOverrides(_Sourced):
+    overrides: dict[str, list[Override]]
+
+
+# --------------------------------------------------------------------------- model/kimi_k3_dspark_draft.yaml
+
+
+class DraftModel(_Doc):
+    """A dense DFLASH/DSpark draft: sizes in elements, the block in tokens."""
+
+    source: Source
+    hidden_size: PositiveInt
+    num_layers: PositiveInt
+    num_heads: PositiveInt
+    num_kv_heads: PositiveInt
+    head_dim: PositiveInt
+    intermediate_size: PositiveInt
+    num_context_features: PositiveInt
+    markov_rank: PositiveInt
+    confidence_head: bool
+    block_size_tokens: PositiveInt
+    published_parameters: PositiveInt
+
+
+# --------------------------------------------------------------------------- public_startup_logs.yaml
+
+
+class StartupLog(_Doc):
+    id: Text
+    source: Text
+    quote: Text
+    quantity: Literal["max_running_requests", "max_total_num_tokens", "loaded_weights_gib_per_rank",
+                      "kv_bytes_per_token"]
+    value: Positive
+    layout: Text
+    mem_fraction: Annotated[float, Field(strict=True, gt=0, le=1, allow_inf_nan=False)]
+    kv_dtype: Literal["bf16", "fp8"]
+    slots_per_request: PositiveInt
+    unknown: Text
+    predict: bool = True
+
+
+class StartupLogs(_Sourced):
+    logs: list[StartupLog]
+
+
+# --------------------------------------------------------------------------- sglang_upstream_changes.yaml
+
+
+class UpstreamChange(_Doc):
+    """One change between two sglang releases and the pull request behind it (``pr`` None
+    when not found; ``confidence`` says how sure the link is)."""
+
+    release: Text
+    finding: Literal["spec_decode", "prefill", "memory"]
+    where: Text
+    change: Text
+    pr: PositiveInt | None
+    title: str | None = None
+    opened: str | None = None
+    confidence: Literal["confirmed", "likely", "not_found"]
+    source: Text
+
+    @model_validator(mode="after")
+    def _pr_and_confidence_agree(self):
+        if (self.pr is None) != (self.confidence == "not_found"):
+            raise ValueError(f"release {self.release}: pr is {self.pr!r} but confidence is {self.confidence!r}")
+        return self
+
+
+class UpstreamChanges(_Sourced):
+    changes: list[UpstreamChange]
