@@ -1,5 +1,7 @@
 """Shared test fixtures. Every test writes its results into a temporary folder."""
 
+import shutil
+
 import pytest
 
 
@@ -8,3 +10,22 @@ def _isolated_results(tmp_path, monkeypatch):
     """Point K3LAB_RESULTS at a per-test folder so no test touches results/."""
     monkeypatch.setenv("K3LAB_RESULTS", str(tmp_path / "results"))
     yield
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory):
+    """One complete study run of the fixture notebooks, made once per module; tests copy it
+    as 'the previous results' (tests/study_helpers.py)."""
+    from study_helpers import complete_run
+
+    return complete_run(tmp_path_factory.mktemp("baseline"))
+
+
+@pytest.fixture
+def previous(baseline):
+    """results/ holding the baseline's complete run; returns its snapshot."""
+    from k3lab.paths import results_root
+    from study_helpers import snapshot
+
+    shutil.copytree(baseline, results_root())
+    return snapshot(results_root())

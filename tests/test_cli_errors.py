@@ -7,36 +7,17 @@ the same ``k3lab.cli.main`` from a small driver that points the pipeline at them
 """
 
 import os
-import shutil
 import socket
 import stat
 import subprocess
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from k3lab.paths import results_root
-
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "notebooks"
-STUDY = "defaults: {mode: offline, smoke: false}\nnotebooks: {}\n"
-DRIVER = textwrap.dedent('''\
-    import sys
-    from pathlib import Path
-    from k3lab import cli, pipeline
-
-    _run = pipeline.run
-
-    def run(profile, kernel_name=pipeline.KERNEL_NAME, report=True, **_):
-        return _run(profile, kernel_name, report=False, params_dir=Path(sys.argv[1]),
-                    notebooks_dir=Path(sys.argv[2]))
-
-    pipeline.run = run
-    sys.exit(cli.main(["reproduce", *sys.argv[3:]]))
-''')
+from study_helpers import REPO, make_study, write_driver
 
 
 def _chmod_stops_writes() -> bool:
@@ -70,15 +51,8 @@ def k3lab(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
 
 
 def reproduce(tmp_path: Path, *args: str, notebooks=("01_a", "02_b"), profiles=None) -> subprocess.CompletedProcess:
-    nbs, params = tmp_path / "notebooks", tmp_path / "params"
-    nbs.mkdir(exist_ok=True)
-    params.mkdir(exist_ok=True)
-    for n in notebooks:
-        shutil.copy(FIXTURES / f"{n}.ipynb", nbs / f"{n}.ipynb")
-    for name, text in {"study": STUDY, **(profiles or {})}.items():
-        (params / f"{name}.yaml").write_text(text)
-    driver = tmp_path / "reproduce_driver.py"
-    driver.write_text(DRIVER)
+    nbs, params = make_study(tmp_path, *notebooks, profiles=profiles)
+    driver = write_driver(tmp_path)
     return subprocess.run([sys.executable, str(driver), str(params), str(nbs), *args], capture_output=True,
                           text=True, env=_env(), cwd=REPO, timeout=300)
 

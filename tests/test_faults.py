@@ -13,10 +13,8 @@ import os
 import re
 import shutil
 import signal
-import stat
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -24,66 +22,10 @@ import pytest
 
 from k3lab import claims, data, io, pipeline
 from k3lab.paths import results_root
-
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "notebooks"
-REPO = Path(__file__).resolve().parents[1]
-STUDY = "defaults: {mode: offline, smoke: false}\nnotebooks: {}\n"
-
-# `python -m k3lab reproduce` with the pipeline pointed at this test's notebooks and params
-DRIVER = textwrap.dedent('''\
-    import sys
-    from pathlib import Path
-    from k3lab import cli, pipeline
-
-    _run = pipeline.run
-
-    def run(profile, kernel_name=pipeline.KERNEL_NAME, report=True, **_):
-        return _run(profile, kernel_name, report=False, params_dir=Path(sys.argv[1]),
-                    notebooks_dir=Path(sys.argv[2]))
-
-    pipeline.run = run
-    sys.exit(cli.main(["reproduce", *sys.argv[3:]]))
-''')
+from study_helpers import REPO, check_manifest, leftovers, make_study, snapshot, write_driver
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def make_study(root: Path, *names: str, profiles: dict | None = None) -> tuple[Path, Path]:
-    nbs, params = root / "notebooks", root / "params"
-    nbs.mkdir(parents=True, exist_ok=True)
-    params.mkdir(parents=True, exist_ok=True)
-    for n in names or ("01_a", "02_b"):
-        shutil.copy(FIXTURES / f"{n}.ipynb", nbs / f"{n}.ipynb")
-    for name, text in {"study": STUDY, **(profiles or {})}.items():
-        (params / f"{name}.yaml").write_text(text, encoding="utf-8")
-    return nbs, params
-
-
-def snapshot(root: Path) -> dict:
-    """Every file under ``root`` but dot-files, failed/ and runs/ → (bytes, mode)."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root)
-        if rel.parts[0] in ("failed", "runs") or any(part.startswith(".") for part in rel.parts):
-            continue
-        if p.is_file():
-            out[str(rel)] = (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
-    return out
-
-
-def leftovers(root: Path) -> list[str]:
-    found = [p for pat in (".staging-*", ".old-*", ".lock") for p in root.glob(pat)] + list(root.rglob(".*.tmp"))
-    return sorted(str(p.relative_to(root)) for p in found)
-
-
-def check_manifest(root: Path) -> dict:
-    import hashlib
-
-    man = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    for rel, digest in man["files"].items():
-        assert hashlib.sha256((root / rel).read_bytes()).hexdigest() == digest, rel
-    return man
 
 
 def kernels_of(pid: int) -> list[int]:
@@ -111,8 +53,7 @@ def stop_kernels(pid: int) -> None:
 
 
 def start_reproduce(tmp_path: Path, nbs: Path, params: Path, profile: str) -> subprocess.Popen:
-    driver = tmp_path / "reproduce_driver.py"
-    driver.write_text(DRIVER)
+    driver = write_driver(tmp_path)
     env = dict(os.environ)
     env.pop("K3LAB_DEBUG", None)
     return subprocess.Popen([sys.executable, str(driver), str(params), str(nbs), "--profile", profile],
@@ -137,29 +78,6 @@ def wait_for(cond, proc: subprocess.Popen, what: str, timeout: float = 120.0) ->
 
 def staged(root: Path, pattern: str) -> bool:
     return any(p for st in root.glob(".staging-*") for p in st.rglob(pattern))
-
-
-@pytest.fixture(scope="module")
-def baseline(tmp_path_factory):
-    """One complete study run (01_a, 02_b), made once; tests copy it as 'the previous results'."""
-    base = tmp_path_factory.mktemp("baseline")
-    nbs, params = make_study(base)
-    before = os.environ.get("K3LAB_RESULTS")
-    os.environ["K3LAB_RESULTS"] = str(base / "results")
-    try:
-        pipeline.run("study", report=False, params_dir=params, notebooks_dir=nbs)
-    finally:
-        if before is None:
-            os.environ.pop("K3LAB_RESULTS", None)
-        else:
-            os.environ["K3LAB_RESULTS"] = before
-    return base / "results"
-
-
-@pytest.fixture
-def previous(baseline):
-    shutil.copytree(baseline, results_root())
-    return snapshot(results_root())
 
 
 # --------------------------------------------------------------------------- SIGKILL
@@ -203,7 +121,7 @@ def test_sigkill_leaves_previous_results_and_next_run_cleans_up(tmp_path, previo
     # the next run takes the dead run's lock, removes its leftovers and succeeds
     pipeline.run("study", report=False, params_dir=params, notebooks_dir=nbs)
     assert leftovers(root) == []
-    man = check_manifest(root)
+    man = check_manifest(root, "study", ["01_a", "02_b"])
     assert man["run_id"] != json.loads(previous["manifest.json"][0])["run_id"]
     assert {"01_a/table_a.csv", "02_b/table_b.csv"} <= set(man["files"])
 

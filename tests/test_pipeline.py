@@ -9,11 +9,9 @@ raises in a cell. Runs use ``report=False`` (the report needs the study's own no
 SIGKILL / SIGINT of a real ``reproduce`` process and the ledger live in tests/test_faults.py.
 """
 
-import hashlib
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import sys
@@ -24,96 +22,13 @@ import pytest
 
 from k3lab import io, pipeline
 from k3lab.paths import results_root
+from study_helpers import check_manifest, leftovers, make_study, snapshot
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "notebooks"
-STUDY = "defaults: {mode: offline, smoke: false}\nnotebooks: {}\n"
 TABLE_A = "i,x,label\n0,0,a\n1,1,a\n2,2,a\n"   # rows=3, scale=1.0, label="a", by hand
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def make_study(root: Path, *names: str, profiles: dict | None = None) -> tuple[Path, Path]:
-    """Copy fixture notebooks into ``root/notebooks`` and write ``root/params/*.yaml``."""
-    nbs, params = root / "notebooks", root / "params"
-    nbs.mkdir(parents=True, exist_ok=True)
-    params.mkdir(parents=True, exist_ok=True)
-    for n in names or ("01_a", "02_b"):
-        shutil.copy(FIXTURES / f"{n}.ipynb", nbs / f"{n}.ipynb")
-    for name, text in {"study": STUDY, **(profiles or {})}.items():
-        (params / f"{name}.yaml").write_text(text, encoding="utf-8")
-    return nbs, params
 
 
 def run(profile: str, nbs: Path, params: Path):
     return pipeline.run(profile, report=False, params_dir=params, notebooks_dir=nbs)
-
-
-def snapshot(root: Path) -> dict:
-    """Every file under ``root`` but dot-files, failed/ and runs/ → (bytes, mode)."""
-    out = {}
-    if not root.exists():
-        return out
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root)
-        if rel.parts[0] in ("failed", "runs") or any(part.startswith(".") for part in rel.parts):
-            continue
-        if p.is_file():
-            out[str(rel)] = (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
-    return out
-
-
-def leftovers(root: Path) -> list[str]:
-    """What a finished or recovered run must not leave behind."""
-    pats = (".staging-*", ".old-*", ".lock")
-    found = [p for pat in pats for p in root.glob(pat)] + list(root.rglob(".*.tmp"))
-    return sorted(str(p.relative_to(root)) for p in found)
-
-
-def sha256(p: Path) -> str:
-    return hashlib.sha256(p.read_bytes()).hexdigest()
-
-
-def check_manifest(root: Path, profile: str, notebook_ids: list[str]) -> dict:
-    """manifest.json lists every file of the run with its sha256 (recomputed here)."""
-    man = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    for key in ("run_id", "profile", "started_utc", "finished_utc", "git_commit", "versions", "notebooks", "files"):
-        assert key in man, f"manifest.json has no {key!r}"
-    assert man["profile"] == profile
-    assert sorted(man["notebooks"]) == sorted(notebook_ids)
-    on_disk = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()
-               and not any(part.startswith(".") for part in p.relative_to(root).parts)
-               and p.relative_to(root).parts[0] not in ("failed", "runs", "README.md") and p.name != "manifest.json"}
-    assert set(man["files"]) == on_disk
-    for rel, digest in man["files"].items():
-        assert sha256(root / rel) == digest, rel
-    return man
-
-
-@pytest.fixture(scope="module")
-def baseline(tmp_path_factory):
-    """One complete study run (01_a, 02_b), made once; tests copy it as 'the previous results'."""
-    base = tmp_path_factory.mktemp("baseline")
-    nbs, params = make_study(base)
-    before = os.environ.get("K3LAB_RESULTS")
-    old_umask = os.umask(0o022)
-    os.environ["K3LAB_RESULTS"] = str(base / "results")
-    try:
-        run("study", nbs, params)
-    finally:
-        os.umask(old_umask)
-        if before is None:
-            os.environ.pop("K3LAB_RESULTS", None)
-        else:
-            os.environ["K3LAB_RESULTS"] = before
-    return base / "results"
-
-
-@pytest.fixture
-def previous(baseline):
-    """results/ holding the baseline's complete run; returns its snapshot."""
-    shutil.copytree(baseline, results_root())
-    return snapshot(results_root())
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ sha256, every claim of the article ends with a method and a verdict, the report 
 rendered, and the README's findings table is not stale.
 """
 
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -14,20 +13,14 @@ import pytest
 
 from k3lab import claims, pipeline, report
 from k3lab.paths import REPO_ROOT
+from study_helpers import results_at
 
 pytestmark = pytest.mark.slow
 
 
 def _run_into(folder: Path) -> Path:
-    old = os.environ.get("K3LAB_RESULTS")
-    os.environ["K3LAB_RESULTS"] = str(folder)
-    try:
+    with results_at(folder):
         pipeline.run("offline")
-    finally:
-        if old is None:
-            os.environ.pop("K3LAB_RESULTS", None)
-        else:
-            os.environ["K3LAB_RESULTS"] = old
     return folder
 
 
@@ -126,15 +119,8 @@ def test_readme_compare_example_is_current():
 def test_what_if_profiles_run_into_their_own_folder(tmp_path, profile):
     """The two example what-if profiles run end to end (another model; other GPUs) into
     results/runs/<profile>/, judge no claim, and price the chosen layouts at the model bound."""
-    old = os.environ.get("K3LAB_RESULTS")
-    os.environ["K3LAB_RESULTS"] = str(tmp_path)
-    try:
+    with results_at(tmp_path):
         pipeline.run(profile, report=False)
-    finally:
-        if old is None:
-            os.environ.pop("K3LAB_RESULTS", None)
-        else:
-            os.environ["K3LAB_RESULTS"] = old
     root = tmp_path / "runs" / profile
     assert (root / "manifest.json").exists()
     assert not list(tmp_path.glob("0[0-9]_*")), "a what-if run wrote into the study's results"
