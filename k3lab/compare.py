@@ -132,8 +132,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     unknown = sorted(set(gpus or ()) - set(all_gpus))
     if unknown:
         raise ValueError(f"unknown GPU(s) {unknown}; known GPUs: {', '.join(all_gpus)}")
-    pues = prices.electricity_assumptions()["pue"]
-    pue = sorted(pues)[len(pues) // 2]
+    pue = prices.middle_pue()
     for gpu in (g for g in all_gpus if gpus is None or g in gpus):
         for n, tp, pp in candidate_layouts(gpu):
             seen += 1

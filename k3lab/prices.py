@@ -69,6 +69,12 @@ def electricity_assumptions() -> dict:
             "usd_per_kwh_example": e.usd_per_kwh_example}
 
 
+def middle_pue() -> float:
+    """The middle of ``data/prices.yaml``'s PUE sweep: the one PUE a single $/hour figure uses."""
+    pues = sorted(electricity_assumptions()["pue"])
+    return pues[len(pues) // 2]
+
+
 def electricity_usd_per_gpu_hour(board_power_w: float, pue: float, usd_per_kwh: float) -> float:
     """Electricity cost of one GPU for one hour: W / 1000 × PUE × $/kWh."""
     p = check_finite("board_power_w", board_power_w)

@@ -111,17 +111,17 @@ def fit_table(cfg: ModelConfig, layouts=STUDY_LAYOUTS, mem_fraction: float = 0.9
 
 def _startup_prediction(cfg, log: dict, dep, var) -> tuple[object, str]:
     """k3lab's figure for one public start-up log's quantity under ``var`` → (value, how)."""
+    q = log["quantity"]
+    if q == "loaded_weights_gib_per_rank":  # the logged run served the DSpark draft beside K3
+        dr = memory.fit(cfg, dep, log["mem_fraction"], log["kv_dtype"], variants=var + ("dspark",))
+        return round((dr.weights_bytes_per_gpu + dr.other_resident_bytes_per_gpu) / GiB, 1), \
+            "weights + vision tower + DSpark draft"
     p = memory.fit(cfg, dep, log["mem_fraction"], log["kv_dtype"], variants=var,
                    slots_per_request=log["slots_per_request"])
-    q = log["quantity"]
     if q == "max_running_requests":
         return p.max_running_requests, ""
     if q == "max_total_num_tokens":
         return p.max_kv_tokens, ""
-    if q == "loaded_weights_gib_per_rank":
-        dr = memory.fit(cfg, dep, log["mem_fraction"], log["kv_dtype"], variants=var + ("dspark",))
-        return round((dr.weights_bytes_per_gpu + dr.other_resident_bytes_per_gpu) / GiB, 1), \
-            "weights + vision tower + DSpark draft"
     if q == "kv_bytes_per_token":
         return round(p.kv_bytes_per_token / 1024, 1), "KiB per token"
     raise ValueError(f"data/public_startup_logs.yaml: log {log['id']}: quantity {q!r} is not one k3lab predicts")

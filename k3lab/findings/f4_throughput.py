@@ -43,9 +43,7 @@ def bound_perf_per_dollar(curves, deps, overrides=None, usd_per_kwh: float = 0.0
     usd_per_million_tokens_at_bound."""
     import pandas as pd
 
-    if pue is None:
-        pues = sorted(prices.electricity_assumptions()["pue"])
-        pue = pues[len(pues) // 2]
+    pue = prices.middle_pue() if pue is None else pue
     pr = prices.prices(overrides)
     rows = []
     for d in deps:
