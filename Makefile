@@ -12,7 +12,7 @@ AITER_VERSION := $(shell sed -n 's/^amd-aiter==//p' $(AITER_REQ))
 SGL_STAMP := $(SGL_VENV)/.k3lab-setup
 NBVAL_RESULTS := $(abspath build/nbval-results)
 
-.PHONY: setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-unit test-sglang test-notebooks lab notebooks readme-table check-readme clean
+.PHONY: serving-fit setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-unit test-sglang test-notebooks lab notebooks readme-table check-readme clean
 
 setup: $(STAMP)
 
@@ -51,6 +51,10 @@ release-matrix: sglang-releases
 # ... or check every installed release against the committed matrix without rewriting it.
 test-release-matrix: sglang-releases
 	K3LAB_RELEASE_MATRIX=all $(SGL_PY) -m pytest -q -m sglang tests/sglang/test_release_matrix.py -p no:cacheprovider
+
+# Refit the serving model on data/public_measurements.yaml → data/serving_fit.yaml (~1 min).
+serving-fit: setup
+	$(PY) benchmarks/serving_fit.py
 
 reproduce: setup
 	$(PY) -m k3lab reproduce --profile $(PROFILE)

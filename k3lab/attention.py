@@ -27,6 +27,7 @@ from typing import Callable
 import torch
 
 from . import aiter_release
+from .model.flops import attention_flops, causal_pairs  # noqa: F401  (torch-free; re-exported)
 
 #: sglang's AiterAttnBackend: the small head counts run by repeating q heads.
 SGLANG_REPEAT_HEADS = (4, 8)
@@ -76,32 +77,6 @@ def kernel_heads(n: int) -> int:
 
 
 # --------------------------------------------------------------------------- FLOPs
-
-def causal_pairs(q_len: int, kv_len: int | None = None) -> int:
-    """(query, key) pairs a causal mask keeps, bottom-right aligned (flash-attn convention).
-
-    Query i (0-based) of ``q_len`` sees keys 0 … i + (kv_len − q_len). For q_len == kv_len
-    = S that is S(S+1)/2.
-    """
-    kv_len = q_len if kv_len is None else kv_len
-    if q_len < 0 or kv_len < q_len:
-        raise ValueError(f"need 0 <= q_len <= kv_len, got q_len={q_len}, kv_len={kv_len}")
-    prefix = kv_len - q_len
-    return q_len * prefix + q_len * (q_len + 1) // 2
-
-
-def attention_flops(seq_len: int, heads: int, qk_head_dim: int = 192, v_head_dim: int = 128,
-                    causal: bool = True, kv_len: int | None = None) -> int:
-    """FLOPs of one MHA-form attention over one sequence (QKᵀ and PV matmuls, 2 per MAC).
-
-    ``seq_len`` query tokens against ``kv_len`` keys (default: the same). Softmax and
-    masking are not counted (O(S²·heads), a few % of the matmuls). → int FLOPs.
-    """
-    _check_heads(heads)
-    kv = seq_len if kv_len is None else kv_len
-    pairs = causal_pairs(seq_len, kv) if causal else seq_len * kv
-    return 2 * heads * (qk_head_dim + v_head_dim) * pairs
-
 
 def head_table(total_heads: int = 96, tps=(1, 2, 4, 8, 16, 32), release_dir=None):
     """Per TP degree: heads per rank, sglang's start-up verdict, the count it pads or repeats

@@ -33,15 +33,12 @@ result bounds a real run from above. Units: bytes, FLOP, seconds, tok/s.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 from . import data
-from .model.capacity import kda_state_bytes_per_request, kv_bytes_per_token
-from .model.inventory import count_params, routed_expert_bytes
-from .model.sharding import Setting, heaviest_stage, pp_stages, shard_table
-from .model.step import expected_distinct_experts
+from .model.sharding import Setting
+from .model.step import decode_terms, expected_distinct_experts, microbatches, rank_read_bytes  # noqa: F401
 from .specs import GB, Deployment, ModelConfig, load_model, scale_out_link
 from .throughput import article_table, article_workload, measured_points
 
@@ -88,6 +85,29 @@ def ring_all_reduce_s(nbytes: float, ranks: int, ranks_per_node: int, intra_byte
             + steps / ranks * nbytes / bus)
 
 
+def collective_s(cfg: ModelConfig, dep: Deployment, terms, nics_per_node: int | None = None) -> tuple[float, float]:
+    """(all-reduce seconds, pipeline-send seconds) of a step's collectives, on the critical path.
+
+    ``terms``: :class:`k3lab.model.step.StepTerms`. Every layer execution all-reduces the
+    hidden states of ``terms.comm_tokens`` tokens ``all_reduces_per_layer`` times
+    (``data/serving_model.yaml``: after attention and after the MLP, ``activation_dtype_bytes``
+    each), ring model over the TP group (:func:`ring_all_reduce_s`: NCCL's per-step latencies,
+    the scale-up link per GPU in a node, ``nics_per_node`` × the article's RoCE link across
+    nodes); with PP each send pays the network latency and the message over the node's NICs."""
+    inp = data.load("serving_model")
+    gpu = dep.gpu_spec
+    link = scale_out_link()
+    nics = inp.scale_out_nics_per_node.value if nics_per_node is None else nics_per_node
+    lat_up = inp.link_latency_us_scale_up.value * 1e-6
+    lat_out = inp.link_latency_us_scale_out.value * 1e-6
+    msg = terms.comm_tokens * cfg.hidden_size * inp.activation_dtype_bytes.value
+    one = ring_all_reduce_s(msg, dep.tp, min(dep.tp, dep.gpus_per_node), gpu.scale_up_gb_s_per_direction * GB,
+                            lat_up, nics * link["gbyte_s"] * GB, lat_out)
+    t_ar = inp.all_reduces_per_layer.value * terms.layer_passes * one
+    t_send = terms.pp_sends * (lat_out + msg / (nics * link["gbyte_s"] * GB)) if dep.pp > 1 else 0.0
+    return t_ar, t_send
+
+
 @dataclass(frozen=True)
 class StepCost:
     """One decode step of one deployment at concurrency ``concurrency`` (per GPU of the
@@ -120,22 +140,12 @@ class StepCost:
         return self.t_allreduce_s + self.t_pp_send_s
 
 
-@functools.lru_cache(maxsize=None)
-def _stage_layers(cfg: ModelConfig, tp: int, pp: int) -> tuple[int, tuple[int, ...]]:
-    stage = heaviest_stage(cfg, tp, pp)
-    lo, hi = pp_stages(cfg, pp)[stage]
-    return stage, tuple(range(lo, hi))
-
-
-@functools.lru_cache(maxsize=None)
 def non_expert_read_bytes(cfg: ModelConfig, tp: int, pp: int = 1) -> float:
     """Non-expert weight bytes one rank of the heaviest stage reads per decode step:
     its shard of every checkpoint tensor except the routed experts and the embedding
     table (a step reads ``c`` of its rows), as sglang holds it on an NVIDIA GPU (the
-    favourable side: no ROCm expert padding). From ``k3lab.model.sharding.shard_table``."""
-    t = shard_table(cfg, tp, pp, Setting())
-    keep = (~t["component"].isin(["routed_experts", "embed_tokens"])) & (t["checkpoint_bytes"] > 0)
-    return float(t.loc[keep, "rank_bytes"].sum())
+    favourable side: no ROCm expert padding). :func:`k3lab.model.step.rank_read_bytes`."""
+    return rank_read_bytes(cfg, tp, pp, Setting())[0]
 
 
 def decode_step(dep: Deployment, concurrency: float, context_tokens: float | None = None,
@@ -167,42 +177,21 @@ def decode_step(dep: Deployment, concurrency: float, context_tokens: float | Non
         raise ValueError(f"context_tokens must be >= 0, got {context_tokens}")
     routing = routing or inp.routing
     gpu = dep.gpu_spec
-    link = scale_out_link()
     nics = inp.scale_out_nics_per_node.value if nics_per_node is None else data.check_count("nics_per_node", nics_per_node)
-    lat_up = inp.link_latency_us_scale_up.value * 1e-6
-    lat_out = inp.link_latency_us_scale_out.value * 1e-6
-    act_b = inp.activation_dtype_bytes.value
-    n_ar = inp.all_reduces_per_layer.value
 
-    stage, layers = _stage_layers(cfg, dep.tp, dep.pp)
-    micro = min(float(concurrency), float(dep.pp))  # microbatches in flight
+    micro = microbatches(concurrency, dep.pp)
     req = concurrency / micro  # requests per microbatch
-    tokens = req * tokens_per_request_step
-    moe_layers = sum(1 for i in layers if i >= cfg.first_k_dense_replace)
-    experts = expected_distinct_experts(tokens, cfg.num_experts, cfg.num_experts_per_token, routing)
-
-    b_ne = non_expert_read_bytes(cfg, dep.tp, dep.pp)
-    b_exp = moe_layers * experts * routed_expert_bytes(cfg) / dep.tp
-    b_kv = req * context_tokens * kv_bytes_per_token(cfg, kv_dtype, layers=layers) / dep.dcp
-    b_state = 2 * req * kda_state_bytes_per_request(cfg, dep.tp, state_dtype, layers=layers)
-    t_mem = (b_ne + b_exp + b_kv + b_state) / (gpu.hbm_bw_tb_s * 1e12)
-
-    active = count_params(cfg).active
-    mla_layers = sum(1 for i in layers if (i + 1) in cfg.full_attn_layers)
-    heads = cfg.num_attention_heads / dep.tp
-    attn = (mla_layers * heads * 2 * (context_tokens / dep.dcp)
-            * (2 * cfg.kv_lora_rank + cfg.qk_rope_head_dim))
-    flops = tokens * (2 * active / (dep.tp * dep.pp) + attn)
+    # the physical terms of the step (k3lab.model.step), read the favourable way: experts at
+    # their checkpoint bytes, every FLOP at the fastest dense peak
+    terms = decode_terms(cfg, dep, req, context_tokens, rows_per_request=tokens_per_request_step,
+                         kv_dtype=kv_dtype, state_dtype=state_dtype, routing=routing, experts_as="checkpoint")
+    tokens, experts = terms.tokens, terms.experts_touched_per_layer
+    b_ne, b_exp, b_kv, b_state = terms.bytes_weights, terms.bytes_experts, terms.bytes_kv, terms.bytes_state
+    t_mem = terms.bytes_total / (gpu.hbm_bw_tb_s * 1e12)
+    flops = terms.flops_total
     t_flop = flops / gpu.peak_dense_flops
 
-    msg = tokens * cfg.hidden_size * act_b
-    t_ar_one = ring_all_reduce_s(msg, dep.tp, min(dep.tp, dep.gpus_per_node),
-                                 gpu.scale_up_gb_s_per_direction * GB, lat_up,
-                                 nics * link["gbyte_s"] * GB, lat_out)
-    t_ar = n_ar * len(layers) * t_ar_one
-    t_send = 0.0
-    if dep.pp > 1:
-        t_send = lat_out + msg / (nics * link["gbyte_s"] * GB)
+    t_ar, t_send = collective_s(cfg, dep, terms, nics_per_node=nics)
     t_comm = t_ar + t_send
     t_step = max(t_mem, t_flop, t_comm) if overlap else max(t_mem, t_flop) + t_comm
     # a request needs pp stage-steps per token; `micro` microbatches share that cycle

@@ -288,7 +288,7 @@ def test_lower_mem_fraction_leaves_less_kv():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    (dict(gpu="a100", num_gpus=8, tp=8), "known GPUs: b200, b300, gb200, h100, h200, mi300x, mi325x, mi355x"),
+    (dict(gpu="a100", num_gpus=8, tp=8), "known GPUs: b200, b300, gb200, h100, h200, mi300x, mi325x, mi350x, mi355x"),
     (dict(gpu="mi355x", num_gpus=7, tp=7), "does not divide the 96 attention heads"),
     (dict(gpu="mi355x", num_gpus=8, tp=8, mem_fraction=0.0), r"mem_fraction must be"),
     (dict(gpu="mi355x", num_gpus=8, tp=8, mem_fraction=1.5), r"mem_fraction must be in \(0, 1\]"),

@@ -162,7 +162,7 @@ def test_capacity_override():
 
 def test_unknown_gpu_lists_known():
     with pytest.raises(ValueError, match=r"unknown GPU 'a100'; known GPUs: b200, b300, gb200, h100, h200, "
-                                         r"mi300x, mi325x, mi355x"):
+                                         r"mi300x, mi325x, mi350x, mi355x"):
         specs.load_gpu("a100")
 
 

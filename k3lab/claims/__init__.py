@@ -7,7 +7,8 @@ to :meth:`Recorder.judge`; the rule named in the registry decides the verdict, c
 method. Nothing else in k3lab or in a notebook writes a verdict.
 
 Methods (:data:`METHODS`): ``measured`` (ran here on real code or hardware), ``derived``
-(computed independently from primary sources), ``arithmetic`` (recomputed from the
+(computed independently from primary sources), ``cited`` (a third party's public measurement
+of the claim's own setting: measured, but not here), ``arithmetic`` (recomputed from the
 article's own numbers), ``emulated`` (real code in a state the study built), ``modelled``
 (an analytic model with assumptions; the band or bound is stated), ``unchecked``.
 
@@ -16,8 +17,9 @@ Verdicts (:data:`VERDICTS`), and what each one may claim:
 - ``reproduced``: an independent check (method ``measured`` or ``derived``) agrees within
   the stated tolerance. Nothing else can reach it (:func:`cap`).
 - ``consistent``: the evidence agrees but cannot establish the claim by its method
-  (``arithmetic`` on the article's own numbers, an ``emulated`` state, a ``modelled``
-  band that is narrow enough to tell the claim from its negation).
+  (``arithmetic`` on the article's own numbers, an ``emulated`` state, a ``cited``
+  measurement made by someone else, a ``modelled`` band that is narrow enough to tell the
+  claim from its negation).
 - ``discrepancy``: the evidence disagrees; the evidence gives the size of the difference.
 - ``corrected``: the article's statement is wrong in a way the evidence pins down (its unit,
   a contradiction with its own numbers, what really happens instead).

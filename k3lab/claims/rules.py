@@ -21,8 +21,9 @@ BAND_MAX_RATIO = 2.0
 
 
 def cap(method: str, verdict: str) -> str:
-    """The method caps the verdict: only ``measured``/``derived`` can be ``reproduced``;
-    ``unchecked`` is always ``not reproducible here``."""
+    """The method caps the verdict: only ``measured``/``derived`` can be ``reproduced``
+    (``cited`` — a third party's measurement — at most ``consistent``); ``unchecked`` is
+    always ``not reproducible here``."""
     if method == "unchecked":
         return "not reproducible here"
     if verdict == "reproduced" and method not in INDEPENDENT:
@@ -185,6 +186,52 @@ def rule_upper_bound(claim, limit, **_):
     return "discrepancy" if claim.claimed_numbers[0] > _num("limit", limit) else "not reproducible here"
 
 
+def rule_validated_model(claim, readings, in_domain: bool = True, claimed_value=None, **_):
+    """A serving model validated on public measurements (:mod:`k3lab.serving`): each reading of
+    the claim (e.g. with and without speculative decoding) is a (predicted, band) pair, the band
+    the model's out-of-source validation error as a log factor; together they span
+    ``[min p·e^-band, max p·e^band]``.
+
+    - the question outside the model's validated domain (``in_domain`` False: a length,
+      concurrency or topology no public measurement covers) → ``not reproducible here``;
+    - the claim outside the span → ``discrepancy``, however wide the span (a claim outside even
+      a wide band is flagged, never reported like one inside);
+    - inside a span at most :data:`BAND_MAX_RATIO` wide → agrees (``consistent`` for a model);
+    - inside a wider span → ``not reproducible here``.
+    """
+    if not isinstance(in_domain, bool):
+        raise ValueError(f"rule validated_model: in_domain must be True or False, got {in_domain!r}")
+    pts = list(readings)
+    if not pts:
+        raise ValueError(f"claim {claim.id}: rule validated_model needs at least one (predicted, band) reading")
+    lows, highs = [], []
+    for p, b in pts:
+        p, b = _num("predicted", p), _num("band", b)
+        if p <= 0 or b < 0:
+            raise ValueError(f"rule validated_model: need predicted > 0 and band >= 0, got {p}, {b}")
+        lows.append(p * math.exp(-b))
+        highs.append(p * math.exp(b))
+    if not in_domain:
+        return "not reproducible here"
+    lo, hi = min(lows), max(highs)
+    c = claim.claimed_numbers[0] if claimed_value is None else _num("claimed_value", claimed_value)
+    if not lo <= c <= hi:
+        return "discrepancy"
+    return "reproduced" if hi / lo <= BAND_MAX_RATIO else "not reproducible here"
+
+
+def rule_cited(claim, values, claimed_value=None, **_):
+    """Third-party measurements of the claim's own setting and workload (``values``; method
+    ``cited``: measured, but not here): the claim within the claim's tolerance of any of them
+    agrees (capped at ``consistent``: the study did not make the measurement); otherwise
+    ``discrepancy``. No matching measurement → ``not reproducible here``."""
+    vals = [_num("cited value", v) for v in values]
+    if not vals:
+        return "not reproducible here"
+    c = claim.claimed_numbers[0] if claimed_value is None else _num("claimed_value", claimed_value)
+    return "reproduced" if any(agrees(claim, v, c) for v in vals) else "discrepancy"
+
+
 def rule_fitted_model(claim, **_):
     """A model fitted to the article's own numbers cannot confirm those numbers."""
     return "not reproducible here"
@@ -205,6 +252,8 @@ RULES = {
     "ranges_overlap": rule_ranges_overlap,
     "model_band": rule_model_band,
     "upper_bound": rule_upper_bound,
+    "validated_model": rule_validated_model,
+    "cited": rule_cited,
     "fitted_model": rule_fitted_model,
     "unchecked": rule_unchecked,
 }
@@ -221,6 +270,9 @@ CRITERIA = {
     "ranges_overlap": "the recomputed range overlaps the claimed range",
     "model_band": f"inside a model band at most {BAND_MAX_RATIO:g}x wide that excludes no effect",
     "upper_bound": "below the model's upper bound (possible, never confirmed)",
+    "validated_model": (f"inside the serving model's validated band (its out-of-source error on public "
+                        f"measurements), at most {BAND_MAX_RATIO:g}x wide, inside the validated domain"),
+    "cited": "numeric tolerance of data/claims.yaml, against third-party measurements of the same setting",
     "fitted_model": "none: a model fitted to the article's numbers cannot confirm them",
     "unchecked": "none: nothing here checks it",
 }

@@ -13,6 +13,7 @@ import json
 
 import torch
 
+from . import field
 from .. import claims, sampling, spec_decode
 from ..paths import data_path
 from ..probes import release_matrix, topk_repro
@@ -158,19 +159,6 @@ def records(cfg: ModelConfig | None = None, doc: dict | None = None, bench=None)
                        f"k3lab takes {float(bench['k3lab_over_rank_mask'].iloc[:4].min()):.2f}-"
                        f"{float(bench['k3lab_over_rank_mask'].iloc[:4].max()):.2f}x its time (k in {{1, 20, 50, 1024}}) "
                        "and keeps the ties it drops"))
-    lo, hi, _ = speedup_band(cfg)
-    sb, inp = speedup_inputs(cfg)
-    out.append(R("S6", f"speed-up = tau / (verify + draft cost), tau {inp['accept_length'][0]:g}-{inp['accept_length'][1]:g} "
-                       f"(reported), verify {spec_decode.verify_cost_ratio(sb, 1, inp['verify_tokens'], 0):.2f} decode steps "
-                       f"if weight-streaming bound, 1.0 if overhead bound; the band spans {hi / lo:.1f}x and contains "
-                       "1x (no effect)", bound=f"model band {lo:.2f}-{hi:.2f}x", low=lo, high=hi,
-                 notes="needs an MI355X node serving K3 with DSpark; live mode reads bench_serving's accept_length and tok/s"))
-    gains = throughput_gain_band(cfg)
-    (c0, g0), (c1, g1) = list(gains.items())
-    out.append(R("S7", f"weights-only model: at concurrency c a verify step over {inp['verify_tokens']}c tokens reads up "
-                       f"to every expert; gain at c{c0} {g0[0]:.2f}-{g0[1]:.2f}x, at c{c1} {g1[0]:.2f}-{g1[1]:.2f}x",
-                 bound=f"gain c{c0} {g0[0]:.2f}-{g0[1]:.2f}x, c{c1} {g1[0]:.2f}-{g1[1]:.2f}x", low=g1[0], high=g1[1],
-                 claimed_value=1.18,
-                 notes="where the peak sits needs KV-cache, attention and scheduler costs this model omits; "
-                       "aiconfigurator (notebook 04) shows no interior peak up to c128 either"))
+    # the speed-ups, by the serving model validated on public measurements (k3lab.findings.field)
+    out.extend(field.spec_records())
     return out

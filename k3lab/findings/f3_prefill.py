@@ -14,6 +14,7 @@ import json
 
 import torch
 
+from . import field
 from .. import aiter_release, claims, mla_kernels
 from .. import attention as A
 from .. import prefill as P
@@ -141,19 +142,8 @@ def records(cfg: ModelConfig | None = None, probe: dict | None = None, matrix: d
                        f"strict stand-in in fp32/bf16; sglang {probe['sglang']}'s real forward_extend patched, stand-in kernels)",
                  value=md, notes="emulated: the kernels that refuse 12 heads are stand-ins; a GPU kernel that tiles "
                                  "across heads could round differently (the gpu-marked test checks on ROCm)"))
-    before, after = ttft_models(cfg, art)
-    c_hi, c_lo = before.context_at_tok_s(art.tok_s_before_high), before.context_at_tok_s(art.tok_s_before_low)
-    out.append(R("P5", "a two-part TTFT model fitted to the article's own 51 s and 13k tok/s: with the rest of the model "
-                       "at 13k tok/s the fit puts Triton attention at "
-                       f"{before.attn_flop_s / 1e12:.0f} TFLOP/s and the 7k / 4k averages at ~{c_hi / 1e3:.0f}k / ~{c_lo / 1e3:.0f}k tokens",
-                 bound=f"model fitted to the article: before {before.tok_s(S):,.0f} tok/s at {S / 1e3:g}k",
-                 notes="a model fitted to the article's numbers cannot confirm them; absolute tok/s need MI355X hardware"))
-    r_lo, r_hi = art.tok_s_after / art.tok_s_before_high, art.tok_s_after / art.tok_s_before_low
-    out.append(R("P6", f"the article's own 13k / (4-7k) = {r_lo:.2f}-{r_hi:.2f}x against its 2-3x TTFT",
-                 value=f"{r_lo:.2f}-{r_hi:.2f}x", low=r_lo, high=r_hi, claimed_low=art.speedup_low,
-                 claimed_high=art.speedup_high,
-                 notes=f"attention is only {P.flop_share(S, cfg, art.tp):.0%} of prefill FLOPs at 172k, so 2-3x needs "
-                       "Triton attention far below the rest's efficiency; the fitted TTFT model is not evidence"))
+    # the prefill rates and the TTFT speed-up, by the validated serving model (k3lab.findings.field)
+    out.extend(field.prefill_records())
     dec = decode_table(cfg)
     mem_bound = bool(dec.FLOP_per_KV_byte.max() < dec.MI355X_ridge_FLOP_per_byte.iloc[0])
     out.append(R("P7", f"absorbed-MLA decode reads the same latent KV bytes whatever the q-head count: "

@@ -10,6 +10,7 @@ judges T1–T16; the sweep functions give the notebook its tables and figures.
 
 from __future__ import annotations
 
+from . import field
 from .. import claims, crosscheck, memory, prices, roofline
 from ..specs import GiB, load_gpu, load_model, parse_layout, scale_out_link
 from ..throughput import article_ratios, article_workload, tok_s_per_dollar_hour, usd_per_million_tokens
@@ -118,29 +119,10 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
     bounds = roofline.bounds_for_measured().set_index("point")
     db = f"aiconfigurator-core {crosscheck.TOOL_VERSION}, database {silicon['database'].iloc[0]}, silicon mode"
     out = []
-    b = bounds.loc["mi355x_tp8"]
-    out.append(R("T1", f"decode roofline (k3lab): at most {b.tok_s_bound:,.0f} tok/s per node at c{b.concurrency:g}; the "
-                       f"article's figure is {b.measured_over_bound:.0%} of it. aiconfigurator has no AMD kernel data",
-                 bound=f"roofline <= {b.tok_s_bound:,.0f}", limit=float(b.tok_s_bound),
-                 notes="needs an 8×MI355X node: live mode runs bench_serving sweeps"))
-    b3 = silicon[(silicon.gpu == "b300")].set_index("concurrency")["tok_s"]
-    fit = kv_limit[kv_limit.kv_fits.astype(bool)]
-    top = max(float(b3.max()), float(fit["tok_s"].max()) if len(fit) else 0.0)
-    top_c = int(fit.loc[fit["tok_s"].idxmax(), "concurrency"]) if len(fit) and float(fit["tok_s"].max()) >= b3.max() else int(b3.idxmax())
-    out.append(R("T2", f"{db}: 8×B300 TP8 (no DCP: the tool does not model it) gives {b3[64]:,.0f} tok/s at c64 and "
-                       f"{top:,.0f} at c{top_c}, the largest concurrency whose KV fits; roofline <= "
-                       f"{bounds.loc['b300_tp8_dcp'].tok_s_bound:,.0f}",
-                 bound=f"aiconfigurator {b3[64]:,.0f} (c64) - {top:,.0f} (c{top_c})", low=float(b3[64]), high=top,
-                 no_effect=None, notes="the article does not say at which concurrency its B300 peaked, nor whether it used DSpark"))
+    # T1-T3 by the serving model validated on public measurements (k3lab.findings.field)
+    out.extend(field.table_records())
     b2 = silicon[(silicon.gpu == "b200") & (silicon.tp == 16)]
     per_gpu = b2[b2.scale_out_gbit_s_per_gpu == _article_net()].set_index("concurrency")["tok_s"]
-    per_node = b2[b2.scale_out_gbit_s_per_gpu == _article_net() / 8].set_index("concurrency")["tok_s"]
-    out.append(R("T3", f"{db}: 2×8 B200 TP16 over the article's ~195 Gb/s RoCE gives {per_gpu[64]:,.0f}-{per_gpu[128]:,.0f} "
-                       f"tok/s (c64-c128) if every GPU has such a link, {per_node[64]:,.0f}-{per_node[128]:,.0f} if one link "
-                       "serves the node; the article does not say which",
-                 bound=f"aiconfigurator {per_node[64]:,.0f}-{per_gpu[128]:,.0f} across the two readings",
-                 low=float(per_node[64]), high=float(per_gpu[128]), no_effect=None,
-                 notes="the band spans the unknown network reading; live mode measures it"))
     lo_r, hi_r = sol_ratio(sol)
     out.append(R("T4", "1,568 / 952 tok/s per node from the article's own table", value=round(rat["b300_over_mi355x"], 3),
                  exact=rat["b300_over_mi355x"],

@@ -17,7 +17,8 @@ from .base import (Count, Fraction, Label, NonNegative, NonNegativeInt, Num, Num
 from .market import (Electricity, GpuEntry, Hardware, Link, PRICE_KINDS, PRICE_UNIT, Price, Prices, Tier)  # noqa: F401
 from .article import (ArticlePrefill, ArticleTable, ClaimEntry, Claims, DerivedPoint, METHODS, Quoted, TableConfig, Tolerance,
                       Workload)  # noqa: F401
-from .serving import (Assumed, ExtraDeployment, ServingModel, Speculative)  # noqa: F401
+from .public import Measurement, PublicMeasurements, PublicSource, SpecSetting  # noqa: F401
+from .serving import (Assumed, ExtraDeployment, ServingFit, ServingModel, Speculative)  # noqa: F401
 from .sglang import (DraftModel, Override, ShardOptions, ShardRule, Sharding, StartupLog, StartupLogs, StorageOverrides,
                      UpstreamChange, UpstreamChanges)  # noqa: F401
 

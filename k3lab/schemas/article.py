@@ -82,7 +82,7 @@ class ArticleTable(_Doc):
 
 # --------------------------------------------------------------------------- claims.yaml
 
-METHODS = ("measured", "derived", "arithmetic", "emulated", "modelled", "unchecked")
+METHODS = ("measured", "derived", "cited", "arithmetic", "emulated", "modelled", "unchecked")
 
 
 class Tolerance(_Doc):
@@ -109,7 +109,7 @@ class ClaimEntry(_Doc):
     quote: Text
     claimed: str | int | float | bool
     unit: Text
-    method: Literal["measured", "derived", "arithmetic", "emulated", "modelled", "unchecked"]
+    method: Literal["measured", "derived", "cited", "arithmetic", "emulated", "modelled", "unchecked"]
     rule: Text
     tolerance: Tolerance | None = None
     added: str | None = None

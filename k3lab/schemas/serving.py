@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import model_validator
 
 from .article import _DeploymentFields
-from .base import Count, Num, Text, _Doc, _Sourced
+from .base import Count, Num, PositiveInt, Text, _Doc, _Sourced
 
 
 # --------------------------------------------------------------------------- serving_model.yaml
@@ -47,6 +47,22 @@ class ExtraDeployment(_DeploymentFields):
     source: Text
 
 
+class ChunkedPrefill(_Doc):
+    """sglang's default ``--chunked-prefill-size`` by GPU capacity (tokens)."""
+
+    tokens_large: PositiveInt
+    tokens_small: PositiveInt
+    large_from_gib: Num
+    source: Text
+
+
+class Family(_Doc):
+    """GPUs that share the serving model's fitted parameters, and why."""
+
+    gpus: list[Text]
+    note: Text
+
+
 class ServingModel(_Sourced):
     link_latency_us_scale_up: Num
     link_latency_us_scale_out: Num
@@ -58,3 +74,80 @@ class ServingModel(_Sourced):
     routing_source: Text
     speculative: Speculative
     extra_deployments: dict[str, ExtraDeployment] = {}
+    chunked_prefill: ChunkedPrefill
+    families: dict[str, Family]
+
+    @model_validator(mode="after")
+    def _one_family_per_gpu(self):
+        seen = {}
+        for name, f in self.families.items():
+            for g in f.gpus:
+                if g in seen:
+                    raise ValueError(f"families.{name}.gpus: {g} is already in family {seen[g]}")
+                seen[g] = name
+        return self
+
+
+# --------------------------------------------------------------------------- serving_fit.yaml
+
+
+class FitParams(_Doc):
+    hbm_efficiency: float
+    flop_efficiency: float
+    layer_overhead_us: float
+
+
+class FitValidationRow(_Doc):
+    id: Text
+    source: Text
+    gpu: Text
+    kind: Text
+    published: float
+    predicted_out_of_source: float
+    log_error: float
+
+
+class FitFamily(_Doc):
+    params: FitParams
+    band_log: float | None
+    sources: PositiveInt
+    calibration_points: PositiveInt
+    validation: list[FitValidationRow]
+
+
+class FitObservation(_Doc):
+    id: Text
+    source: Text
+    family: Text
+    gpu: Text
+    engine: Text
+    layout: Text
+    input_len: PositiveInt
+    output_len: PositiveInt
+    concurrency: PositiveInt
+    spec: Text
+    accept_len: float
+    kind: Text
+    value: float
+    normalisation: str
+    spans_nodes: bool
+
+
+class FitAicRow(_Doc):
+    id: Text
+    kind: Text
+    published: float
+    k3lab: float
+    aiconfigurator: float | None
+    note: str
+
+
+class ServingFit(_Doc):
+    """``serving_fit.yaml``: the serving model's fitted parameters and validation, generated
+    by ``make serving-fit`` from the files named in ``inputs`` (sha256 of their bytes)."""
+
+    generated: dict[str, str]
+    inputs: dict[str, str]
+    families: dict[str, FitFamily]
+    observations: list[FitObservation]
+    aiconfigurator: list[FitAicRow]

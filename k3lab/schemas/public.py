@@ -1,0 +1,170 @@
+"""Schema of ``public_measurements.yaml``: third-party Kimi K3 serving figures, as published.
+
+Every entry is one number from one public source (a GitHub issue, pull request, doc, config or
+blog), with the verbatim quote, the date, and every setting the source states. A setting the
+source does not state is ``null``; where a reading had to be chosen (or could not be), the
+field's name appears under ``ambiguous`` with the readings. What the number is per
+(``scope``) and what it measures (``metric``) are required: a figure without them is refused.
+A figure later withdrawn or superseded stays, with ``status`` saying so and ``status_note`` why.
+Start-up memory figures go to ``public_startup_logs.yaml`` (notebook 01), not here.
+
+Whether the serving model may use a figure is decided by rules in
+:mod:`k3lab.serving.observations` (layout, workload, metric and scope it can normalise),
+plus ``use: false`` with ``why`` for what those rules cannot see (a prefix-reusing workload, a
+disaggregated deployment, a duplicate of another entry). An entry whose workload, metric or
+scope is ambiguous is used only with a ``reading``: the one the study takes, and the evidence
+for it (e.g. a second source stating the lengths).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .base import DATE, PositiveInt, Text, _Doc, _Sourced
+
+ENGINES = ("sglang", "vllm", "atom", "trtllm", "dynamo", "other")
+METRICS = ("output_tok_s", "total_tok_s", "input_tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_s",
+           "prefill_tok_s", "accept_length", "tok_s_per_user", "usd_per_million_tokens")
+SCOPES = ("deployment", "per_node", "per_gpu", "per_stream")
+SPEC_ALGORITHMS = ("none", "dspark", "dflash", "eagle", "eagle3", "mtp", "ngram")
+STATUSES = ("current", "withdrawn", "superseded")
+#: fields an ``ambiguous`` note may name
+AMBIGUOUS_FIELDS = ("gpu", "num_gpus", "nodes", "tp", "ep", "dp", "pp", "dcp", "engine", "engine_version",
+                    "attention_backend", "moe_backend", "spec", "input_len", "output_len", "concurrency",
+                    "num_prompts", "kv_dtype", "mem_fraction", "dataset", "metric", "statistic", "scope", "value",
+                    "date", "status", "model", "settings")
+
+
+def _optional_date(v):
+    """A date (YYYY, YYYY-MM or YYYY-MM-DD) or None, where a stored version carries none."""
+    if v is not None and not DATE.match(v):
+        raise ValueError(f"date must be YYYY, YYYY-MM or YYYY-MM-DD, got {v!r}")
+    return v
+
+
+class PublicSource(_Doc):
+    """A public source: what it is, where, and the date of the version the figures come from
+    (``null`` only where the stored version carries no date, said in ``title``)."""
+
+    title: Text
+    url: Text
+    repo: str | None = None
+    kind: Literal["issue", "pull_request", "doc", "config", "blog", "recipe", "commit"]
+    date: str | None
+
+    _date = field_validator("date")(classmethod(lambda cls, v: _optional_date(v)))
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v):
+        if not v.startswith("https://"):
+            raise ValueError(f"url must be an https:// address, got {v!r}")
+        return v
+
+
+class SpecSetting(_Doc):
+    """Speculative decoding as the source states it: the algorithm (``null``: the source does not
+    say whether a draft ran), draft tokens per step and the acceptance length (tokens emitted
+    per verify step, ≥ 1)."""
+
+    algorithm: Literal["none", "dspark", "dflash", "eagle", "eagle3", "mtp", "ngram"] | None
+    draft_tokens: PositiveInt | None = None
+    accept_length: Annotated[float, Field(strict=False, ge=1, allow_inf_nan=False)] | None = None
+    #: ``simulated``: the engine was told the acceptance (SGLANG_SIMULATE_ACC_LEN, a forced
+    #: length); ``measured``: what the draft achieved on the workload
+    acceptance: Literal["measured", "simulated"] | None = None
+
+    @model_validator(mode="after")
+    def _none_has_no_draft(self):
+        if self.algorithm == "none" and (self.draft_tokens is not None or self.accept_length is not None):
+            raise ValueError("spec algorithm 'none' takes no draft_tokens or accept_length")
+        return self
+
+
+class Measurement(_Doc):
+    """One published number and its settings (see the module docstring)."""
+
+    id: Text
+    source: Text
+    date: str | None
+    author: str | None = None
+    quote: Annotated[str, Field(strict=True, min_length=8)]
+    status: Literal["current", "withdrawn", "superseded"]
+    status_note: str | None = None
+    model: Text
+    gpu: str | None
+    num_gpus: PositiveInt | None
+    nodes: PositiveInt | None = None
+    tp: PositiveInt | None = None
+    ep: PositiveInt | None = None
+    dp: PositiveInt | None = None
+    pp: PositiveInt | None = None
+    dcp: PositiveInt | None = None
+    engine: Literal["sglang", "vllm", "atom", "trtllm", "dynamo", "other"] | None
+    engine_version: str | None = None
+    attention_backend: str | None = None
+    moe_backend: str | None = None
+    spec: SpecSetting
+    input_len: PositiveInt | None = None
+    output_len: PositiveInt | None = None
+    concurrency: PositiveInt | None = None
+    num_prompts: PositiveInt | None = None
+    kv_dtype: Literal["bf16", "fp8", "fp8_e4m3", "fp4"] | None = None
+    mem_fraction: Annotated[float, Field(strict=False, gt=0, le=1, allow_inf_nan=False)] | None = None
+    dataset: str | None = None
+    metric: Literal["output_tok_s", "total_tok_s", "input_tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_s",
+                    "prefill_tok_s", "accept_length", "tok_s_per_user", "usd_per_million_tokens"]
+    statistic: Literal["mean", "median", "p50", "p90", "p95", "p99", "max", "min"] | None = None
+    scope: Literal["deployment", "per_node", "per_gpu", "per_stream"]
+    value: Annotated[float, Field(strict=False, gt=0, allow_inf_nan=False)]
+    ambiguous: dict[str, Text] = {}
+    note: str | None = None
+    use: bool = True
+    why: str | None = None
+    reading: str | None = None
+    duplicate_of: str | None = None
+
+    _date = field_validator("date")(classmethod(lambda cls, v: _optional_date(v)))
+
+    @field_validator("model")
+    @classmethod
+    def _k3(cls, v):
+        if not v.lower().startswith("kimi-k3"):
+            raise ValueError(f"only Kimi K3 measurements belong here, got model {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        unknown = sorted(set(self.ambiguous) - set(AMBIGUOUS_FIELDS))
+        if unknown:
+            raise ValueError(f"{self.id}: ambiguous names unknown field(s) {unknown}")
+        if self.status != "current" and not self.status_note:
+            raise ValueError(f"{self.id}: a {self.status} figure needs a status_note saying who withdrew it and why")
+        if not self.use and not self.why:
+            raise ValueError(f"{self.id}: use: false needs a why")
+        if self.duplicate_of is not None and self.use:
+            raise ValueError(f"{self.id}: a duplicate (duplicate_of {self.duplicate_of}) must have use: false")
+        return self
+
+
+class PublicMeasurements(_Sourced):
+    """``public_measurements.yaml``: ``sources`` (:class:`PublicSource`), ``measurements``."""
+
+    sources: dict[str, PublicSource]
+    measurements: list[Measurement]
+
+    @model_validator(mode="after")
+    def _ids_and_sources(self):
+        seen = set()
+        for i, m in enumerate(self.measurements):
+            if m.id in seen:
+                raise ValueError(f"measurements.{i}.id: {m.id!r} appears twice")
+            seen.add(m.id)
+            if m.source not in self.sources:
+                raise ValueError(f"measurements.{i}.source: unknown source {m.source!r}")
+        for i, m in enumerate(self.measurements):
+            if m.duplicate_of is not None and m.duplicate_of not in seen:
+                raise ValueError(f"measurements.{i}.duplicate_of: unknown id {m.duplicate_of!r}")
+        return self

@@ -1,0 +1,192 @@
+"""The article's performance claims put to the validated serving model (findings 2, 3 and 4).
+
+Each question is asked at the article's own workload (``data/article_table.yaml``: 1,024 in /
+400 out) and settings, under every reading the article leaves open — a *reading* is one
+(prediction, band) pair that :func:`k3lab.claims.rules.rule_validated_model` spans:
+
+- **throughput** (T1–T3, :func:`table_readings`): the best output tok/s over the concurrencies a
+  sweep tries that the pools admit (:func:`k3lab.serving.predict.peak`; the article says
+  "peaked"), or at the concurrency the article names (the MI355X's c64 after the fix); with and
+  without DSpark, since the article says the fix raised the peak but not which rows ran it;
+  DSpark at the spread of acceptance lengths the field measured (:func:`accept_range`); the B200's
+  two nodes under both readings of its ~195 Gb/s RoCE (a NIC per GPU, or one per node).
+- **speculative speed-ups** (S6, S7, :func:`spec_speedups`): DSpark over no DSpark at one
+  request, and at each side's peak, on 8×MI355X; their band is the model's out-of-source error
+  on the public spec / no-spec ratios (:func:`ratio_band`), not on single figures.
+- **prefill** (P5, P6, :func:`prefill_question`): the 172k-token cold prefill on 8×MI355X.
+
+Every reading carries whether it lies in the model's validated domain
+(:func:`k3lab.serving.predict.domain_gaps`). Units follow each claim: tok/s per node (one node
+here) or per deployment; speed-ups as factors; prefill in tok/s per TP8 instance.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import data
+from ..specs import Deployment, load_model
+from ..throughput import article_table, article_workload
+from . import calibration, field
+from .model import NO_SPEC, Spec, Workload
+from .predict import Prediction, peak, predict
+
+#: the article's ROCm setting: SGLANG_AITER_K3_OPT=1 (its 191 GiB per GPU, finding 1)
+ARTICLE_AMD_VARIANTS = ("aiter-k3-opt",)
+#: percentiles of the field's measured acceptance lengths that bound the DSpark readings
+ACCEPT_PERCENTILES = (0.1, 0.9)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One way to read a claim, answered by the model: ``value`` in the claim's unit, ``band``
+    the validated error (log factor), ``in_domain`` whether the model is validated there."""
+
+    label: str
+    value: float
+    band: float
+    in_domain: bool
+    prediction: Prediction | None = None
+    note: str = ""
+
+    @property
+    def low(self) -> float:
+        return self.value * math.exp(-self.band)
+
+    @property
+    def high(self) -> float:
+        return self.value * math.exp(self.band)
+
+
+def variants_for(dep: Deployment) -> tuple:
+    """The article's sglang switches for a deployment (K3_OPT on AMD GPUs)."""
+    return ARTICLE_AMD_VARIANTS if dep.gpu_spec.vendor == "amd" else ()
+
+
+def _quantile(xs, q):
+    s = sorted(xs)
+    k = (len(s) - 1) * q
+    lo, hi = math.floor(k), math.ceil(k)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def accept_range() -> tuple[float, float, int]:
+    """(low, high, runs): the 10th and 90th percentiles of the DSpark acceptance lengths public
+    Kimi K3 runs measured (:func:`k3lab.serving.field.accept_lengths`); the article states none."""
+    vals = [v for _, v in field.accept_lengths()]
+    if not vals:
+        raise data.DataError("data/public_measurements.yaml: no measured DSpark acceptance length")
+    lo, hi = (_quantile(vals, q) for q in ACCEPT_PERCENTILES)
+    return max(1.0, lo), hi, len(vals)
+
+
+def _spec_settings():
+    lo, hi, _ = accept_range()
+    return [("no DSpark", NO_SPEC), (f"DSpark τ={lo:.2f}", Spec("dspark", round(lo, 2))),
+            (f"DSpark τ={hi:.2f}", Spec("dspark", round(hi, 2)))]
+
+
+def table_readings(row_id: str, per: str) -> list[Reading]:
+    """The readings of one row of the article's table (``mi355x_tp8``, ``b300_tp8_dcp``,
+    ``b200_tp16``) in tok/s ``per`` ``"node"`` or ``"deployment"``."""
+    cfg = load_model("kimi-k3")
+    row = article_table()[row_id]
+    dep = row.deployment
+    w = article_workload()
+    I, O = w["input_len_tokens"], w["output_len_tokens"]
+    var = variants_for(dep)
+    nets = [(None, "")]
+    if dep.num_nodes > 1:
+        inp = data.load("serving_model")
+        nets = [(inp.scale_out_nics_per_node.value, f", {inp.scale_out_nics_per_node.value} NICs/node"),
+                (inp.scale_out_nics_per_node_pessimistic.value,
+                 f", {inp.scale_out_nics_per_node_pessimistic.value} NIC/node")]
+    out = []
+    for slabel, spec in _spec_settings():
+        for nics, nlabel in nets:
+            if row.concurrency:
+                p = predict(cfg, dep, Workload(I, O, int(row.concurrency)), spec, var, nics_per_node=nics)
+                where = f"at c{p.concurrency}" + (f" (asked c{int(row.concurrency)})" if p.concurrency < row.concurrency else "")
+            else:
+                p = peak(cfg, dep, I, O, spec, var, nics_per_node=nics)
+                where = f"peak at c{p.concurrency}"
+            v = p.output_tok_s_per_node if per == "node" else p.output_tok_s
+            out.append(Reading(f"{slabel}{nlabel}, {where}", v, p.band, p.in_domain, p,
+                               "; ".join(p.outside)))
+    return out
+
+
+def ratio_band() -> tuple[float | None, int]:
+    """(band, pairs): the 90th percentile of the out-of-source error on public DSpark / no-DSpark
+    ratios — pairs of one GPU, layout, workload, concurrency and kind, with and without DSpark,
+    each predicted by the fit that left its own source out (every family pooled: the ratio
+    tests the draft and verify terms, which all families share). None without such a pair."""
+    rows = {r.id: r for f in calibration.fitted_families() for r in calibration.fitted_validation(f)}
+    obs = {o.id: o for o in calibration.fitted_observations()}
+    key = lambda o: (o.gpu, o.layout, o.input_len, o.output_len, o.concurrency, o.kind)
+    spec = {key(o): o for o in obs.values() if o.spec != "none"}
+    errs = []
+    for o in obs.values():
+        s = spec.get(key(o)) if o.spec == "none" else None
+        if s is None or o.id not in rows or s.id not in rows:
+            continue
+        errs.append(abs(rows[s.id].log_error - rows[o.id].log_error))
+    if not errs:
+        return None, 0
+    return _quantile(errs, 0.9), len(errs)
+
+
+def spec_speedups() -> dict:
+    """DSpark / no DSpark on 8×MI355X TP8 (the article's setting) at the article's workload:
+    ``single`` (one request) and ``peak`` (each side at its own best admitted concurrency), each
+    a list of (τ, factor); ``band`` (:func:`ratio_band`), ``pairs``, ``accept`` (low, high, runs),
+    ``implied_single`` (the τ that gives the article's 2.2×), the peaks' concurrencies."""
+    cfg = load_model("kimi-k3")
+    dep = article_table()["mi355x_tp8"].deployment
+    w = article_workload()
+    I, O = w["input_len_tokens"], w["output_len_tokens"]
+    var = variants_for(dep)
+    lo, hi, n = accept_range()
+    base1 = predict(cfg, dep, Workload(I, O, 1), NO_SPEC, var)
+    base_pk = peak(cfg, dep, I, O, NO_SPEC, var)
+    single, pk = [], []
+    for tau in (round(lo, 2), round(hi, 2)):
+        s1 = predict(cfg, dep, Workload(I, O, 1), Spec("dspark", tau), var)
+        sp = peak(cfg, dep, I, O, Spec("dspark", tau), var)
+        single.append((tau, s1.output_tok_s / base1.output_tok_s))
+        pk.append((tau, sp.output_tok_s / base_pk.output_tok_s, sp.concurrency))
+    band, pairs = ratio_band()
+    return {"single": single, "peak": pk, "band": band, "pairs": pairs, "accept": (lo, hi, n),
+            "base_peak_concurrency": base_pk.concurrency, "base1": base1, "base_peak": base_pk,
+            "implied_single": implied_accept(2.2)}
+
+
+def implied_accept(speedup: float) -> float | None:
+    """The DSpark acceptance length at which the model's single-request speed-up on 8×MI355X
+    equals ``speedup`` (bisection over [1, block + 1]); None if out of reach."""
+    cfg = load_model("kimi-k3")
+    dep = article_table()["mi355x_tp8"].deployment
+    w = article_workload()
+    I, O = w["input_len_tokens"], w["output_len_tokens"]
+    var = variants_for(dep)
+    base = predict(cfg, dep, Workload(I, O, 1), NO_SPEC, var).output_tok_s
+
+    def f(t):
+        return predict(cfg, dep, Workload(I, O, 1), Spec("dspark", t), var).output_tok_s / base - speedup
+
+    a, b = 1.0, 8.0
+    if f(a) > 0 or f(b) < 0:
+        return None
+    for _ in range(40):
+        m = (a + b) / 2
+        a, b = (m, b) if f(m) < 0 else (a, m)
+    return (a + b) / 2
+
+
+def prefill_question(context_tokens: int) -> Prediction:
+    """The model at one cold prefill of ``context_tokens`` on 8×MI355X TP8 (K3_OPT), one output
+    token: its TTFT and what lies outside the validated domain."""
+    cfg = load_model("kimi-k3")
+    dep = article_table()["mi355x_tp8"].deployment
+    return predict(cfg, dep, Workload(context_tokens, 1, 1), NO_SPEC, variants_for(dep))

@@ -1,0 +1,103 @@
+"""``python -m k3lab predict``: the validated serving model for one deployment and workload.
+
+Prints TPOT, TTFT, the decode step and output tok/s (whole deployment, per node, per GPU), each
+with the band the model's out-of-source validation error gives, the concurrency the pools admit,
+and the public measurements nearest to the question. It is a model: nothing runs on a GPU.
+Exit status 0; 2 with one line for a bad argument or a question the model cannot answer.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..cli_parser import OneLineParser
+from ..model.sharding import VARIANTS
+from ..specs import Deployment, known_gpus, load_model
+from .model import SPEC_ALGORITHMS, Spec, Workload
+from .predict import Prediction, predict
+
+MODELS = ("kimi-k3",)
+
+
+def _parser() -> OneLineParser:
+    ap = OneLineParser(prog="python -m k3lab predict",
+                       description="Serving-model prediction (a MODEL fitted on public Kimi K3 measurements, "
+                                   "with its validated error band; nothing here measures a GPU).")
+    ap.add_argument("--model", default="kimi-k3", help="kimi-k3 (the only model public measurements calibrate)")
+    ap.add_argument("--gpu", required=True, help="a GPU of data/hardware.yaml, e.g. mi355x, b300, b200")
+    ap.add_argument("--gpus", type=int, required=True, help="GPUs in the deployment")
+    ap.add_argument("--tp", type=int, required=True, help="tensor-parallel size")
+    ap.add_argument("--pp", type=int, default=1, help="pipeline-parallel size (default 1)")
+    ap.add_argument("--dcp", type=int, default=1, help="decode context parallel size (default 1)")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME",
+                    help="an sglang switch, repeatable (see `python -m k3lab fit --help-variants`)")
+    ap.add_argument("--input-len", type=int, required=True, help="prompt tokens per request")
+    ap.add_argument("--output-len", type=int, required=True, help="output tokens per request")
+    ap.add_argument("--concurrency", type=int, required=True, help="requests in flight (whole deployment)")
+    ap.add_argument("--spec", default="none", choices=SPEC_ALGORITHMS, help="speculative decoding (default none)")
+    ap.add_argument("--accept-len", type=float, default=None,
+                    help="tokens emitted per verify step with --spec dspark (1 to 8)")
+    ap.add_argument("--kv-dtype", default="bf16", choices=("bf16", "fp8"))
+    ap.add_argument("--json", action="store_true", help="print JSON")
+    return ap
+
+
+def _spec(args) -> Spec:
+    if args.spec == "none":
+        if args.accept_len is not None:
+            raise ValueError("--accept-len needs --spec dspark")
+        return Spec()
+    if args.accept_len is None:
+        raise ValueError("--spec dspark needs --accept-len (tokens emitted per verify step)")
+    return Spec(args.spec, args.accept_len)
+
+
+def format_prediction(p: Prediction) -> str:
+    """The human-readable answer: header naming the settings, a table with bands, nearest points."""
+    pct = f"±{p.validation_error:.0%}"
+    head = [f"kimi-k3 on {p.layout} — sglang settings: {', '.join(p.variants) or 'defaults'}",
+            f"  workload: {p.input_len:,} in / {p.output_len:,} out, concurrency {p.concurrency:,}"
+            + (f" (asked {p.concurrency_asked:,}; the pools admit {p.admitted:,})" if p.concurrency < p.concurrency_asked
+               else f" (the pools admit {p.admitted:,})")
+            + (f", DSpark with {p.accept_len:g} tokens per verify step" if p.spec != "none" else ", no speculative decoding"),
+            f"  serving model of family {p.family}; band = its out-of-source validation error ({pct}, 90th percentile)",
+            ""]
+    rows = [("output tok/s, deployment", p.output_tok_s, "{:,.0f}"),
+            ("output tok/s per node", p.output_tok_s_per_node, "{:,.0f}"),
+            ("output tok/s per GPU", p.output_tok_s_per_gpu, "{:,.1f}"),
+            ("TPOT (ms)", p.tpot_ms, "{:,.1f}"), ("TTFT (ms)", p.ttft_ms, "{:,.0f}"),
+            ("decode step (ms)", p.itl_ms, "{:,.1f}")]
+    body = [f"  {'':<26}{'predicted':>11}  {'band':>21}"]
+    for name, v, fmt in rows:
+        band = f"{fmt.format(p.low(v))} – {fmt.format(p.high(v))}"
+        body.append(f"  {name:<26}{fmt.format(v):>11}  {band:>21}")
+    near = ["", "  nearest public measurements (same family):"]
+    for n in p.nearest:
+        near.append(f"    {n['id']}  {n['gpu'].upper()} {n['layout']}  {n['workload']}  {n['kind']} {n['value']:,.1f}")
+    pr = p.params
+    tail = ["", f"  A model, not a measurement: HBM at {pr.hbm_efficiency:.0%} of peak, dense FLOP/s at "
+                f"{pr.flop_efficiency:.0%}, {pr.layer_overhead_us:.0f} µs per layer per pass (fitted on public data)."]
+    return "\n".join(head + body + near + tail)
+
+
+def cli_main(argv: list[str] | None = None) -> int:
+    """``python -m k3lab predict --gpu G --gpus N --tp T --input-len I --output-len O --concurrency C …``."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.model not in MODELS:
+            raise ValueError(f"the serving model is calibrated on Kimi K3 measurements only; got --model {args.model!r}")
+        if args.gpu.lower() not in known_gpus():
+            raise ValueError(f"unknown GPU {args.gpu!r}; known GPUs: {', '.join(known_gpus())}")
+        unknown = sorted(set(args.variant) - set(VARIANTS))
+        if unknown:
+            raise ValueError(f"unknown variant(s) {unknown}; known: {', '.join(VARIANTS)}")
+        spec = _spec(args)
+        work = Workload(args.input_len, args.output_len, args.concurrency)
+        dep = Deployment(args.gpu.lower(), args.gpus, args.tp, args.pp, dcp=args.dcp)
+        p = predict(load_model(args.model), dep, work, spec, tuple(args.variant), args.kv_dtype)
+    except ValueError as e:
+        print(f"k3lab predict: error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(p.as_dict(), indent=2, sort_keys=True) if args.json else format_prediction(p))
+    return 0

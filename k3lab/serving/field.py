@@ -1,0 +1,43 @@
+"""What the field measured, for judging a claim: the public figures that match its setting,
+and the spread of DSpark's acceptance length across public runs.
+
+A *match* (:func:`matching`) is a public observation (:mod:`k3lab.serving.observations`) of the
+same GPU, the same GPU count and TP, the same input and output lengths and the same
+speculative setting (on or off) as the claim, of the kind the claim states; its concurrency is
+free (the article gives a peak). Such a figure can be *cited*: it was measured, but not here.
+A figure at another workload or layout is context for the notes, never a verdict.
+"""
+
+from __future__ import annotations
+
+from .. import data
+from .calibration import fitted_observations
+
+
+def matching(gpu: str, num_gpus: int, tp: int, input_len: int, output_len: int, spec_on: bool,
+             kind: str = "output_tok_s") -> list:
+    """Public observations (rows of the committed fit) that match a claim's setting exactly."""
+    return [o for o in fitted_observations()
+            if o.gpu == gpu and o.kind == kind and o.input_len == input_len and o.output_len == output_len
+            and (o.spec != "none") == spec_on and o.layout.startswith(f"{num_gpus}×{gpu.upper()} TP{tp}")]
+
+
+def accept_lengths(max_input_len: int = 16384) -> list[tuple[str, float]]:
+    """Measured (not simulated) DSpark acceptance lengths of current public Kimi K3 runs whose
+    prompts are at most ``max_input_len`` tokens (or unstated), as (id, tokens per verify step):
+    one per run and concurrency, taken from ``accept_length`` figures and from runs that state
+    the acceptance they reached. Long-context runs are left out: acceptance collapses there."""
+    out = {}
+    for m in data.load("public_measurements").measurements:
+        if m.status != "current" or m.duplicate_of or m.spec.algorithm != "dspark":
+            continue
+        if m.spec.acceptance != "measured":
+            continue
+        if m.input_len is not None and m.input_len > max_input_len:
+            continue
+        v = m.value if m.metric == "accept_length" else m.spec.accept_length
+        if v is None:
+            continue
+        key = (m.source, m.gpu, m.input_len, m.output_len, m.concurrency, round(float(v), 3))
+        out.setdefault(key, (m.id, float(v)))
+    return sorted(out.values(), key=lambda x: (x[1], x[0]))

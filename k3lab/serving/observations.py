@@ -1,0 +1,217 @@
+"""Public measurements → what the serving model can be compared with (observations).
+
+Each entry of ``data/public_measurements.yaml`` either becomes an :class:`Observation` — a
+deployment, a workload, a speculative setting, a model output and the number it should equal,
+in the model's units — or is left out with the reason (:func:`normalise`). The rules, in the
+order they are applied (the first that fails names the reason):
+
+1. the figure is current (not withdrawn or superseded) and not set aside in the data
+   (``use: false`` with ``why``: prefix-reusing or trace workloads, disaggregated serving,
+   duplicates, quantised checkpoints — what the fields alone cannot show);
+2. its GPU belongs to a family of ``data/serving_model.yaml`` with facts in
+   ``data/hardware.yaml``, and its engine is sglang, vLLM or ATOM;
+3. its metric is one the model predicts: output or total tok/s, TPOT (also ITL and tok/s per
+   user, = 1000 / TPOT), TTFT; not a tail statistic (p90…);
+4. its workload is stated: GPUs, TP, input and output lengths, concurrency; an ambiguous one
+   (or an ambiguous metric or scope) only with the entry's ``reading``;
+5. its speculative setting is known: off, or DSpark with a stated acceptance length;
+6. its layout is one the model covers: TP (× PP) replicas, EP over the TP group, DCP dividing
+   TP; no DP attention or expert groups spanning replicas.
+
+Normalisation to the model's units, exact for the fixed-length random workloads the
+benchmarks use (``--random-range-ratio 1``): total tok/s × O / (I + O) = output tok/s; a
+per-GPU figure × GPUs, a per-node one × nodes, a per-stream output rate × concurrency = the
+deployment's; a median inter-token latency is one decode step (``itl_ms``: the cohort's
+prefill stalls are a few long gaps that a median skips), a mean ITL is read as TPOT; tok/s per
+user → TPOT = 1000 / value.
+TTFT is ``ttft_ms`` at any concurrency (the model queues a cohort's prefills).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from .. import data
+from ..specs import Deployment
+from .model import Spec, Workload
+
+ENGINES = ("sglang", "vllm", "atom")
+#: model outputs an observation can be compared with
+KINDS = ("output_tok_s", "tpot_ms", "itl_ms", "ttft_ms")
+#: kinds the fit uses
+FITTED_KINDS = KINDS
+WORKLOAD_FIELDS = ("gpu", "num_gpus", "tp", "input_len", "output_len", "concurrency", "metric", "scope", "spec")
+TAIL_STATISTICS = ("p90", "p95", "p99", "max", "min")
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One public figure in the model's terms. ``value`` in the unit of ``kind``
+    (output tok/s for the whole deployment, or ms); ``raw`` the entry it came from."""
+
+    id: str
+    source: str
+    family: str
+    gpu: str
+    engine: str
+    deployment: Deployment
+    workload: Workload
+    spec: Spec
+    kv_dtype: str
+    kind: str
+    value: float
+    variants: tuple = ()
+    normalisation: str = ""
+
+
+@dataclass(frozen=True)
+class Excluded:
+    id: str
+    source: str
+    gpu: str | None
+    metric: str
+    reason: str
+
+
+def family_of(gpu: str | None) -> str | None:
+    """The serving family of a GPU key (``data/serving_model.yaml`` ``families``), or None."""
+    for name, f in data.load("serving_model").families.items():
+        if gpu in f.gpus:
+            return name
+    return None
+
+
+def _layout(m) -> tuple[Deployment | None, str]:
+    """The :class:`Deployment` of an entry, or (None, why not)."""
+    hw = data.load("hardware").gpus
+    if m.gpu not in hw:
+        return None, f"no hardware facts for {m.gpu} in data/hardware.yaml"
+    if m.dp not in (None, 1):
+        return None, f"DP attention / data-parallel ranks (dp={m.dp}) are not modelled"
+    pp = m.pp or 1
+    if m.num_gpus % (m.tp * pp):
+        return None, f"{m.num_gpus} GPUs are not whole TP{m.tp}×PP{pp} replicas"
+    if m.ep not in (None, 1, m.tp):
+        return None, f"EP{m.ep} spans more than one TP{m.tp} group"
+    dcp = m.dcp or 1
+    if m.tp % dcp:
+        return None, f"DCP{dcp} does not divide TP{m.tp}"
+    try:
+        dep = Deployment(m.gpu, m.num_gpus, m.tp, pp, dcp=dcp, ep=bool(m.ep and m.ep > 1))
+    except ValueError as e:
+        return None, str(e)
+    return dep, ""
+
+
+def _variants(m) -> tuple:
+    """sglang switches an entry states (SGLANG_AITER_K3_OPT=1 on ROCm)."""
+    text = f"{m.moe_backend or ''} {m.engine_version or ''} {m.note or ''}"
+    return ("aiter-k3-opt",) if "K3_OPT=1" in text and m.gpu and data.load("hardware").gpus[m.gpu].vendor == "amd" else ()
+
+
+def normalise(m) -> Observation | Excluded:
+    """One measurement (a validated :class:`k3lab.schemas.public.Measurement`) → an
+    :class:`Observation`, or :class:`Excluded` with the first rule it fails."""
+    def out(reason):
+        return Excluded(m.id, m.source, m.gpu, m.metric, reason)
+
+    if m.status != "current":
+        return out(f"{m.status}: {m.status_note}")
+    if not m.use:
+        return out(m.why)
+    fam = family_of(m.gpu)
+    if fam is None:
+        return out(f"GPU {m.gpu or 'not stated'} is in no serving family")
+    if m.engine not in ENGINES:
+        return out(f"engine {m.engine or 'not stated'} is not modelled")
+    if m.metric not in ("output_tok_s", "total_tok_s", "tpot_ms", "itl_ms", "tok_s_per_user", "ttft_ms"):
+        return out(f"metric {m.metric} is not a model output")
+    if m.statistic in TAIL_STATISTICS:
+        return out(f"a tail statistic ({m.statistic})")
+    missing = [k for k in ("num_gpus", "tp", "input_len", "output_len", "concurrency") if getattr(m, k) is None]
+    if missing:
+        return out(f"workload not stated: {', '.join(missing)}")
+    amb = [k for k in WORKLOAD_FIELDS if k in m.ambiguous and k != "spec"]
+    if amb and not m.reading:
+        return out(f"ambiguous {amb[0]}: {m.ambiguous[amb[0]]}")
+    alg = m.spec.algorithm
+    if alg is None or ("spec" in m.ambiguous and alg != "none" and m.spec.accept_length is None):
+        return out("speculative decoding not stated")
+    if alg not in ("none", "dspark"):
+        return out(f"speculative algorithm {alg} is not modelled")
+    if alg != "none" and m.metric == "itl_ms":
+        return out("ITL with speculative decoding (a chunk carries several tokens)")
+    if alg == "dspark" and m.spec.accept_length is None:
+        return out("DSpark without a stated acceptance length")
+    dep, why = _layout(m)
+    if dep is None:
+        return out(why)
+    try:
+        spec = Spec(alg, float(m.spec.accept_length or 1.0))
+        work = Workload(m.input_len, m.output_len, m.concurrency)
+    except ValueError as e:
+        return out(str(e))
+    kind, value, how = _to_model_units(m, dep)
+    kv = "fp8" if (m.kv_dtype or "bf16").startswith("fp8") else "bf16"
+    return Observation(m.id, m.source, fam, m.gpu, m.engine, dep, work, spec, kv, kind, value,
+                       _variants(m), how)
+
+
+def _to_model_units(m, dep: Deployment) -> tuple[str, float, str]:
+    """(kind, value, how) for a measurement that passed the rules (see the module docstring)."""
+    if m.metric == "tpot_ms":
+        return "tpot_ms", float(m.value), "as published"
+    if m.metric == "itl_ms":
+        if m.statistic in ("median", "p50"):
+            return "itl_ms", float(m.value), "median ITL = one decode step"
+        return "tpot_ms", float(m.value), "mean ITL read as TPOT"
+    if m.metric == "tok_s_per_user":
+        return "tpot_ms", 1000.0 / m.value, "TPOT = 1000 / (tok/s per user)"
+    if m.metric == "ttft_ms":
+        return "ttft_ms", float(m.value), "as published"
+    scale = {"deployment": 1, "per_node": dep.num_nodes, "per_gpu": dep.num_gpus, "per_stream": m.concurrency}[m.scope]
+    v, how = float(m.value) * scale, {"deployment": "deployment", "per_node": f"× {dep.num_nodes} nodes",
+                                      "per_gpu": f"× {dep.num_gpus} GPUs", "per_stream": f"× c{m.concurrency}"}[m.scope]
+    if m.metric == "total_tok_s":
+        frac = m.output_len / (m.input_len + m.output_len)
+        v, how = v * frac, f"{how}, total × O/(I+O) = {frac:.4f}"
+    return "output_tok_s", v, how
+
+
+@data.on_clear_cache
+@functools.lru_cache(maxsize=None)
+def _all():
+    doc = data.load("public_measurements")
+    obs, exc = [], []
+    for m in doc.measurements:
+        r = normalise(m)
+        (obs if isinstance(r, Observation) else exc).append(r)
+    return tuple(obs), tuple(exc)
+
+
+def observations() -> tuple[Observation, ...]:
+    """Every public figure the serving model can be compared with (cached)."""
+    return _all()[0]
+
+
+def excluded() -> tuple[Excluded, ...]:
+    """Every public figure left out, with its reason (cached)."""
+    return _all()[1]
+
+
+def table():
+    """Observations and exclusions as one DataFrame: id, source, gpu, family, engine, layout,
+    input_len, output_len, concurrency, spec, accept_len, kind, value, normalisation, used, reason."""
+    import pandas as pd
+
+    rows = [{"id": o.id, "source": o.source, "gpu": o.gpu, "family": o.family, "engine": o.engine,
+             "layout": o.deployment.label, "input_len": o.workload.input_len, "output_len": o.workload.output_len,
+             "concurrency": o.workload.concurrency, "spec": o.spec.algorithm, "accept_len": o.spec.accept_len,
+             "kind": o.kind, "value": o.value, "normalisation": o.normalisation, "used": True, "reason": ""}
+            for o in observations()]
+    rows += [{"id": e.id, "source": e.source, "gpu": e.gpu, "family": family_of(e.gpu), "engine": None,
+              "layout": None, "input_len": None, "output_len": None, "concurrency": None, "spec": None,
+              "accept_len": None, "kind": e.metric, "value": None, "normalisation": "", "used": False,
+              "reason": e.reason} for e in excluded()]
+    return pd.DataFrame(rows)

@@ -1,0 +1,220 @@
+"""What the validated serving model says about one question, and how sure it is.
+
+:func:`predict` answers a deployment × workload × speculative setting with TPOT, TTFT and
+output tok/s (whole deployment, per node, per GPU), each with the band its family's
+out-of-source error gives (:func:`k3lab.serving.calibration.band`), the concurrency actually
+admitted (capped by what sglang 0.5.23's pools hold for the request length: finding 1's
+:func:`k3lab.memory.fit`, never by hand), and the public measurements nearest to the question.
+:func:`peak` is the best output tok/s over the concurrencies a sweep would try (:data:`SWEEP`),
+among those the pools admit — the reading of the article's "peaked at".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .. import memory
+from ..specs import Deployment, ModelConfig
+from . import calibration
+from .model import NO_SPEC, FamilyParams, Spec, Workload, benchmark
+from .observations import family_of
+
+#: concurrencies a benchmark sweep tries (powers of two and the article's c24 / c48 / c96)
+SWEEP = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+
+
+class NotCalibrated(ValueError):
+    """The GPU's family has no validated parameters (too few public measurements)."""
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Requests of ``context_tokens`` the deployment's pools hold at once (whole deployment):
+    ``replicas × min(max_running_requests, max_kv_tokens // context)`` of sglang's start-up
+    sizing, with the draft's memory and its 48-request default when DSpark is on."""
+
+    requests: int
+    max_running_requests_per_replica: int
+    kv_requests_per_replica: int
+    replicas: int
+    variants: tuple
+
+
+def admission(cfg: ModelConfig, dep: Deployment, context_tokens: int, spec: Spec = NO_SPEC, variants=(),
+              kv_dtype: str = "bf16", mem_fraction: float = 0.9) -> Admission:
+    """:class:`Admission` of ``dep`` for requests of ``context_tokens`` (input + output)."""
+    var = tuple(sorted(set(variants) | ({"dspark"} if spec.on else set())))
+    p = memory.fit(cfg, dep, mem_fraction, kv_dtype, context_tokens=context_tokens, variants=var)
+    if not p.weights_fit:
+        return Admission(0, 0, 0, dep.replicas, var)
+    kv = p.max_kv_tokens // context_tokens
+    return Admission(dep.replicas * min(p.max_running_requests, kv), p.max_running_requests, kv, dep.replicas, var)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model's answer (see the module docstring). Times in ms; tok/s of output tokens.
+    ``band``: the family's validated error as a factor's log, the values' ``_low`` / ``_high``
+    are ``value · e^∓band``; ``validation_error`` the same as a fraction (e^band − 1)."""
+
+    layout: str
+    gpu: str
+    family: str
+    variants: tuple
+    input_len: int
+    output_len: int
+    concurrency_asked: int
+    concurrency: int
+    admitted: int
+    spec: str
+    accept_len: float
+    tpot_ms: float
+    ttft_ms: float
+    itl_ms: float
+    output_tok_s: float
+    num_gpus: int
+    num_nodes: int
+    band: float
+    params: FamilyParams
+    nearest: tuple = field(default=())
+    outside: tuple = field(default=())
+
+    @property
+    def in_domain(self) -> bool:
+        """The question lies where the family's public measurements validate the model
+        (:func:`domain_gaps` found nothing)."""
+        return not self.outside
+
+    @property
+    def validation_error(self) -> float:
+        return math.expm1(self.band)
+
+    @property
+    def output_tok_s_per_node(self) -> float:
+        return self.output_tok_s / self.num_nodes
+
+    @property
+    def output_tok_s_per_gpu(self) -> float:
+        return self.output_tok_s / self.num_gpus
+
+    def low(self, v: float) -> float:
+        return v * math.exp(-self.band)
+
+    def high(self, v: float) -> float:
+        return v * math.exp(self.band)
+
+    def as_dict(self) -> dict:
+        d = {"layout": self.layout, "gpu": self.gpu, "family": self.family, "variants": list(self.variants),
+             "input_len": self.input_len, "output_len": self.output_len,
+             "concurrency_asked": self.concurrency_asked, "concurrency": self.concurrency,
+             "admitted_requests": self.admitted, "spec": self.spec, "accept_len": self.accept_len,
+             "validation_error": self.validation_error, "band_log": self.band,
+             "in_validated_domain": self.in_domain, "outside_validated_domain": list(self.outside),
+             "params": {k: getattr(self.params, k) for k in FamilyParams.NAMES}}
+        for k in ("tpot_ms", "ttft_ms", "itl_ms", "output_tok_s", "output_tok_s_per_node", "output_tok_s_per_gpu"):
+            v = getattr(self, k)
+            d[k], d[f"{k}_low"], d[f"{k}_high"] = v, self.low(v), self.high(v)
+        d["nearest_measurements"] = [dict(n) for n in self.nearest]
+        return d
+
+
+def family_params(gpu: str) -> tuple[str, FamilyParams, float]:
+    """(family, fitted parameters, band) for a GPU from the committed fit
+    (:func:`k3lab.serving.calibration.fitted`); :class:`NotCalibrated` when its family has no
+    validated fit."""
+    fam = family_of(gpu)
+    ok = calibration.fitted_families()
+    if fam is None or fam not in ok:
+        raise NotCalibrated(f"no public Kimi K3 measurements calibrate the serving model for {gpu} "
+                            f"(family {fam or 'none'}); calibrated families: {', '.join(ok)}")
+    params, b = calibration.fitted(fam)
+    return fam, params, b
+
+
+def nearest(gpu: str, work: Workload, spec: Spec, k: int = 3) -> tuple:
+    """The ``k`` public observations nearest to a question: distance = |ln c ratio| + |ln I
+    ratio| + |ln O ratio| + 1 for another GPU + 1 for another speculative setting, within the
+    GPU's family. → tuple of dicts (id, source, gpu, layout, workload, kind, value)."""
+    fam = family_of(gpu)
+
+    def dist(o):
+        return (abs(math.log(o.concurrency / work.concurrency)) + abs(math.log(o.input_len / work.input_len))
+                + abs(math.log(o.output_len / work.output_len)) + (o.gpu != gpu) + ((o.spec != "none") != spec.on))
+
+    pts = sorted((o for o in calibration.fitted_observations() if o.family == fam), key=lambda o: (dist(o), o.id))
+    return tuple({"id": o.id, "source": o.source, "gpu": o.gpu, "layout": o.layout,
+                  "workload": f"{o.input_len}/{o.output_len} c{o.concurrency}"
+                              + (f" DSpark τ={o.accept_len:g}" if o.spec != "none" else ""),
+                  "kind": o.kind, "value": o.value} for o in pts[:k])
+
+
+#: how far beyond its observations (a factor on lengths and concurrency) the band is taken to hold
+DOMAIN_FACTOR = 2.0
+
+
+def domain_gaps(gpu: str, dep: Deployment, work: Workload) -> tuple[str, ...]:
+    """Where a question leaves the family's validated domain: a prompt length (what prefill was
+    validated on) or a concurrency (the decode batch) more than :data:`DOMAIN_FACTOR` beyond
+    the family's observations, or a deployment spanning nodes over scale-out when no
+    observation of the family does. The output length is not a regime of its own: it only
+    weighs prefill against decode, both validated. Empty when inside. The band is an
+    out-of-source error measured inside; outside it says nothing."""
+    fam = family_of(gpu)
+    obs = [o for o in calibration.fitted_observations() if o.family == fam]
+    if not obs:
+        return ("no public measurement of this family",)
+    out = []
+    for name, v, lo, hi in (("input length", work.input_len, min(o.input_len for o in obs), max(o.input_len for o in obs)),
+                            ("concurrency", work.concurrency, 1, max(o.concurrency for o in obs))):
+        if not lo / DOMAIN_FACTOR <= v <= hi * DOMAIN_FACTOR:
+            out.append(f"{name} {v:,} is outside the measured {lo:,}-{hi:,} (x{DOMAIN_FACTOR:g})")
+    if spans_nodes(dep) and not any(o.spans_nodes for o in obs):
+        out.append("it spans nodes over scale-out; no public measurement of the family does")
+    return tuple(out)
+
+
+def spans_nodes(dep: Deployment) -> bool:
+    """One replica's TP group or pipeline crosses the scale-up domain (collectives over the network)."""
+    return dep.tp_nodes > 1 or (dep.pp > 1 and dep.tp * dep.pp > dep.gpus_per_node)
+
+
+def predict(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_SPEC, variants=(),
+            kv_dtype: str = "bf16", mem_fraction: float = 0.9, nics_per_node: int | None = None) -> Prediction:
+    """The model at ``work`` (see the module docstring). A concurrency above what the pools
+    admit is lowered to it (``concurrency`` < ``concurrency_asked``); ValueError when not one
+    request fits."""
+    fam, params, band = family_params(dep.gpu)
+    adm = admission(cfg, dep, work.input_len + work.output_len, spec, variants, kv_dtype, mem_fraction)
+    if adm.requests < 1:
+        raise ValueError(f"{dep.label}: not one {work.input_len + work.output_len:,}-token request fits "
+                         f"(weights {'do not load' if adm.max_running_requests_per_replica == 0 else 'load, pools hold none'})")
+    w = Workload(work.input_len, work.output_len, min(work.concurrency, adm.requests))
+    t = benchmark(cfg, dep, w, params, spec, variants, kv_dtype, nics_per_node)
+    return Prediction(layout=dep.label, gpu=dep.gpu, family=fam, variants=tuple(variants),
+                      input_len=w.input_len, output_len=w.output_len, concurrency_asked=work.concurrency,
+                      concurrency=w.concurrency, admitted=adm.requests, spec=spec.algorithm,
+                      accept_len=spec.accept_len, tpot_ms=t.tpot_s * 1e3, ttft_ms=t.ttft_s * 1e3,
+                      itl_ms=t.step_s * 1e3, output_tok_s=t.output_tok_s, num_gpus=dep.num_gpus,
+                      num_nodes=dep.num_nodes, band=band, params=params, nearest=nearest(dep.gpu, w, spec),
+                      outside=domain_gaps(dep.gpu, dep, w))
+
+
+def curve(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, spec: Spec = NO_SPEC,
+          variants=(), concurrencies=SWEEP, kv_dtype: str = "bf16", mem_fraction: float = 0.9,
+          nics_per_node: int | None = None) -> list[Prediction]:
+    """:func:`predict` at each concurrency of ``concurrencies`` the pools admit (the first one
+    above the admission limit is replaced by the limit itself)."""
+    adm = admission(cfg, dep, input_len + output_len, spec, variants, kv_dtype, mem_fraction)
+    cs = sorted({c for c in concurrencies if c <= adm.requests} | ({adm.requests} if adm.requests else set()))
+    return [predict(cfg, dep, Workload(input_len, output_len, c), spec, variants, kv_dtype, mem_fraction, nics_per_node)
+            for c in cs]
+
+
+def peak(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, spec: Spec = NO_SPEC,
+         variants=(), concurrencies=SWEEP, **kw) -> Prediction:
+    """The prediction with the highest output tok/s over :func:`curve`."""
+    pts = curve(cfg, dep, input_len, output_len, spec, variants, concurrencies, **kw)
+    if not pts:
+        raise ValueError(f"{dep.label}: not one {input_len + output_len:,}-token request fits")
+    return max(pts, key=lambda p: (p.output_tok_s, -p.concurrency))
