@@ -43,7 +43,9 @@ the MLA pool's ``page_size`` padding rows, sampling buffers. The post-capture KV
 ``use_mla_backend``), so it does not apply to Kimi K3.
 
 Here: the flow (steps 3–6, :func:`size_pools`) and the free memory it starts from
-(:func:`free_memory_before_and_after_load`). Its inputs live beside it and are re-exported
+(:func:`free_memory_before_and_after_load`). The state-pool flags as one object, every pipeline
+stage sized under them, and the search for the flags that make a request fit:
+:mod:`k3lab.model.pool_settings`. Its inputs live beside it and are re-exported
 here: the cells and slots in :mod:`k3lab.model.capacity`, the mem fraction, slots per
 request and multimodal reserve in :mod:`k3lab.model.pool_inputs`, the draft and vision
 weights and the load-time peak in :mod:`k3lab.model.resident`.
