@@ -34,6 +34,9 @@ GPU_COUNTS = (8, 16, 32)
 #: a scale-up domain larger than this also gets a 4-GPU candidate
 LARGE_DOMAIN_GPUS = 8
 HOUR_PREFIX, MTOK_PREFIX = "usd_per_hour", "usd_per_million_tokens_at_bound"
+#: the layouts the default listing shows: a full-context request fits with sglang's default
+#: state pool, or only with a state-pool setting (``fits_with`` names it; k3lab.memory.Plan.verdict)
+LISTED_VERDICTS = ("fits with defaults", "fits only with a setting")
 BOUND_NOTE = ("decode_bound_tok_s is a roofline MODEL: an upper bound on output tok/s for the whole "
               "deployment (k3lab.roofline.bound), never a measurement; $/M tokens at the bound is a "
               "lower bound on cost")
@@ -108,12 +111,17 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     price tiers (default all of ``data/prices.yaml``); ``overrides``: GPU → $/GPU-hour (tier
     ``override``). ``concurrency``: requests in flight for the decode bound, capped by what the
     KV pool holds at the article's workload context. ``include_all``: also rows that do not fit
-    (``reason`` says why) and layouts the model cannot shard (``shardable`` False). ``gpus``:
+    (``reason`` says why) and layouts the model cannot shard (``shardable`` False); without
+    it, the rows that fit with the defaults or only with a state-pool setting
+    (:data:`LISTED_VERDICTS`). ``gpus``:
     only these GPUs (default all). ``usd_per_kwh``: adds ``power_usd_per_hour``, the
     deployment's electricity (board power × the middle PUE of ``data/prices.yaml`` × $/kWh).
 
     Columns: gpu, num_gpus, tp, pp, nodes, label, shardable, weights_gib_per_gpu, weights_fit,
-    max_kv_tokens, full_context_requests, fits, reason, decode_bound_tok_s (MODEL),
+    max_kv_tokens, full_context_requests, fits (with sglang's default state pool), fits_with
+    (``defaults``, the state-pool flags under which the request fits —
+    :attr:`k3lab.memory.Plan.fits_with` — ``no setting``, ``weights do not fit`` or ``cannot
+    shard``), reason, decode_bound_tok_s (MODEL),
     bound_concurrency, one ``usd_per_hour[<tier>]`` ($/hour of the deployment) and one
     ``usd_per_million_tokens_at_bound[<tier>]`` per tier (NaN: the tier has no price for that
     GPU). Order: fewest GPUs, then least weight per GPU. ``df.attrs`` holds the inputs.
@@ -143,20 +151,21 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
             except ValueError as e:
                 if include_all:
                     rows.append({**row, "shardable": False, "weights_gib_per_gpu": math.nan, "weights_fit": False,
-                                 "max_kv_tokens": 0, "full_context_requests": 0, "fits": False, "reason": str(e),
+                                 "max_kv_tokens": 0, "full_context_requests": 0, "fits": False,
+                                 "fits_with": "cannot shard", "reason": str(e),
                                  "decode_bound_tok_s": math.nan, "bound_concurrency": 0})
                 continue
             # ROCm's AITER switches do not exist on another platform: the GPU runs without them
             vs = variants if load_gpu(gpu).vendor == "amd" else tuple(v for v in variants if not v.startswith("aiter-"))
             p = memory.plan(cfg, gpu, n, tp, mem_fraction, kv_dtype, pp=pp, context_tokens=ctx, variants=vs)
-            if not p.fits and not include_all:
+            if p.verdict not in LISTED_VERDICTS and not include_all:
                 continue
             held = min(concurrency, p.max_running_requests, int(p.max_kv_tokens // bound_ctx))
             tok_s = roofline.bound(dep, held, cfg=cfg, context_tokens=bound_ctx) if p.fits and held >= 1 else math.nan
             row.update({"shardable": True, "weights_gib_per_gpu": p.weights_bytes_per_gpu / GiB,
                         "weights_fit": bool(p.weights_fit), "max_kv_tokens": int(p.max_kv_tokens),
                         "full_context_requests": int(p.max_full_context_requests), "fits": bool(p.fits),
-                        "reason": _reason(p, ctx), "decode_bound_tok_s": tok_s,
+                        "fits_with": p.fits_with, "reason": _reason(p, ctx), "decode_bound_tok_s": tok_s,
                         "bound_concurrency": held if p.fits else 0, "_w": p.weights_bytes_per_gpu})
             if usd_per_kwh is not None:
                 row["power_usd_per_hour"] = n * prices.electricity_usd_per_gpu_hour(
@@ -168,7 +177,8 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                                               else usd_per_million_tokens(tok_s, n, usd))
             rows.append(row)
     base = ["gpu", "num_gpus", "tp", "pp", "nodes", "label", "shardable", "weights_gib_per_gpu", "weights_fit",
-            "max_kv_tokens", "full_context_requests", "fits", "reason", "decode_bound_tok_s", "bound_concurrency"]
+            "max_kv_tokens", "full_context_requests", "fits", "fits_with", "reason", "decode_bound_tok_s",
+            "bound_concurrency"]
     priced = [f"{pre}[{t}]" for pre in (HOUR_PREFIX, MTOK_PREFIX) for t in chosen]
     power = ["power_usd_per_hour"] if usd_per_kwh is not None else []
     df = pd.DataFrame(rows, columns=[*base, "_w", *power, *priced])
@@ -206,8 +216,10 @@ def _fit_cell(r) -> str:
         return f'<td class="no" title="{why}">✗ weights ({w})</td>'
     n = r["max_kv_tokens"]
     kv = f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e3 else f"{n:.0f}"
+    only = (f'<br>fits only with <code>{html.escape(r["fits_with"])}</code>'
+            if not r["fits"] and r["fits_with"].startswith("--") else "")
     return (f'<td class="{"yes" if r["fits"] else "part"}">✓ weights ({w})<br>'
-            f'{r["full_context_requests"]} full-context req · {kv} KV tokens</td>')
+            f'{r["full_context_requests"]} full-context req · {kv} KV tokens{only}</td>')
 
 
 def fit_matrix_html(df) -> str:
@@ -225,8 +237,9 @@ def fit_matrix_html(df) -> str:
     var = f', sglang switches {", ".join(a["variants"])} (aiter-* on AMD GPUs only)' if a.get("variants") else ""
     return (f'<p>{html.escape(a["model"])}, requests of {a["context_tokens"]:,} tokens, KV {a["kv_dtype"]}, '
             f'mem_fraction {a["mem_fraction"]:g}{html.escape(var)} {tag} from the published config, datasheets and '
-            "sglang 0.5.23's pool sizing. Green: the weights load and a full-context request fits; amber: the weights load but no "
-            "full-context request fits; red: the weights do not fit.</p>"
+            "sglang 0.5.23's pool sizing. Green: the weights load and a full-context request fits with sglang's default "
+            "state pool; amber: the weights load but no full-context request fits with the defaults (the cell names "
+            "the state-pool setting under which one does, if any); red: the weights do not fit.</p>"
             f'<table class="fit"><thead><tr><th>GPU</th>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 
@@ -274,10 +287,12 @@ def format_table(df) -> str:
     var = f", variants {', '.join(a['variants'])}" if a.get("variants") else ""
     var += " (aiter-* on AMD GPUs only)" if any(v.startswith("aiter-") for v in a.get("variants", ())) else ""
     fit = df[df["fits"]] if len(df) else df
+    n_set = int((~df["fits"] & df["fits_with"].str.startswith("--")).sum()) if len(df) else 0
     lines = [f"model {a['model']}: context {a['context_tokens']:,} tokens, KV {a['kv_dtype']}, "
              f"mem_fraction {a['mem_fraction']:g}{var} (sglang 0.5.23 pool sizing)",
              f"{len(fit)} of {a.get('candidates', len(df))} GPU × layout candidates fit (the weights load and one "
              f"{a['context_tokens']:,}-token request fits), smallest first"
+             + (f"; {n_set} more only with the state-pool setting in 'fits with'" if n_set else "")
              + ("; all listed" if a.get("include_all") else "; --all lists the rest with the reason"),
              f"answer: {fit_answer(df)}", ""]
     if df.empty:
@@ -287,19 +302,20 @@ def format_table(df) -> str:
     used = [t for t in a["tiers"] if df[hour[t]].notna().any()]
     code = {t: chr(ord("a") + i) for i, t in enumerate(used)}
     heads = ["#", "layout", "GPUs", "TP", "PP", "nodes", "weights GiB/GPU", "weights fit", "max KV tokens",
-             "full-ctx reqs", f"MODEL bound tok/s (c<={a['concurrency']})"]
+             "full-ctx reqs", "fits with", f"MODEL bound tok/s (c<={a['concurrency']})"]
     body = []
     for i, r in enumerate(df.to_dict("records"), 1):
         w = "—" if not r["weights_gib_per_gpu"] == r["weights_gib_per_gpu"] else f"{r['weights_gib_per_gpu']:.1f}"
         b = "—" if not r["decode_bound_tok_s"] == r["decode_bound_tok_s"] else f"{r['decode_bound_tok_s']:,.0f}"
         cells = [str(i), r["label"], str(r["num_gpus"]), str(r["tp"]), str(r["pp"]), str(r["nodes"]), w,
-                 "yes" if r["weights_fit"] else "no", f"{r['max_kv_tokens']:,}", f"{r['full_context_requests']:,}", b]
+                 "yes" if r["weights_fit"] else "no", f"{r['max_kv_tokens']:,}", f"{r['full_context_requests']:,}",
+                 r["fits_with"], b]
         if a.get("include_all"):
             cells.append(r["reason"] or "fits")
         body.append(cells)
     if a.get("include_all"):
         heads.append("fits / reason")
-    lines += _fmt_table(heads, body, right={0, 2, 3, 4, 5, 6, 8, 9, 10})
+    lines += _fmt_table(heads, body, right={0, 2, 3, 4, 5, 6, 8, 9, 11})
     for title, cols in (("$/hour per deployment (GPUs × $/GPU-hour), by price source", hour),
                         ("$/M output tokens at the MODEL bound (a lower bound on cost, not a measurement)", mtok)):
         lines += ["", title]

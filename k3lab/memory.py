@@ -9,28 +9,26 @@ The public API of the study (names other code and notebooks rely on):
 - :func:`plan` / :func:`fit` → :class:`Plan`: weights per GPU, and the KV pool as sglang
   0.5.23 sizes it at start-up (:mod:`k3lab.model.pool_sizing`): ``max_kv_tokens`` is the
   ``max_total_num_tokens`` a server would log;
-- :func:`cli_main`: ``python -m k3lab fit``.
+- :func:`cli_main`: ``python -m k3lab fit`` (:mod:`k3lab.fit_cli`).
 
 Units: bytes unless a name says otherwise (GB = 1e9 B, GiB = 2**30 B); tokens; requests.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from dataclasses import asdict, dataclass, field
 
 from . import data
+from .model import pool_settings as pset
 from .model import pool_sizing as ps
-from .model import resident
+from .model import quant, resident
 from .model.capacity import KV_DTYPES, STATE_DTYPES, check_dtype, kda_state_bytes_per_request, kv_bytes_per_token
-from .model.inventory import COMPONENTS, checkpoint_bytes, count_params, inventory, routed_expert_bytes
+from .model.inventory import COMPONENTS, checkpoint_bytes, count_params, inventory, layer_sets, routed_expert_bytes
 from .model._checks import check_size
 from .model.sharding import (VARIANTS, check_parallel, pp_stages, rank_rows, setting_for, shard_table,
                              stage_weights_bytes)
 from .model.sharding import weights_bytes_per_gpu as _weights
-from .specs import GB, GiB, GPU, Deployment, ModelConfig, known_gpus, known_models, load_gpu, load_model
+from .specs import GiB, GPU, Deployment, ModelConfig, load_gpu
 
 __all__ = ["COMPONENTS", "count_params", "checkpoint_bytes", "routed_expert_bytes", "inventory",
            "weights_bytes_per_gpu", "kv_bytes_per_token", "kda_state_bytes_per_request", "shard_table",
@@ -38,6 +36,9 @@ __all__ = ["COMPONENTS", "count_params", "checkpoint_bytes", "routed_expert_byte
 
 #: sglang 0.5.23 defaults that enter the pool sizing (each cited in k3lab.model.pool_sizing)
 SLOTS_PER_REQUEST = ps.mamba_slots_per_request()  # extra_buffer with the radix cache: 5
+#: under PP sglang 0.5.23 turns the overlap scheduler off (arg_groups/overrides.py
+#: _pipeline_parallel_overlap_disable), so extra_buffer tracks one slot less: 4
+SLOTS_PER_REQUEST_PP = ps.mamba_slots_per_request(overlap_schedule=False)
 #: DSPARK sets --max-running-requests 48 when none is given (speculative_hook._handle_dspark)
 DSPARK_MAX_RUNNING_REQUESTS = 48
 
@@ -101,14 +102,23 @@ class Plan:
     """The memory fit of one deployment, per GPU (bytes unless named otherwise).
 
     Weights: the heaviest rank's bytes (:mod:`k3lab.model.sharding`) plus what a
-    multimodal checkpoint loads replicated (``other_resident_bytes``: the vision tower).
-    The pools are sized as sglang 0.5.23 sizes them (:func:`k3lab.model.pool_sizing.size_pools`):
-    ``rest = free after load − (1 − mem_fraction) × free before load − multimodal reserve``;
-    a hybrid model carves its KDA state pool out of ``rest`` first (share r/(1+r), r = 0.9);
-    the MLA latent cache gets the remainder. ``max_kv_tokens`` is the ``max_total_num_tokens``
-    a server would log, ``max_running_requests`` likewise. ``max_full_context_requests``:
-    concurrent requests of ``context_tokens`` the pools hold. ``fits``: the weights load and
-    at least one full-context request fits. With PP the stage that runs out first binds.
+    multimodal checkpoint loads replicated (``other_resident_bytes``: the vision tower, and
+    the DSpark draft when that variant is asked; each also on its own). The pools are sized
+    as sglang 0.5.23 sizes them (:func:`k3lab.model.pool_sizing.size_pools`, every pipeline
+    stage: :func:`k3lab.model.pool_settings.size_stages`): ``rest = free after load − (1 −
+    mem_fraction) × free before load − multimodal reserve``; a hybrid model carves its KDA
+    state pool out of ``rest`` first, by the branch its ``state_pool_settings`` select
+    (``state_pool_branch``; by default a share r/(1+r), r = 0.9); the MLA latent cache gets
+    the remainder. ``max_kv_tokens``, ``max_running_requests`` and
+    ``max_full_context_requests`` (concurrent requests of ``context_tokens`` the pools hold)
+    are PER REPLICA (one server of tp × pp GPUs; ``replicas`` of them in the deployment, see
+    the ``*_total`` properties). ``weights_fit``: the loaded weights leave the pools some
+    memory; ``fits``: a full-context request fits under the settings asked;
+    ``fits_with_defaults``: under sglang's default state pool; ``fit_options``: when it does
+    not fit with the defaults, the state-pool settings under which it does
+    (:func:`k3lab.model.pool_settings.search_settings`). With PP the stage that runs out
+    first binds. ``init_overhead_bytes``: the start-up memory assumed held before the
+    weights load (0 unless given: the pools are then an upper bound).
     """
 
     label: str
@@ -139,6 +149,19 @@ class Plan:
     fits: bool
     stage_weights_bytes: tuple = ()
     weights_by_component: dict = field(default_factory=dict)
+    init_overhead_bytes: int = 0
+    vision_bytes_per_gpu: int = 0
+    draft_bytes_per_gpu: int = 0
+    mm_reserve_bytes_per_gpu: int = 0
+    state_pool_settings: pset.StatePoolSettings = field(default_factory=pset.StatePoolSettings)
+    state_pool_branch: str = "none"
+    state_slots: int = 0
+    slots_per_request: int = 0
+    fits_with_defaults: bool = False
+    fit_options: tuple = ()
+    pool_note: str = ""
+    moe_intermediate_per_gpu: int = 0         # an expert's MXFP4 intermediate on one GPU (0: not MXFP4)
+    moe_intermediate_padded_per_gpu: int = 0  # as sglang's MXFP4 MoE method aligns it
 
     @property
     def free_bytes_per_gpu(self) -> int:
@@ -146,11 +169,70 @@ class Plan:
         return (self.capacity_bytes_per_gpu - self.weights_bytes_per_gpu - self.other_resident_bytes_per_gpu
                 - self.reserve_bytes_per_gpu - self.state_pool_bytes_per_gpu - self.kv_pool_bytes_per_gpu)
 
+    @property
+    def has_state_pool(self) -> bool:
+        return self.kda_state_bytes_per_request > 0
+
+    @property
+    def verdict(self) -> str:
+        """Over sglang's state-pool settings: ``weights do not fit``, ``fits with defaults``,
+        ``fits only with a setting`` (see :attr:`fit_options`) or ``does not fit``."""
+        if not self.weights_fit:
+            return "weights do not fit"
+        if self.fits_with_defaults:
+            return "fits with defaults"
+        return "fits only with a setting" if self.fit_options else "does not fit"
+
+    @property
+    def best_option(self):
+        """The state-pool setting to name first (:func:`k3lab.model.pool_settings.best_option`)."""
+        return pset.best_option(self.fit_options)
+
+    @property
+    def fit_setting(self) -> str | None:
+        """The flags that would make the request fit, when it does not fit as asked and does
+        not fit with the defaults either (None otherwise, or when no setting does)."""
+        if self.fits or self.fits_with_defaults or self.best_option is None:
+            return None
+        return self.best_option.flags
+
+    @property
+    def fits_with(self) -> str:
+        """One cell for a table: ``defaults``, the flags of :attr:`best_option`, ``no setting``
+        or ``weights do not fit``."""
+        v = self.verdict
+        if v == "fits only with a setting":
+            return self.best_option.flags
+        return {"fits with defaults": "defaults", "does not fit": "no setting"}.get(v, v)
+
+    @property
+    def max_kv_tokens_total(self) -> int:
+        return self.max_kv_tokens * self.replicas
+
+    @property
+    def max_running_requests_total(self) -> int:
+        return self.max_running_requests * self.replicas
+
+    @property
+    def max_full_context_requests_total(self) -> int:
+        return self.max_full_context_requests * self.replicas
+
     def as_dict(self) -> dict:
         d = asdict(self)
         d["stage_weights_bytes"] = list(self.stage_weights_bytes)
         d["variants"] = list(self.variants)
         d["free_bytes_per_gpu"] = self.free_bytes_per_gpu
+        st = self.state_pool_settings
+        d["state_pool_settings"] = {"mamba_full_memory_ratio": st.ratio if self.has_state_pool else None,
+                                    "max_mamba_cache_size": st.max_mamba_cache_size,
+                                    "disable_radix_cache": st.disable_radix_cache,
+                                    "max_running_requests": st.max_running_requests, "flags": st.flags()}
+        d["fit_options"] = [o.as_dict() for o in self.fit_options]
+        d["init_overhead_gib"] = self.init_overhead_bytes / GiB
+        d.update(verdict=self.verdict, fit_setting=self.fit_setting, fits_with=self.fits_with,
+                 max_kv_tokens_total=self.max_kv_tokens_total,
+                 max_running_requests_total=self.max_running_requests_total,
+                 max_full_context_requests_total=self.max_full_context_requests_total)
         return d
 
 
@@ -162,19 +244,24 @@ def _page_size(gpu: GPU, cfg: ModelConfig) -> int:
 
 def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: str = "bf16",
         state_dtype: str = "fp32", context_tokens: int | None = None, variants=(),
-        init_overhead_bytes: int = 0, slots_per_request: int = SLOTS_PER_REQUEST,
-        max_running_requests: int | None = None) -> Plan:
+        init_overhead_bytes: int = 0, slots_per_request: int | None = None,
+        max_running_requests: int | None = None, mamba_full_memory_ratio: float | None = None,
+        max_mamba_cache_size: int | None = None, disable_radix_cache: bool = False) -> Plan:
     """The memory fit of ``cfg`` on a :class:`~k3lab.specs.Deployment` → :class:`Plan`.
 
     ``mem_fraction``: sglang's ``--mem-fraction-static`` in (0, 1]. ``variants``: names of
     :data:`VARIANTS` (``ep`` / ``dp-attention`` may also come from the deployment).
     ``init_overhead_bytes``: what the runtime holds before the weights load (CUDA/HIP context,
     collectives; not derivable from a config, 0 by default: an upper bound on the pool).
-    ``slots_per_request``: state slots per running request (5 with sglang's default
-    ``extra_buffer`` radix-cache strategy, 4 with ``extra_buffer_lazy``, 1 without the cache).
-    ``max_running_requests``: sglang's ``--max-running-requests`` (None: sglang's default; 48
-    with the DSpark draft, as the article's launch sets it). With ``dp-attention`` the state
-    pool is shared by ``tp`` attention-DP ranks (``--dp-size`` = TP), as sglang divides it.
+    ``slots_per_request``: state slots per running request with the radix cache (None: as
+    sglang resolves it, 5 with the default ``extra_buffer`` strategy and the overlap
+    scheduler, 4 under PP, which turns the overlap scheduler off; 4 with
+    ``extra_buffer_lazy``); 1 when ``disable_radix_cache``. ``max_running_requests``: sglang's ``--max-running-requests``
+    (None: sglang's default; 48 with the DSpark draft, as the article's launch sets it).
+    ``mamba_full_memory_ratio`` / ``max_mamba_cache_size`` / ``disable_radix_cache``: sglang's
+    state-pool flags (:class:`k3lab.model.pool_settings.StatePoolSettings`; a model without
+    linear attention takes none of the first two). With ``dp-attention`` the state pool is
+    shared by ``tp`` attention-DP ranks (``--dp-size`` = TP), as sglang divides it.
     """
     unknown = sorted(set(variants or ()) - set(FIT_VARIANTS))
     if unknown:
@@ -192,53 +279,92 @@ def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: 
     if max_running_requests is not None:
         data.check_count("max_running_requests", max_running_requests)
     check_size("init_overhead_bytes", init_overhead_bytes)
+    if not cfg.has_kda:
+        for flag, v in (("--mamba-full-memory-ratio", mamba_full_memory_ratio),
+                        ("--max-mamba-cache-size", max_mamba_cache_size)):
+            if v is not None:
+                raise ValueError(f"{flag} has no effect on {cfg.name}: it has no linear-attention state pool")
+    settings = pset.StatePoolSettings(
+        mamba_full_memory_ratio=mamba_full_memory_ratio, max_mamba_cache_size=max_mamba_cache_size,
+        disable_radix_cache=disable_radix_cache,
+        max_running_requests=max_running_requests if max_running_requests is not None
+        else (DSPARK_MAX_RUNNING_REQUESTS if draft else None))
     g = dep.gpu_spec
     variants = tuple(sorted(set(variants) | ({"ep"} if dep.ep else set()) | ({"dp-attention"} if dep.dp_attention else set())))
     setting = setting_for(g.vendor, [v for v in variants if v in VARIANTS], g.arch)
     tp, pp = dep.tp, dep.pp
     check_parallel(cfg, tp, pp)
+    if slots_per_request is None:
+        slots_per_request = SLOTS_PER_REQUEST_PP if pp > 1 else SLOTS_PER_REQUEST
+    data.check_count("slots_per_request", slots_per_request)
     cap = g.usable_hbm_bytes
     weights = stage_weights_bytes(cfg, tp, pp, setting)
     heavy = max(range(pp), key=lambda s: (weights[s], -s))
-    other = vision_tower_bytes(cfg) + (draft_bytes_per_rank(cfg, tp) if draft else 0)
+    vision = vision_tower_bytes(cfg)
+    draft_w = draft_bytes_per_rank(cfg, tp) if draft else 0
+    other = vision + draft_w
     mm_gib = ps.multimodal_reserve_gib(is_multimodal=other > 0)
     page = _page_size(g, cfg)
     attn_tp = 1 if setting.dp_attention else tp
+    ranges = pp_stages(cfg, pp)
+    if cfg.has_kda:
+        kda = set(layer_sets(cfg)[2])
+        slot = ps.pp_state_bytes_per_slot(kda_state_bytes_per_request(cfg, attn_tp, state_dtype),
+                                          stage_linear_layers=[len(kda & set(range(lo, hi))) for lo, hi in ranges])
+    else:
+        slot = 0
     stages, weights_fit = [], True
-    for s, (lo, hi) in enumerate(pp_stages(cfg, pp)):
-        layers = range(lo, hi)
-        cell = kv_bytes_per_token(cfg, kv_dtype, layers=layers) + (draft_kv_bytes_per_token(tp, kv_dtype) if draft else 0)
-        slot = kda_state_bytes_per_request(cfg, attn_tp, state_dtype, layers=layers) if cfg.has_kda else 0
+    for s, (lo, hi) in enumerate(ranges):
+        cell = kv_bytes_per_token(cfg, kv_dtype, layers=range(lo, hi)) + (draft_kv_bytes_per_token(tp, kv_dtype) if draft else 0)
         try:
             pre, post = ps.free_memory_before_and_after_load(
                 capacity_bytes=cap, init_overhead_bytes=init_overhead_bytes,
                 weights_bytes=weights[s], other_resident_bytes=other)
-            sized = ps.size_pools(pre_model_load_free_bytes=pre, post_load_free_bytes=post,
-                                  mem_fraction_static=float(mem_fraction), cell_bytes_per_token=cell,
-                                  context_len=ctx, state_bytes_per_slot=slot or None, page_size=page,
-                                  slots_per_request=slots_per_request, mm_reserve_gib=mm_gib,
-                                  max_running_requests=max_running_requests if max_running_requests is not None
-                                  else (DSPARK_MAX_RUNNING_REQUESTS if draft else None),
-                                  attn_dp_size=tp if setting.dp_attention else 1,
-                                  speculative_num_draft_tokens=dspark_draft().block_size_tokens + 1 if draft else None)
         except ps.InsufficientMemoryError:
             weights_fit = False
-            stages.append(None)
-            continue
-        stages.append((sized, cell, slot))
+            break
+        stages.append(pset.StageMemory(pre, post, cell))
+    problem = pset.PoolProblem(
+        stages=tuple(stages), mem_fraction_static=float(mem_fraction), context_len=ctx,
+        state_bytes_per_slot=slot or None, page_size=page, mm_reserve_gib=mm_gib,
+        attn_dp_size=tp if setting.dp_attention else 1, slots_per_request=slots_per_request,
+        speculative_num_draft_tokens=dspark_draft().block_size_tokens + 1 if draft else None)
+    if weights_fit:
+        try:
+            problem.rest_gib()
+        except ps.InsufficientMemoryError:
+            weights_fit = False
+    sized, note = None, ""
+    if weights_fit:
+        try:
+            sized = pset.size_stages(problem, settings)
+        except ps.InsufficientMemoryError as e:
+            note = str(e)
+    fits = bool(sized is not None and sized.fits)
+    defaults_fit, options = fits, ()
+    if weights_fit:
+        if not settings.is_default:
+            d = pset.sized_or_none(problem, settings.defaults())
+            defaults_fit = bool(d is not None and d.fits)
+        if not defaults_fit:
+            options = pset.search_settings(problem, settings)
+    moe = moe_pad = 0
+    if quant.scheme(cfg)["name"] == "mxfp4":
+        moe = cfg.moe_intermediate_size // (1 if setting.ep or setting.ep_a2a else tp)
+        moe_pad = -(-moe // setting.moe_intermediate_align) * setting.moe_intermediate_align
     by_comp = dict.fromkeys(COMPONENTS, 0)
     for r in rank_rows(cfg, tp, pp, heavy, setting):
         by_comp[r["component"]] += r["rank_bytes"]
-    ok = [x for x in stages if x is not None]
-    if weights_fit and ok:
-        sized, cell, slot = min(ok, key=lambda x: x[0].max_total_num_tokens)
-        tokens, reqs = sized.max_total_num_tokens, sized.max_running_requests
-        kv_pool, state_pool = min(x[0].kv_pool_bytes for x in ok), max(x[0].state_pool_bytes for x in ok)
-        full = min(tokens // ctx, reqs)
+    if sized is not None:
+        b = sized.binding
+        cell, tokens, reqs = b.cell_bytes_per_token, b.max_total_num_tokens, b.max_running_requests
+        kv_pool = min(x.kv_pool_bytes for x in sized.stages)
+        state_pool = max(x.state_pool_bytes for x in sized.stages)
+        full, k, branch = sized.full_context_requests, b.max_mamba_cache_size, b.state_branch
     else:
         cell = kv_bytes_per_token(cfg, kv_dtype)
-        slot = kda_state_bytes_per_request(cfg, attn_tp, state_dtype) if cfg.has_kda else 0
-        tokens = reqs = kv_pool = state_pool = full = 0
+        tokens = reqs = kv_pool = state_pool = full = k = 0
+        branch = settings.branch if cfg.has_kda else "none"
     return Plan(
         label=dep.label, gpu=g.key, platform=setting.platform, variants=variants, num_gpus=dep.num_gpus,
         tp=tp, pp=pp, replicas=dep.replicas, mem_fraction=float(mem_fraction), kv_dtype=kv_dtype,
@@ -247,13 +373,20 @@ def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: 
         state_pool_bytes_per_gpu=state_pool, kv_pool_bytes_per_gpu=kv_pool, kv_bytes_per_token=cell,
         kda_state_bytes_per_request=slot, page_size=page, context_tokens=ctx, max_kv_tokens=tokens,
         max_running_requests=reqs, max_full_context_requests=full, weights_fit=weights_fit,
-        fits=bool(weights_fit and full >= 1), stage_weights_bytes=tuple(weights), weights_by_component=by_comp)
+        fits=bool(weights_fit and fits), stage_weights_bytes=tuple(weights), weights_by_component=by_comp,
+        init_overhead_bytes=init_overhead_bytes, vision_bytes_per_gpu=vision, draft_bytes_per_gpu=draft_w,
+        mm_reserve_bytes_per_gpu=int(round(mm_gib * GiB)), state_pool_settings=settings,
+        state_pool_branch=branch, state_slots=k,
+        slots_per_request=settings.slots_per_request(slots_per_request) if cfg.has_kda else 0,
+        fits_with_defaults=bool(weights_fit and defaults_fit), fit_options=options, pool_note=note,
+        moe_intermediate_per_gpu=moe, moe_intermediate_padded_per_gpu=moe_pad)
 
 
 def plan(cfg: ModelConfig, gpu, num_gpus: int, tp: int, mem_fraction: float = 0.9, kv_dtype: str = "bf16",
          pp: int = 1, state_dtype: str = "fp32", context_tokens: int | None = None, variants=(),
          hbm_gb: float | None = None, init_overhead_bytes: int = 0,
-         max_running_requests: int | None = None) -> Plan:
+         max_running_requests: int | None = None, mamba_full_memory_ratio: float | None = None,
+         max_mamba_cache_size: int | None = None, disable_radix_cache: bool = False) -> Plan:
     """Fit ``cfg`` on ``num_gpus`` × ``gpu`` (a name or a :class:`~k3lab.specs.GPU`) at
     TP=``tp`` × PP=``pp`` (``num_gpus`` a multiple of tp·pp; the rest are replicas).
 
@@ -266,78 +399,16 @@ def plan(cfg: ModelConfig, gpu, num_gpus: int, tp: int, mem_fraction: float = 0.
     dep = Deployment(key, num_gpus, tp, pp, ep="ep" in (variants or ()),
                      dp_attention="dp-attention" in (variants or ()), hbm_gb=hbm_gb)
     return fit(cfg, dep, mem_fraction, kv_dtype, state_dtype, context_tokens, variants,
-               init_overhead_bytes=init_overhead_bytes, max_running_requests=max_running_requests)
+               init_overhead_bytes=init_overhead_bytes, max_running_requests=max_running_requests,
+               mamba_full_memory_ratio=mamba_full_memory_ratio, max_mamba_cache_size=max_mamba_cache_size,
+               disable_radix_cache=disable_radix_cache)
 
 
 # --------------------------------------------------------------------------- CLI
 
 
-def format_plan(p: Plan, model: str) -> str:
-    """A plan as the few lines a person reads (GiB with GB beside it)."""
-    gib = lambda b: f"{b / GiB:8.1f} GiB ({b / GB:7.1f} GB)"  # noqa: E731
-    var = f"; variants: {', '.join(p.variants)}" if p.variants else ""
-    lines = [
-        f"{model} on {p.label}  ({p.platform}{var})",
-        f"  capacity per GPU      {gib(p.capacity_bytes_per_gpu)}",
-        f"  weights per GPU       {gib(p.weights_bytes_per_gpu)}  (heaviest rank)",
-        f"  other resident        {gib(p.other_resident_bytes_per_gpu)}  (vision tower, replicated; draft)",
-        f"  reserve per GPU       {gib(p.reserve_bytes_per_gpu)}  (1 - mem_fraction {p.mem_fraction:g})",
-        f"  KDA state pool        {gib(p.state_pool_bytes_per_gpu)}",
-        f"  KV pool per GPU       {gib(p.kv_pool_bytes_per_gpu)}",
-        f"  KV per token per GPU  {p.kv_bytes_per_token:,} B ({p.kv_dtype}, MLA layers on the rank)",
-        f"  state per request     {p.kda_state_bytes_per_request:,} B ({p.state_dtype} recurrent + bf16 conv, per slot)",
-        f"  max KV tokens         {p.max_kv_tokens:,}  (sglang's max_total_num_tokens)",
-        f"  max running requests  {p.max_running_requests:,}",
-        f"  {p.context_tokens:,}-token requests  {p.max_full_context_requests:,}",
-        f"  weights fit: {'yes' if p.weights_fit else 'no'};  fits with a full-context request: "
-        f"{'yes' if p.fits else 'no'}",
-    ]
-    return "\n".join(lines)
-
-
-def _parser(gpus: list[str]) -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m k3lab fit",
-                                 description="Memory fit of a model on a GPU configuration under sglang 0.5.23.")
-    ap.add_argument("--model", default="kimi-k3", help=f"one of: {', '.join(known_models())} (default kimi-k3)")
-    ap.add_argument("--gpu", required=True, help=f"one of: {', '.join(gpus)}")
-    ap.add_argument("--gpus", type=int, required=True, help="number of GPUs")
-    ap.add_argument("--tp", type=int, required=True, help="tensor-parallel size")
-    ap.add_argument("--pp", type=int, default=1, help="pipeline-parallel size (default 1)")
-    ap.add_argument("--variant", action="append", default=[], metavar="NAME",
-                    help="an sglang switch, repeatable: " + "; ".join(f"{k}: {v}" for k, v in FIT_VARIANTS.items()))
-    ap.add_argument("--mem-fraction", type=float, default=0.9, help="sglang --mem-fraction-static (default 0.9)")
-    ap.add_argument("--kv-dtype", default="bf16", choices=KV_DTYPES)
-    ap.add_argument("--state-dtype", default="fp32", choices=STATE_DTYPES)
-    ap.add_argument("--context", type=int, default=None, help="context length in tokens (default: the model's maximum)")
-    ap.add_argument("--hbm-gb", type=float, default=None, help="override usable HBM per GPU in GB (1e9 B)")
-    ap.add_argument("--max-running-requests", type=int, default=None,
-                    help="sglang --max-running-requests (default: sglang's own; 48 with the dspark variant)")
-    ap.add_argument("--init-overhead-gib", type=float, default=0.0,
-                    help="GiB the runtime holds before the weights load (CUDA/HIP context, NCCL/RCCL "
-                         "buffers; default 0, so the pools are an upper bound)")
-    ap.add_argument("--json", action="store_true", help="print the plan as JSON")
-    return ap
-
-
 def cli_main(argv: list[str] | None = None) -> int:
-    """``python -m k3lab fit --gpu mi355x --gpus 8 --tp 8 [--model M] [--variant V …] [--json]``."""
-    try:
-        gpus = known_gpus()
-    except data.DataError as e:
-        print(f"k3lab fit: error: {e}", file=sys.stderr)
-        return 2
-    args = _parser(gpus).parse_args(argv)
-    try:
-        cfg = load_model(args.model)
-        data.check_finite("--init-overhead-gib", args.init_overhead_gib, positive=False)
-        if args.init_overhead_gib < 0:
-            raise ValueError(f"--init-overhead-gib must be >= 0, got {args.init_overhead_gib!r}")
-        p = plan(cfg, args.gpu, args.gpus, args.tp, args.mem_fraction, args.kv_dtype, pp=args.pp,
-                 state_dtype=args.state_dtype, context_tokens=args.context, variants=args.variant,
-                 hbm_gb=args.hbm_gb, init_overhead_bytes=int(args.init_overhead_gib * GiB),
-                 max_running_requests=args.max_running_requests)
-    except ValueError as e:
-        print(f"k3lab fit: error: {e}", file=sys.stderr)
-        return 2
-    print(json.dumps(p.as_dict(), indent=2, sort_keys=True) if args.json else format_plan(p, cfg.name))
-    return 0
+    """``python -m k3lab fit …`` (:func:`k3lab.fit_cli.main`)."""
+    from .fit_cli import main
+
+    return main(argv)

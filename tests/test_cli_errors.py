@@ -107,6 +107,25 @@ def test_fit_unknown_model():
     assert "kimi-k9" in line, line
 
 
+@pytest.mark.parametrize("args, word", [
+    (("--mamba-full-memory-ratio", "0"), "--mamba-full-memory-ratio"),
+    (("--mamba-full-memory-ratio", "x"), "--mamba-full-memory-ratio"),
+    (("--max-mamba-cache-size", "0"), "--max-mamba-cache-size"),
+    (("--max-mamba-cache-size", "-1"), "--max-mamba-cache-size"),
+    (("--mamba-full-memory-ratio", "0.5", "--max-mamba-cache-size", "9"), "no effect"),
+    (("--disable-radix-cache", "--max-running-requests", "0"), "max_running_requests"),
+])
+def test_fit_state_pool_flags(args, word):
+    line = one_line_error(k3lab("fit", "--gpu", "b300", "--gpus", "8", "--tp", "8", *args), "fit")
+    assert word in line, line
+
+
+def test_fit_check_exit_status_through_python_m():
+    assert k3lab("fit", "--gpu", "b300", "--gpus", "8", "--tp", "8").returncode == 0
+    p = k3lab("fit", "--gpu", "b300", "--gpus", "8", "--tp", "8", "--check")
+    assert p.returncode == 1 and p.stderr == "" and "fits: no" in p.stdout
+
+
 # --------------------------------------------------------------------------- bench
 
 

@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from k3lab import compare
+from k3lab import compare, memory
 from k3lab.specs import GB, GiB, load_model
 
 DS_CHECKPOINT_GB = 688.6          # FP8 weights incl. MTP (model card / safetensors listing)
@@ -168,3 +168,40 @@ def test_default_table_through_python_m_labels_the_bound_a_model():
     head = p.stdout.splitlines()[0]
     assert "kimi-k3" in head and "1,048,576" in head and "bf16" in head
     assert "MODEL bound" in p.stdout and "not a measurement" in p.stdout
+
+
+# --------------------------------------------------------------------------- fits with (the state pool)
+
+
+def test_fits_with_says_defaults_a_setting_or_why_not(k3):
+    """8×B300 TP8 holds 990,592 tokens with sglang's default state pool, short of 1,048,576:
+    the row names the state-pool setting under which one request fits; 8×MI355X (ROCm default
+    padding, 227k tokens) has none; 8×B200's weights do not load; 16×B300 TP8×PP2 fits as is."""
+    b300 = row(k3, "b300", 8, 8)
+    assert not b300.fits and b300.fits_with.startswith("--mamba-full-memory-ratio ")
+    r = float(b300.fits_with.split()[-1])
+    assert 0 < r < 0.9   # less than the default share goes to state, so the KV pool grows
+    assert memory.plan(load_model("kimi-k3"), "b300", 8, 8, mamba_full_memory_ratio=r).fits
+    assert row(k3, "mi355x", 8, 8).fits_with == "no setting"
+    assert row(k3, "b200", 8, 8).fits_with == "weights do not fit"
+    assert row(k3, "b300", 16, 8, 2).fits_with == "defaults"
+
+
+def test_default_listing_adds_the_layouts_that_fit_only_with_a_setting():
+    df = compare.compare_rows(load_model("kimi-k3"), tiers=["article"])
+    only = df[~df.fits]
+    assert len(only) and only.fits_with.str.startswith("--").all()
+    assert (df[df.fits].fits_with == "defaults").all()
+    assert "b300" in set(only[(only.num_gpus == 8)].gpu)
+    text = compare.format_table(df)
+    assert f"; {len(only)} more only with the state-pool setting in 'fits with'" in text.splitlines()[1]
+    assert "fits with" in text.splitlines()[4]
+    ds = compare.compare_rows(load_model("deepseek-v3"), tiers=["article"])
+    assert (ds.fits_with == "defaults").all()   # no state pool: every listed row fits as is
+
+
+def test_fit_matrix_cell_names_the_setting(k3):
+    html = compare.fit_matrix_html(k3)
+    b300 = row(k3, "b300", 8, 8)
+    assert f"fits only with <code>{b300.fits_with}</code>" in html
+    assert html.count("fits only with <code>") == int((~k3.fits & k3.fits_with.str.startswith("--")).sum())

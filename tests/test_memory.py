@@ -217,6 +217,111 @@ def test_init_overhead_and_max_running_requests_reach_the_pools():
         memory.plan(CFG, "mi355x", 8, 8, init_overhead_bytes=-1)
 
 
+def _b300_rest():
+    """8×B300 TP8, bf16, mem_fraction 0.9: the GiB the pools share (sglang's order of operations)."""
+    w = _sglang("tp8|cuda-sm100")
+    return (B300_BYTES - w - VISION_BYTES) / GiB - B300_BYTES / GiB * 0.1 - MM_RESERVE_GIB
+
+
+def _tokens(rest, slots, slot=SLOT_TP8, page=64):
+    """KV tokens after ``slots`` (+1 padding) state slots: budget // cell, floored to the page."""
+    return int((rest - (slots + 1) * slot / GiB) * GiB) // CELL // page * page
+
+
+def _requests(tokens, slots, spr, context=1_048_576, given=None):
+    est = max(min(int(tokens / context * 512), 4096), 2048)
+    n = min(given, tokens // 2) if given is not None else min(est, tokens // 2)
+    return min(n, slots // spr)
+
+
+@pytest.mark.parametrize("kwargs, branch", [
+    ({}, "ratio"),
+    ({"mamba_full_memory_ratio": 0.5}, "ratio"),
+    ({"max_mamba_cache_size": 300}, "explicit"),
+    ({"disable_radix_cache": True, "max_running_requests": 40}, "from_max_running_requests"),
+    ({"disable_radix_cache": True}, "ratio"),
+])
+def test_plan_b300_each_state_pool_branch_by_hand(kwargs, branch):
+    """sglang 0.5.23 KVCacheConfigurator._handle_max_mamba_cache, each branch written out:
+    explicit N slots; radix off + M: M slots (1 per request); else K = int((rest·r/(1+r)·2^30
+    − slot) // slot), r = 0.9 unless given; then resolve_max_num_reqs caps by slots // spr."""
+    rest = _b300_rest()
+    r = kwargs.get("mamba_full_memory_ratio", 0.9)
+    radix = not kwargs.get("disable_radix_cache", False)
+    if "max_mamba_cache_size" in kwargs:
+        slots = kwargs["max_mamba_cache_size"]
+    elif not radix and "max_running_requests" in kwargs:
+        slots = kwargs["max_running_requests"]
+    else:
+        slots = int((rest * r / (1 + r) * GiB - SLOT_TP8) // SLOT_TP8)
+    tokens = _tokens(rest, slots)
+    reqs = _requests(tokens, slots, 5 if radix else 1, given=kwargs.get("max_running_requests"))
+    p = memory.plan(CFG, "b300", 8, 8, **kwargs)
+    assert (p.state_pool_branch, p.state_slots, p.max_kv_tokens, p.max_running_requests) == \
+        (branch, slots, tokens, reqs)
+    assert p.state_pool_bytes_per_gpu == (slots + 1) * SLOT_TP8
+    assert p.slots_per_request == (5 if radix else 1)
+
+
+def test_plan_b300_fits_only_with_a_state_pool_setting_at_the_edge():
+    """Default: 990,592 tokens < 1,048,576. The largest ratio on the 0.001 grid whose KV pool
+    holds 1,048,576 tokens, worked out from the formula: its neighbour above does not."""
+    rest = _b300_rest()
+    k = lambda r: int((rest * r / (1 + r) * GiB - SLOT_TP8) // SLOT_TP8)  # noqa: E731
+    fits = lambda r: _tokens(rest, k(r)) >= 1_048_576  # noqa: E731
+    r_hi = max(i / 1000 for i in range(1, 900) if fits(i / 1000))
+    n_hi = max(n for n in range(5, 700) if _tokens(rest, n) >= 1_048_576)
+    p = memory.plan(CFG, "b300", 8, 8)
+    assert not p.fits and not p.fits_with_defaults and p.verdict == "fits only with a setting"
+    opts = {o.branch: o for o in p.fit_options}
+    assert opts["ratio"].settings.mamba_full_memory_ratio == r_hi and not fits(r_hi + 0.001)
+    assert opts["ratio"].max_running_requests == _requests(_tokens(rest, k(r_hi)), k(r_hi), 5)
+    assert opts["explicit"].settings.max_mamba_cache_size == n_hi
+    assert opts["explicit"].max_running_requests == n_hi // 5
+    assert opts["from_max_running_requests"].settings.max_running_requests == n_hi
+    assert p.fit_setting == f"--mamba-full-memory-ratio {r_hi:g}" and p.fits_with == p.fit_setting
+    # the setting k3lab names makes the plan fit
+    q = memory.plan(CFG, "b300", 8, 8, mamba_full_memory_ratio=r_hi)
+    assert q.fits and not q.fits_with_defaults and q.fit_setting is None
+    assert q.verdict == "fits only with a setting"
+
+
+def test_plan_verdicts():
+    assert memory.plan(CFG, "mi355x", 8, 8, variants=["aiter-k3-opt"]).verdict == "fits with defaults"
+    mi = memory.plan(CFG, "mi355x", 8, 8)  # 227k tokens: even no state pool would leave < 1M
+    assert mi.verdict == "does not fit" and mi.fit_options == () and mi.fits_with == "no setting"
+    b2 = memory.plan(CFG, "b200", 8, 8)
+    assert b2.verdict == "weights do not fit" and b2.fits_with == "weights do not fit"
+    # asked settings that do not fit where the defaults do
+    tight = memory.plan(CFG, "mi355x", 8, 8, variants=["aiter-k3-opt"], max_mamba_cache_size=2000)
+    assert not tight.fits and tight.fits_with_defaults and tight.verdict == "fits with defaults"
+    assert tight.fit_setting is None
+    # 2001 slots of 53.6 MiB (104.7 GiB) leave no KV pool at all: that, not "weights do not fit"
+    assert tight.weights_fit and tight.max_kv_tokens == 0 and "state pool leaves" in tight.pool_note
+
+
+def test_plan_pp2_charges_the_largest_stage_slot_and_four_slots_per_request():
+    """sglang 0.5.23 under PP: every stage charges the slot of the stage with the most KDA layers
+    (35 of 69 on stage 0 of 93 layers split 46 + 47), and PP turns the overlap scheduler off,
+    so extra_buffer tracks one slot less: 3 + 1 = 4 per request."""
+    cfg = json.loads((REPO_ROOT / "data" / "model" / "kimi_k3_config.json").read_text("utf-8"))
+    kda = [i - 1 for i in cfg["text_config"]["linear_attn_config"]["kda_layers"]]  # 1-based in the config
+    assert len(kda) == N_KDA and sum(1 for i in kda if i < 46) == 35
+    slot = int(SLOT_TP8 * (35 / 69))
+    p = memory.plan(CFG, "b300", 16, 8, pp=2)
+    assert p.kda_state_bytes_per_request == slot == 28_492_800 and p.slots_per_request == 4
+    assert p.max_running_requests == min(p.state_slots // 4, p.max_kv_tokens // 2)
+
+
+def test_state_pool_flags_on_a_model_without_one_are_refused():
+    ds = specs.load_model("deepseek-v3")
+    with pytest.raises(ValueError, match="no linear-attention state pool"):
+        memory.plan(ds, "h200", 8, 8, max_mamba_cache_size=10)
+    with pytest.raises(ValueError, match="no linear-attention state pool"):
+        memory.plan(ds, "h200", 8, 8, mamba_full_memory_ratio=0.5)
+    assert memory.plan(ds, "h200", 8, 8, disable_radix_cache=True).fits  # sglang takes it: no prefix cache
+
+
 def test_plan_b300_tp8_128k_by_hand_with_64_token_pages():
     # B300 (SM103) auto-selects trtllm_mla: 64-token pages
     p = memory.plan(CFG, "b300", 8, 8, context_tokens=131_072)
@@ -368,14 +473,27 @@ def _python_m_k3lab(*args):
                           cwd=REPO_ROOT, env=env, timeout=120)
 
 
-def test_python_m_k3lab_fit_help_lists_the_variants():
+VARIANT_NAMES = ("aiter-moe-pad", "aiter-k3-opt", "ep", "ep-a2a", "dp-attention", "dspark")
+
+
+def test_python_m_k3lab_fit_help_is_short_with_one_variant_a_line():
     r = _python_m_k3lab("fit", "--help")
     assert r.returncode == 0
-    flat = "".join(r.stdout.split())  # argparse wraps long lines (at spaces and hyphens)
-    for v in ("aiter-moe-pad", "aiter-k3-opt", "ep", "ep-a2a", "dp-attention", "dspark"):
-        assert f"{v}:" in flat, v
-    for opt in ("--model", "--variant", "--context", "--json", "--mem-fraction", "--kv-dtype"):
+    lines = r.stdout.splitlines()
+    for v in VARIANT_NAMES:  # each variant starts its own line
+        assert sum(1 for ln in lines if ln.split()[:1] == [v]) == 1, v
+    assert max(map(len, lines)) <= 110 and len(lines) <= 60
+    for opt in ("--model", "--variant", "--context", "--json", "--mem-fraction", "--kv-dtype", "--check",
+                "--mamba-full-memory-ratio", "--max-mamba-cache-size", "--disable-radix-cache", "--help-variants"):
         assert opt in r.stdout
+    assert "exit status: 0" in r.stdout and "1 = it does not" in "".join(lines)
+
+
+def test_python_m_k3lab_fit_help_variants_says_what_each_does():
+    r = _python_m_k3lab("fit", "--help-variants")  # works without --gpu/--gpus/--tp
+    assert r.returncode == 0 and r.stderr == ""
+    assert [ln for ln in r.stdout.splitlines() if ln and not ln.startswith(" ")] == list(VARIANT_NAMES)
+    assert "SGLANG_AITER_K3_OPT=1" in r.stdout and "Mxfp4MoEMethod.create_weights" in r.stdout
 
 
 def test_python_m_k3lab_fit_bad_variant_one_line():

@@ -94,14 +94,16 @@ def test_readme_findings_table_is_current(two_runs):
         "README findings table is stale: run `make readme-table` (after `make reproduce`)"
 
 
-def test_readme_fit_example_is_current():
-    """The README shows `python -m k3lab fit --gpu mi355x --gpus 8 --tp 8` with its real output."""
+@pytest.mark.parametrize("gpu", ["mi355x", "b300"])
+def test_readme_fit_example_is_current(gpu):
+    """The README shows `python -m k3lab fit --gpu <gpu> --gpus 8 --tp 8` with its real output."""
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "k3lab", "fit", "--gpu", "mi355x", "--gpus", "8", "--tp", "8"],
+    cmd = ["fit", "--gpu", gpu, "--gpus", "8", "--tp", "8"]
+    out = subprocess.run([sys.executable, "-m", "k3lab", *cmd],
                          capture_output=True, text=True, check=True, cwd=REPO_ROOT).stdout
-    assert out.strip() in (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"$ python -m k3lab {' '.join(cmd)}\n{out.strip()}\n```" in (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_readme_compare_example_is_current():

@@ -91,8 +91,10 @@ def settings_table(cfg: ModelConfig, mem_fraction: float = 0.9):
 def fit_table(cfg: ModelConfig, layouts=STUDY_LAYOUTS, mem_fraction: float = 0.9, context_tokens=None,
               variants_by_gpu=None, kv_dtypes=("bf16", "fp8")):
     """One row per layout × KV dtype: capacity, weights, pools (GiB per GPU), the KV tokens
-    and full-context requests. ``variants_by_gpu``: GPU → variants (default: the article's
-    MI355X setting)."""
+    and full-context requests per replica, whether one fits (with sglang's default state pool)
+    and ``fits_with``: ``defaults``, the state-pool setting under which it fits, ``no setting``
+    or ``weights do not fit`` (:attr:`k3lab.memory.Plan.fits_with`). ``variants_by_gpu``: GPU →
+    variants (default: the article's MI355X setting)."""
     import pandas as pd
 
     vb = {"mi355x": ARTICLE_MI355X_VARIANTS} if variants_by_gpu is None else variants_by_gpu
@@ -105,7 +107,8 @@ def fit_table(cfg: ModelConfig, layouts=STUDY_LAYOUTS, mem_fraction: float = 0.9
                          "weights_GiB": p.weights_bytes_per_gpu / GiB, "weights_fit": p.weights_fit,
                          "state_pool_GiB": p.state_pool_bytes_per_gpu / GiB, "kv_pool_GiB": p.kv_pool_bytes_per_gpu / GiB,
                          "max_kv_tokens": p.max_kv_tokens, "max_running_requests": p.max_running_requests,
-                         "full_context_requests": p.max_full_context_requests, "fits": p.fits})
+                         "full_context_requests": p.max_full_context_requests, "fits": p.fits,
+                         "fits_with": p.fits_with})
     return pd.DataFrame(rows)
 
 

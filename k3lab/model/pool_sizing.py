@@ -43,7 +43,9 @@ the MLA pool's ``page_size`` padding rows, sampling buffers. The post-capture KV
 ``use_mla_backend``), so it does not apply to Kimi K3.
 
 Here: the flow (steps 3–6, :func:`size_pools`) and the free memory it starts from
-(:func:`free_memory_before_and_after_load`). Its inputs live beside it and are re-exported
+(:func:`free_memory_before_and_after_load`). The state-pool flags as one object, every pipeline
+stage sized under them, and the search for the flags that make a request fit:
+:mod:`k3lab.model.pool_settings`. Its inputs live beside it and are re-exported
 here: the cells and slots in :mod:`k3lab.model.capacity`, the mem fraction, slots per
 request and multimodal reserve in :mod:`k3lab.model.pool_inputs`, the draft and vision
 weights and the load-time peak in :mod:`k3lab.model.resident`.
@@ -111,6 +113,29 @@ def profile_rest_memory_gib(*, pre_model_load_free_bytes: int, post_load_free_by
     return rest
 
 
+def pp_state_bytes_per_slot(per_request_bytes: int, *, stage_linear_layers) -> int:
+    """The state-slot bytes every pipeline stage charges its budget (bytes per slot).
+
+    Mirrors 0.5.23 ``mem_cache/kv_cache_configurator.py``
+    ``KVCacheConfigurator._handle_max_mamba_cache`` (its PP scaling): ``per_request_bytes`` is
+    the slot over all linear-attention layers (``mamba2_cache_params.mamba_cache_per_req``),
+    and every rank charges the share of the stage with the MOST such layers,
+    ``int(per_request × (max_stage_layers / all_layers))`` (float product, as sglang writes
+    it), "so every rank derives the same pool without a collective" — a stage with fewer
+    linear layers is charged more than it allocates. ``stage_linear_layers``: the number of
+    linear-attention layers on each stage (``get_pp_indices`` ranges); one stage → the whole
+    slot. Units: bytes.
+    """
+    per_req = check_size("per_request_bytes", per_request_bytes)
+    counts = [check_size("stage_linear_layers", n) for n in stage_linear_layers]
+    if not counts:
+        raise ValueError("stage_linear_layers must name at least one stage")
+    total = sum(counts)
+    if total == 0:
+        return 0
+    return int(per_req * (max(counts) / total))
+
+
 @dataclass(frozen=True)
 class StatePoolSplit:
     """What :func:`split_state_pool` decides (per rank)."""
@@ -130,16 +155,21 @@ def split_state_pool(rest_gib: float, *, state_bytes_per_slot: int,
                      attn_dp_size: int = 1) -> StatePoolSplit:
     """Carve the recurrent-state (mamba) pool out of ``rest_gib``.
 
-    Mirrors 0.5.23 ``mem_cache/kv_cache_configurator.py``
-    ``KVCacheConfigurator._handle_max_mamba_cache`` (no ReplaySSM, no unified pool, no PP
-    scaling — pass a stage's slot bytes for PP). Three branches, in sglang's order:
+    Mirrors sglang 0.5.23 ``mem_cache/kv_cache_configurator.py``
+    ``KVCacheConfigurator._handle_max_mamba_cache`` (no ReplaySSM, no unified pool; under PP
+    pass the slot every stage charges, :func:`pp_state_bytes_per_slot`). Three branches, in
+    sglang's order (the name each writes into its runtime context in brackets):
 
-    - ``--max-mamba-cache-size`` given: that many slots (÷ attn DP); with speculation,
+    - ``"explicit"`` (``mamba_pool.per_dp_shard``): ``--max-mamba-cache-size`` given: that
+      many slots (÷ attn DP); with speculation,
       ``slot × (min(max_running, slots // ratio) + 1) × D`` is reserved for verify states.
-    - radix cache disabled and ``--max-running-requests`` given: slots = max_running
-      (÷ attn DP); verify reserve ``slot × (slots + 1) × D``.
-    - otherwise (the Kimi K3 default): a budget ``rest × r/(1 + r)`` with ``r =
-      --mamba-full-memory-ratio`` (0.9 → 47.4 %) gives ``K = int((budget − slot) // slot)``;
+    - ``"from_max_running_requests"`` (``mamba_pool.from_max_running_requests``): radix cache
+      disabled (``--disable-radix-cache``) and ``--max-running-requests`` given: slots =
+      ``max(1, max_running // attn DP)``; verify reserve ``slot × (slots + 1) × D``. The radix
+      cache disabled WITHOUT ``--max-running-requests`` falls through to the ratio branch.
+    - ``"ratio"`` (``mamba_pool.memory_budget``, ``…_spec``): otherwise (the Kimi K3 default):
+      a budget ``rest × r/(1 + r)`` with ``r = --mamba-full-memory-ratio`` (fallback 0.9,
+      ``arg_groups/fields/schedule.py``; 0.9 → 47.4 %) gives ``K = int((budget − slot) // slot)``;
       with speculation (``D`` = ``--speculative-num-draft-tokens``; DSPARK: block + 1 = 8)
       ``K = int((budget − slot·(1 + D)) // (slot·(1 + D/ratio)))`` and the verify reserve is
       ``slot × (min(max_running, K // ratio) + 1) × D``.

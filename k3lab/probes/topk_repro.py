@@ -280,8 +280,15 @@ SGLANG_0523_DIR_ENV = "K3LAB_SGLANG_0523"
 
 
 def sglang_0523_dir() -> Path:
-    """Where the second sglang (0.5.23) is installed (``make sglang-env``)."""
-    return Path(os.environ.get(SGLANG_0523_DIR_ENV, REPO_ROOT / ".venv-sglang" / "sglang-0.5.23"))
+    """Where the second sglang (0.5.23) is installed (``make sglang-env``): ``$K3LAB_SGLANG_0523``,
+    else this checkout's ``.venv-sglang/sglang-0.5.23``, else (a checkout without its own
+    ``.venv-sglang``, e.g. a git worktree run with another checkout's) the one beside the
+    running interpreter's environment."""
+    if SGLANG_0523_DIR_ENV in os.environ:
+        return Path(os.environ[SGLANG_0523_DIR_ENV])
+    own = REPO_ROOT / ".venv-sglang" / "sglang-0.5.23"
+    beside = Path(sys.prefix) / "sglang-0.5.23"
+    return beside if not own.exists() and beside.is_dir() else own
 
 
 _CHILD_0523 = """

@@ -1,0 +1,192 @@
+"""``python -m k3lab fit`` (k3lab.fit_cli): what the output says, the new flags, ``--check``.
+
+Expected numbers come from outside the code under test: the replica count from the layout
+(GPUs / (tp × pp)), the DSpark draft's bytes and the pool figures from the hand arithmetic of
+tests/test_pool_sizing.py and tests/test_memory.py, the start-up overhead from the flag given.
+"""
+
+import io
+import json
+import math
+import re
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+
+from k3lab import fit_cli, memory, specs
+
+GiB = 2**30
+B300 = ["--gpu", "b300", "--gpus", "8", "--tp", "8"]
+MI = ["--gpu", "mi355x", "--gpus", "8", "--tp", "8"]
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            rc = fit_cli.main(list(argv))
+        except SystemExit as e:  # argparse's own exits (--help, a type error through _Parser.error)
+            rc = e.code
+    return rc, out.getvalue(), err.getvalue()
+
+
+# --------------------------------------------------------------------------- bad values: one line, exit 2
+
+
+@pytest.mark.parametrize("argv, word", [
+    ([*B300, "--mamba-full-memory-ratio", "0"], "--mamba-full-memory-ratio must be a finite number > 0"),
+    ([*B300, "--mamba-full-memory-ratio", "-0.5"], "--mamba-full-memory-ratio must be"),
+    ([*B300, "--mamba-full-memory-ratio", "nan"], "--mamba-full-memory-ratio must be"),
+    ([*B300, "--mamba-full-memory-ratio", "inf"], "--mamba-full-memory-ratio must be"),
+    ([*B300, "--mamba-full-memory-ratio", "lots"], "--mamba-full-memory-ratio: invalid float value"),
+    ([*B300, "--max-mamba-cache-size", "0"], "--max-mamba-cache-size must be a positive integer"),
+    ([*B300, "--max-mamba-cache-size", "-5"], "--max-mamba-cache-size must be a positive integer"),
+    ([*B300, "--max-mamba-cache-size", "1.5"], "--max-mamba-cache-size: invalid int value"),
+    ([*B300, "--max-running-requests", "0"], "max_running_requests must be a positive integer"),
+    ([*B300, "--disable-radix-cache", "yes"], "unrecognized arguments: yes"),
+    ([*B300, "--mamba-full-memory-ratio", "0.5", "--max-mamba-cache-size", "100"],
+     "no effect with --max-mamba-cache-size"),
+    ([*B300, "--mamba-full-memory-ratio", "0.5", "--disable-radix-cache", "--max-running-requests", "8"],
+     "no effect with --disable-radix-cache with --max-running-requests"),
+    (["--model", "deepseek-v3", "--gpu", "h200", "--gpus", "8", "--tp", "8", "--max-mamba-cache-size", "10"],
+     "no linear-attention state pool"),
+    (["--model", "deepseek-v3", "--gpu", "h200", "--gpus", "8", "--tp", "8", "--mamba-full-memory-ratio", "0.5"],
+     "no linear-attention state pool"),
+    ([*B300, "--init-overhead-gib", "-1"], "--init-overhead-gib must be >= 0"),
+    ([*B300, "--init-overhead-gib", "nan"], "--init-overhead-gib must be a finite number"),
+    (["--gpu", "b300", "--gpus", "8"], "the following arguments are required: --tp"),
+])
+def test_bad_values_give_one_line_and_exit_2(argv, word):
+    rc, out, err = run(*argv)
+    assert rc == 2 and out == ""
+    assert err.startswith("k3lab fit: error: ") and word in err, err
+    assert err.count("\n") == 1
+
+
+def test_radix_cache_off_without_max_running_requests_is_accepted():
+    """sglang 0.5.23 takes the ratio branch then (one state slot per request); nothing refuses it."""
+    rc, out, _ = run(*B300, "--disable-radix-cache", "--json")
+    d = json.loads(out)
+    assert rc == 0 and d["state_pool_branch"] == "ratio" and d["slots_per_request"] == 1
+    assert d["state_pool_settings"]["disable_radix_cache"] is True
+
+
+# --------------------------------------------------------------------------- --check
+
+
+@pytest.mark.parametrize("argv, rc_check", [
+    (B300, 1),                                              # 990,592 tokens < 1,048,576
+    ([*B300, "--mamba-full-memory-ratio", "0.5"], 0),       # a third of the rest to state: ~1.27M tokens
+    ([*B300, "--kv-dtype", "fp8"], 0),                      # twice the tokens
+    (MI, 1),                                                # ROCm default padding: 227k tokens
+    ([*MI, "--variant", "aiter-k3-opt"], 0),                # the article's setting: 1.37M tokens
+    (["--gpu", "b200", "--gpus", "8", "--tp", "8"], 1),     # the weights do not load
+])
+def test_check_exit_status(argv, rc_check):
+    rc, out, _ = run(*argv)
+    assert rc == 0 and "fits:" in out                       # without --check: 0 whenever a plan prints
+    rc, out, _ = run(*argv, "--check")
+    assert rc == rc_check
+    rc, out, _ = run(*argv, "--check", "--json")
+    assert rc == rc_check and json.loads(out)["fits"] is (rc_check == 0)
+
+
+# --------------------------------------------------------------------------- what the output says
+
+
+def _row(out: str, name: str) -> list[int]:
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith(name))
+    return [int(x.replace(",", "")) for x in re.findall(r"\d[\d,]*", line[line.index(name) + len(name):])]
+
+
+def test_per_replica_wording_and_totals():
+    rc, out, _ = run("--gpu", "mi355x", "--gpus", "16", "--tp", "8")
+    assert rc == 0
+    assert "16×MI355X TP8: 2 replicas of TP8 (8 GPUs each)" in out     # 16 / (8 × 1) = 2
+    assert "per replica (2 replicas):" in out and "all replicas" in out
+    one = memory.plan(specs.load_model("kimi-k3"), "mi355x", 8, 8)    # one replica on its own
+    assert _row(out, "max KV tokens")[:2] == [one.max_kv_tokens, 2 * one.max_kv_tokens]
+    assert _row(out, "max running requests") == [one.max_running_requests, 2 * one.max_running_requests]
+    rc, out, _ = run("--gpu", "mi355x", "--gpus", "16", "--tp", "8", "--json")
+    d = json.loads(out)
+    assert d["replicas"] == 2 and d["max_running_requests_total"] == 2 * d["max_running_requests"]
+    rc, out, _ = run(*B300)
+    assert "1 replica of TP8 (8 GPUs)" in out and "per replica (1 replica):" in out and "all replicas" not in out
+    rc, out, _ = run("--gpu", "b300", "--gpus", "16", "--tp", "8", "--pp", "2")
+    assert "1 replica of TP8×PP2 (16 GPUs)" in out
+
+
+def test_start_up_overhead_is_printed():
+    rc, out, _ = run(*B300)
+    assert "start-up (init) overhead assumed: 0.0 GiB per GPU" in out and "upper bound" in out
+    rc, out, _ = run(*B300, "--init-overhead-gib", "4")
+    assert "start-up (init) overhead assumed: 4.0 GiB per GPU" in out and "upper bound" not in out
+    rc, out, _ = run(*B300, "--init-overhead-gib", "4", "--json")
+    d = json.loads(out)
+    assert d["init_overhead_gib"] == 4.0 and d["init_overhead_bytes"] == 4 * GiB
+    assert d["sglang_settings"]["init_overhead_gib"] == 4.0
+
+
+def test_resident_rows_only_for_what_is_configured():
+    rc, out, _ = run(*B300)
+    assert "draft" not in out.lower() and "vision tower per GPU" in out and "KDA state pool" in out
+    rc, out, _ = run(*B300, "--variant", "dspark")
+    # RadixArk/Kimi-K3-DSpark at TP8: 1,158,864,642 B (tests/test_pool_sizing.py, by hand) = 1.1 GiB
+    line = next(ln for ln in out.splitlines() if "DSpark draft per GPU" in ln)
+    assert f"{1_158_864_642 / GiB:.1f} GiB" in line
+    rc, out, _ = run("--model", "deepseek-v3", "--gpu", "h200", "--gpus", "8", "--tp", "8")
+    assert "vision tower" not in out and "KDA state" not in out and "state per slot" not in out
+    assert "no state pool (no linear-attention layers)" in out
+
+
+def test_header_names_the_sglang_settings():
+    rc, out, _ = run(*MI)
+    head = out.splitlines()[:5]
+    assert head[1] == "sglang 0.5.23 settings (rocm): --mem-fraction-static 0.9, KV cache bf16, 1-token pages"
+    assert head[2].startswith("  variants: none (sglang's ROCm default")
+    assert "384 → 512" in head[2] and "aiter-k3-opt" in head[2]          # 3072 / 8 = 384, aligned to 256
+    assert "--mamba-full-memory-ratio 0.9 (sglang's default), radix cache on, 5 state slots per request" in head[3]
+    assert "start-up (init) overhead assumed" in head[4]
+    rc, out, _ = run(*MI, "--variant", "aiter-k3-opt", "--max-mamba-cache-size", "300")
+    assert "variants: aiter-k3-opt (expert intermediate 384 per GPU" in out
+    assert "state pool: --max-mamba-cache-size 300, radix cache on" in out and "(explicit branch)" in out
+    rc, out, _ = run(*B300, "--disable-radix-cache", "--max-running-requests", "40")
+    assert "--disable-radix-cache --max-running-requests 40" in out and "from_max_running_requests branch" in out
+    rc, out, _ = run("--gpu", "b300", "--gpus", "16", "--tp", "8", "--pp", "2")
+    assert "4 state slots per request (PP turns the overlap scheduler off)" in out
+
+
+def test_settings_that_would_make_it_fit_are_listed_with_their_cost():
+    p = memory.plan(specs.load_model("kimi-k3"), "b300", 8, 8)
+    rc, out, _ = run(*B300)
+    assert "a 1,048,576-token request fits: no  (fits only with a setting)" in out
+    assert f"max running requests per replica; {p.max_running_requests} as configured" in out
+    for o in p.fit_options:
+        line = next(ln for ln in out.splitlines() if ln.strip().startswith(o.flags + " "))
+        assert f"{o.max_running_requests:,} running requests" in line
+    assert "k3lab's pick" in next(ln for ln in out.splitlines() if p.best_option.flags in ln)
+    assert "no prefix caching" in next(ln for ln in out.splitlines() if "--disable-radix-cache" in ln)
+    rc, out, _ = run(*MI)
+    assert "no state-pool setting makes it fit" in out
+    rc, out, _ = run(*MI, "--variant", "aiter-k3-opt", "--max-mamba-cache-size", "2000")
+    assert "it fits with sglang's default state pool" in out and "no pools: the state pool leaves" in out
+
+
+def test_json_carries_the_new_fields_and_keeps_the_old():
+    rc, out, _ = run(*B300, "--json")
+    d = json.loads(out)
+    assert {"weights_bytes_per_gpu", "max_kv_tokens", "weights_fit"} <= set(d)
+    assert d["max_kv_tokens"] == 990_592 and d["weights_fit"] is True   # the issue's figure for 8×B300
+    assert d["replicas"] == 1 and d["init_overhead_gib"] == 0.0
+    assert d["state_pool_branch"] == "ratio" and d["fits_with_defaults"] is False and d["fits"] is False
+    assert d["verdict"] == "fits only with a setting"
+    ratio = next(o for o in d["fit_options"] if o["branch"] == "ratio")
+    assert d["fit_setting"] == ratio["flags"] == f"--mamba-full-memory-ratio {ratio['flags'].split()[-1]}"
+    assert ratio["full_context_requests"] >= 1 and ratio["max_kv_tokens"] >= 1_048_576
+    assert d["sglang_settings"]["release"] == "0.5.23" and d["sglang_settings"]["variants"] == []
+    assert d["state_pool_settings"] == {"mamba_full_memory_ratio": 0.9, "max_mamba_cache_size": None,
+                                        "disable_radix_cache": False, "max_running_requests": None, "flags": ""}
+    rc, out, _ = run(*MI, "--variant", "aiter-k3-opt", "--json")
+    d = json.loads(out)
+    assert d["fits_with_defaults"] is True and d["fit_setting"] is None and d["fit_options"] == []
+    assert not math.isnan(d["init_overhead_gib"])
