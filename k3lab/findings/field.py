@@ -15,6 +15,7 @@ from .. import claims
 from ..serving import article as A
 from ..serving import calibration
 from ..serving.field import matching
+from ..serving.predict import Prediction
 from ..throughput import article_table, article_workload
 
 #: (claim, table row, unit of the claim)
@@ -169,3 +170,70 @@ def calibration_table():
                      "median error": math.expm1(errs[len(errs) // 2]), "band (90th pct.)": math.expm1(b),
                      "largest error": math.expm1(errs[-1])})
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- prices on the model's throughput
+
+
+def model_peaks(deps, input_len: int, output_len: int, variants_of=None, kv_dtype: str = "bf16",
+                mem_fraction: float = 0.9) -> list:
+    """The serving model's peak (no DSpark) for each deployment at a workload → list of
+    (Deployment, Prediction or None, why not). ``variants_of``: Deployment → sglang switches
+    (default :func:`k3lab.serving.article.variants_for`, the article's setting)."""
+    from ..serving.predict import NotCalibrated, peak
+    from ..specs import load_model
+
+    cfg = load_model("kimi-k3")
+    vf = variants_of or A.variants_for
+    out = []
+    for d in deps:
+        try:
+            out.append((d, peak(cfg, d, input_len, output_len, variants=vf(d), kv_dtype=kv_dtype,
+                                mem_fraction=mem_fraction), ""))
+        except NotCalibrated as e:
+            out.append((d, None, str(e)))
+        except ValueError as e:
+            out.append((d, None, str(e)))
+    return out
+
+
+def model_perf_per_dollar(peaks, overrides=None, usd_per_kwh: float = 0.0, pue: float | None = None):
+    """perf/$ of each deployment's model peak (``peaks`` of :func:`model_peaks`) under every price
+    source that prices its GPU, electricity included (board power × PUE × $/kWh per GPU-hour).
+    Columns: layout, gpu, num_gpus, setting, peak_concurrency, tok_s, tok_s_low, tok_s_high,
+    in_domain, tier, kind, usd_per_gpu_hour, electricity_usd_per_gpu_hour, tok_s_per_dollar_hour,
+    usd_per_million_tokens, usd_per_million_tokens_low, usd_per_million_tokens_high."""
+    import pandas as pd
+
+    from .. import prices
+    from ..throughput import tok_s_per_dollar_hour, usd_per_million_tokens
+
+    pue = prices.middle_pue() if pue is None else pue
+    pr = prices.prices(overrides)
+    rows = []
+    for d, p, _ in peaks:
+        if p is None:
+            continue
+        elec = prices.electricity_usd_per_gpu_hour(d.gpu_spec.board_power_w, pue, usd_per_kwh)
+        for q in pr[pr["gpu"] == d.gpu].itertuples():
+            hour = q.usd_per_gpu_hour + elec
+            lo, hi = p.low(p.output_tok_s), p.high(p.output_tok_s)
+            rows.append({"layout": d.label, "gpu": d.gpu, "num_gpus": d.num_gpus, "setting": ", ".join(p.variants) or
+                         "sglang defaults", "peak_concurrency": p.concurrency, "tok_s": p.output_tok_s,
+                         "tok_s_low": lo, "tok_s_high": hi, "in_domain": p.in_domain, "tier": q.tier, "kind": q.kind,
+                         "usd_per_gpu_hour": q.usd_per_gpu_hour, "electricity_usd_per_gpu_hour": elec,
+                         "tok_s_per_dollar_hour": tok_s_per_dollar_hour(p.output_tok_s, d.num_gpus, hour),
+                         "usd_per_million_tokens": usd_per_million_tokens(p.output_tok_s, d.num_gpus, hour),
+                         "usd_per_million_tokens_low": usd_per_million_tokens(hi, d.num_gpus, hour),
+                         "usd_per_million_tokens_high": usd_per_million_tokens(lo, d.num_gpus, hour)})
+    return pd.DataFrame(rows)
+
+
+def breakeven(a: Prediction, b: Prediction) -> dict:
+    """Where ``a``'s GPUs stop winning perf/$ against ``b``'s: the price ratio (a's $/GPU-hour ÷
+    b's) at which their tok/s per dollar are equal = a's tok/s per GPU ÷ b's. With the two
+    families' bands combined the conservative way (one low, the other high). Keys: ratio, low,
+    high."""
+    ra = a.output_tok_s_per_gpu / b.output_tok_s_per_gpu
+    return {"ratio": ra, "low": a.low(a.output_tok_s_per_gpu) / b.high(b.output_tok_s_per_gpu),
+            "high": a.high(a.output_tok_s_per_gpu) / b.low(b.output_tok_s_per_gpu)}
