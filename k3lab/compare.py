@@ -1,17 +1,27 @@
-"""``python -m k3lab compare``: every GPU × layout that fits a model, smallest first.
+"""``python -m k3lab compare``: which GPU × layout holds a request, what it costs, and which is cheapest.
 
 For one model (``data/model/``) and every GPU of ``data/hardware.yaml``, the candidate
 layouts are ``num_gpus`` ∈ {8, 16, 32} (and 4 on a GPU whose scale-up domain holds more
 than 8 GPUs, e.g. GB200 NVL72), each as TP = ``num_gpus`` and, for 16 and 32, as
-TP8 × PP(``num_gpus``/8). Each candidate gets the memory fit of :func:`k3lab.memory.plan`
-(sglang 0.5.23's pool sizing), its price per hour under every price source of
-:mod:`k3lab.prices`, and — a MODEL, never a measurement — the decode roofline's upper bound
-on output tok/s (:func:`k3lab.roofline.bound`) and the $/M output tokens at that bound
-(a lower bound on what a real run costs).
+TP8 × PP(``num_gpus``/8), under each sglang setting of :func:`settings_for` (sglang's
+defaults; on AMD GPUs also the article's ``SGLANG_AITER_K3_OPT=1``, side by side). Each gets:
 
-Units: bytes in the plan, GiB (2**30 B) in the table; tokens; requests; $/GPU-hour for
-prices, $/hour for a whole deployment (``num_gpus`` × $/GPU-hour); tok/s for the whole
-deployment; $ per million output tokens.
+- the memory fit of :func:`k3lab.memory.plan` (sglang 0.5.23's pool sizing) for one request of
+  ``context_tokens``, and the state-pool setting under which it fits if the defaults do not;
+- its output tok/s from the serving model validated on public measurements
+  (:func:`k3lab.serving.predict.peak`: the best admitted concurrency, no speculative decoding,
+  at ``input_len`` / ``output_len``), with the model's validated band — or the user's own
+  measured tok/s per GPU (``tok_s``, ``--tok-s GPU=TOKS``), which then prices the row instead;
+- the decode roofline (:func:`k3lab.roofline.bound`), kept as a column: an UPPER BOUND, never
+  a throughput;
+- $/hour and $/M output tokens under every price source of :mod:`k3lab.prices`.
+
+:func:`answers` names, per price source, the cheapest layout that holds the request — the
+line the report's decision box repeats (:mod:`k3lab.report`).
+
+Units: GiB (2**30 B) per GPU; tokens; requests; $/GPU-hour for prices, $/hour for a whole
+deployment (``num_gpus`` × $/GPU-hour); tok/s of output for the whole deployment unless a
+name says per GPU; $ per million output tokens.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import sys
 import textwrap
 
 from . import data, memory, prices, roofline
+from .cli_parser import OneLineParser
 from .model.capacity import KV_DTYPES
 from .model.sharding import VARIANTS, check_parallel, setting_for
 from .specs import GiB, Deployment, ModelConfig, known_gpus, known_models, load_gpu, load_model
@@ -33,13 +44,30 @@ from .throughput import article_workload, usd_per_million_tokens
 GPU_COUNTS = (8, 16, 32)
 #: a scale-up domain larger than this also gets a 4-GPU candidate
 LARGE_DOMAIN_GPUS = 8
-HOUR_PREFIX, MTOK_PREFIX = "usd_per_hour", "usd_per_million_tokens_at_bound"
+HOUR_PREFIX, MTOK_PREFIX = "usd_per_hour", "usd_per_million_tokens"
 #: the layouts the default listing shows: a full-context request fits with sglang's default
 #: state pool, or only with a state-pool setting (``fits_with`` names it; k3lab.memory.Plan.verdict)
 LISTED_VERDICTS = ("fits with defaults", "fits only with a setting")
-BOUND_NOTE = ("decode_bound_tok_s is a roofline MODEL: an upper bound on output tok/s for the whole "
-              "deployment (k3lab.roofline.bound), never a measurement; $/M tokens at the bound is a "
-              "lower bound on cost")
+#: the article's ROCm setting, shown beside sglang's default on AMD GPUs
+ARTICLE_AMD_SETTING = ("aiter-k3-opt",)
+SORTS = ("gpus", "cost")
+MODEL_NOTE = ("model tok/s: the serving model fitted on public Kimi K3 measurements (k3lab.serving), at its best "
+              "admitted concurrency without speculative decoding; the band is its out-of-source validation "
+              "error. roofline: an upper bound, never a throughput. Nothing here was measured on a GPU")
+
+
+def settings_for(gpu: str, variants=()) -> list[tuple]:
+    """The sglang settings a GPU is compared under: the user's ``variants`` if any (the aiter-*
+    ones on AMD GPUs only); otherwise sglang's defaults, and on AMD GPUs also the article's
+    SGLANG_AITER_K3_OPT=1 (:data:`ARTICLE_AMD_SETTING`)."""
+    amd = load_gpu(gpu).vendor == "amd"
+    if variants:
+        return [tuple(v for v in variants if amd or not v.startswith("aiter-"))]
+    return [(), ARTICLE_AMD_SETTING] if amd else [()]
+
+
+def setting_label(variants) -> str:
+    return ", ".join(variants) if variants else "sglang defaults"
 
 
 def candidate_layouts(gpu: str) -> list[tuple[int, int, int]]:
@@ -58,7 +86,7 @@ def layout_name(num_gpus: int, tp: int, pp: int) -> str:
     return f"{num_gpus} GPUs TP{tp}" + (f"×PP{pp}" if pp > 1 else "")
 
 
-def _check_inputs(cfg, context_tokens, kv_dtype, mem_fraction, variants, concurrency) -> int:
+def _check_inputs(cfg, context_tokens, kv_dtype, mem_fraction, variants, input_len, output_len) -> int:
     """Validate what a user gives once, so a per-layout ValueError can only mean "cannot shard"."""
     if not isinstance(cfg, ModelConfig):
         raise ValueError(f"cfg must be a model config (k3lab.specs.load_model), got {type(cfg).__name__}")
@@ -72,7 +100,8 @@ def _check_inputs(cfg, context_tokens, kv_dtype, mem_fraction, variants, concurr
     if not 0 < mem_fraction <= 1:
         raise ValueError(f"mem_fraction must be in (0, 1], got {mem_fraction!r}")
     setting_for("amd", variants)  # unknown names and contradictions fail here, once, not per layout
-    data.check_count("concurrency", concurrency)
+    data.check_count("input_len", input_len)
+    data.check_count("output_len", output_len)
     return ctx
 
 
@@ -102,94 +131,223 @@ def _reason(p: memory.Plan, ctx: int) -> str:
     return ""
 
 
+def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fraction) -> dict:
+    """The serving model's peak for one row → columns model_*; NaN with a reason where the model
+    is not calibrated for the GPU or model, or no request of the workload fits."""
+    from .serving.predict import NotCalibrated, peak
+
+    nan = {"model_tok_s": math.nan, "model_tok_s_low": math.nan, "model_tok_s_high": math.nan,
+           "model_concurrency": 0, "model_in_domain": False}
+    if cfg.name != "kimi-k3":
+        return {**nan, "model_note": "the serving model is calibrated on Kimi K3 measurements only"}
+    try:
+        p = peak(cfg, dep, input_len, output_len, variants=variants, kv_dtype=kv_dtype, mem_fraction=mem_fraction)
+    except NotCalibrated:
+        return {**nan, "model_note": f"no public measurements calibrate the serving model for {dep.gpu.upper()}"}
+    except ValueError as e:
+        return {**nan, "model_note": str(e)}
+    return {"model_tok_s": p.output_tok_s, "model_tok_s_low": p.low(p.output_tok_s),
+            "model_tok_s_high": p.high(p.output_tok_s), "model_concurrency": p.concurrency,
+            "model_in_domain": p.in_domain, "model_note": "; ".join(p.outside)}
+
+
 def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, variants=(), tiers=None,
-                 overrides=None, concurrency=64, include_all=False, gpus=None, usd_per_kwh=None):
-    """Every GPU × candidate layout for ``cfg`` → DataFrame, smallest first.
+                 overrides=None, include_all=False, gpus=None, usd_per_kwh=None, input_len=None, output_len=None,
+                 tok_s=None, sort="gpus", top=None):
+    """Every GPU × candidate layout × sglang setting for ``cfg`` → DataFrame.
 
     ``cfg``: a :class:`~k3lab.specs.ModelConfig` (or a model name). ``context_tokens``: the
-    request length the fit is judged at (tokens; default the model's maximum). ``tiers``:
-    price tiers (default all of ``data/prices.yaml``); ``overrides``: GPU → $/GPU-hour (tier
-    ``override``). ``concurrency``: requests in flight for the decode bound, capped by what the
-    KV pool holds at the article's workload context. ``include_all``: also rows that do not fit
-    (``reason`` says why) and layouts the model cannot shard (``shardable`` False); without
-    it, the rows that fit with the defaults or only with a state-pool setting
-    (:data:`LISTED_VERDICTS`). ``gpus``:
-    only these GPUs (default all). ``usd_per_kwh``: adds ``power_usd_per_hour``, the
-    deployment's electricity (board power × the middle PUE of ``data/prices.yaml`` × $/kWh).
+    request length the fit is judged at (tokens; default the model's maximum). ``variants``:
+    sglang switches for every row (default :func:`settings_for`: sglang's defaults, and on AMD
+    GPUs the article's K3_OPT beside them). ``tiers``: price tiers (default all of
+    ``data/prices.yaml``); ``overrides``: GPU → $/GPU-hour (tier ``override``). ``input_len`` /
+    ``output_len``: the workload of the throughput columns (default the article's 1,024 / 400).
+    ``tok_s``: GPU → output tok/s per GPU the user measured; it prices that GPU's rows instead of
+    the model. ``include_all``: also rows that do not hold the request (``reason`` says why) and
+    layouts the model cannot shard; without it, the rows of :data:`LISTED_VERDICTS`. ``gpus``: only
+    these GPUs. ``usd_per_kwh``: adds ``power_usd_per_hour`` (board power × the middle PUE of
+    ``data/prices.yaml`` × $/kWh, whole deployment). ``sort``: ``gpus`` (fewest GPUs, then least
+    weight per GPU) or ``cost`` (lowest $/M output tokens under the first chosen tier that prices
+    the row, then $/hour). ``top``: keep the first N rows after sorting.
 
-    Columns: gpu, num_gpus, tp, pp, nodes, label, shardable, weights_gib_per_gpu, weights_fit,
-    max_kv_tokens, full_context_requests, fits (with sglang's default state pool), fits_with
-    (``defaults``, the state-pool flags under which the request fits —
-    :attr:`k3lab.memory.Plan.fits_with` — ``no setting``, ``weights do not fit`` or ``cannot
-    shard``), reason, decode_bound_tok_s (MODEL),
-    bound_concurrency, one ``usd_per_hour[<tier>]`` ($/hour of the deployment) and one
-    ``usd_per_million_tokens_at_bound[<tier>]`` per tier (NaN: the tier has no price for that
-    GPU). Order: fewest GPUs, then least weight per GPU. ``df.attrs`` holds the inputs.
-    ValueError (one line) for an unknown model, variant or tier, or a bad number.
+    Columns: layout (``8xmi355x tp8 [aiter-k3-opt]``: the row's id), gpu, num_gpus, tp, pp, nodes,
+    label, setting, shardable, weights_gib_per_gpu, weights_fit, max_kv_tokens,
+    full_context_requests, fits (with sglang's default state pool), fits_with (``defaults``, the
+    state-pool flags under which the request fits, ``no setting``, ``weights do not fit`` or
+    ``cannot shard``), holds (fits with defaults or a setting), reason, model_tok_s (+ _low,
+    _high), model_concurrency, model_in_domain, model_note, user_tok_s, priced_tok_s (what the
+    $/M columns use), priced_by (``model`` / ``your --tok-s`` / ``—``), roofline_bound_tok_s (UPPER
+    BOUND at the model's concurrency), one ``usd_per_hour[<tier>]`` and ``usd_per_million_tokens
+    [<tier>]`` (with ``_low`` / ``_high`` from the model's band) per tier (NaN: no price).
+    ``df.attrs`` holds the inputs. ValueError (one line) for an unknown model, variant, tier or
+    GPU, or a bad number.
     """
     import pandas as pd
 
     cfg = load_model(cfg) if isinstance(cfg, str) else cfg
     variants = tuple(sorted(set(variants or ())))
-    ctx = _check_inputs(cfg, context_tokens, kv_dtype, mem_fraction, variants, concurrency)
-    chosen, price = _price_table(tiers, overrides)
     w = article_workload()
-    bound_ctx = w["input_len_tokens"] + w["output_len_tokens"] / 2
-    rows, seen = [], 0
+    input_len = w["input_len_tokens"] if input_len is None else input_len
+    output_len = w["output_len_tokens"] if output_len is None else output_len
+    ctx = _check_inputs(cfg, context_tokens, kv_dtype, mem_fraction, variants, input_len, output_len)
+    if sort not in SORTS:
+        raise ValueError(f"sort must be one of {', '.join(SORTS)}, got {sort!r}")
+    if top is not None:
+        data.check_count("top", top)
+    chosen, price = _price_table(tiers, overrides)
     all_gpus = known_gpus()
     unknown = sorted(set(gpus or ()) - set(all_gpus))
     if unknown:
         raise ValueError(f"unknown GPU(s) {unknown}; known GPUs: {', '.join(all_gpus)}")
+    tok_s = {k.lower(): data.check_finite(f"tok_s[{k}]", v) for k, v in (tok_s or {}).items()}
+    bad = sorted(set(tok_s) - set(all_gpus))
+    if bad:
+        raise ValueError(f"--tok-s for unknown GPU(s) {bad}; known GPUs: {', '.join(all_gpus)}")
+    rows, seen = [], 0
     pue = prices.middle_pue()
     for gpu in (g for g in all_gpus if gpus is None or g in gpus):
         for n, tp, pp in candidate_layouts(gpu):
-            seen += 1
             dep = Deployment(gpu, n, tp, pp)
-            row = {"gpu": gpu, "num_gpus": n, "tp": tp, "pp": pp, "nodes": dep.num_nodes, "label": dep.label}
-            try:
-                check_parallel(cfg, tp, pp)
-            except ValueError as e:
-                if include_all:
-                    rows.append({**row, "shardable": False, "weights_gib_per_gpu": math.nan, "weights_fit": False,
-                                 "max_kv_tokens": 0, "full_context_requests": 0, "fits": False,
-                                 "fits_with": "cannot shard", "reason": str(e),
-                                 "decode_bound_tok_s": math.nan, "bound_concurrency": 0})
-                continue
-            # ROCm's AITER switches do not exist on another platform: the GPU runs without them
-            vs = variants if load_gpu(gpu).vendor == "amd" else tuple(v for v in variants if not v.startswith("aiter-"))
-            p = memory.plan(cfg, gpu, n, tp, mem_fraction, kv_dtype, pp=pp, context_tokens=ctx, variants=vs)
-            if p.verdict not in LISTED_VERDICTS and not include_all:
-                continue
-            held = min(concurrency, p.max_running_requests, int(p.max_kv_tokens // bound_ctx))
-            tok_s = roofline.bound(dep, held, cfg=cfg, context_tokens=bound_ctx) if p.fits and held >= 1 else math.nan
-            row.update({"shardable": True, "weights_gib_per_gpu": p.weights_bytes_per_gpu / GiB,
-                        "weights_fit": bool(p.weights_fit), "max_kv_tokens": int(p.max_kv_tokens),
-                        "full_context_requests": int(p.max_full_context_requests), "fits": bool(p.fits),
-                        "fits_with": p.fits_with, "reason": _reason(p, ctx), "decode_bound_tok_s": tok_s,
-                        "bound_concurrency": held if p.fits else 0, "_w": p.weights_bytes_per_gpu})
-            if usd_per_kwh is not None:
-                row["power_usd_per_hour"] = n * prices.electricity_usd_per_gpu_hour(
-                    load_gpu(gpu).board_power_w, pue, usd_per_kwh)
-            for t in chosen:
-                usd = price.get((t, gpu))
-                row[f"{HOUR_PREFIX}[{t}]"] = math.nan if usd is None else n * usd
-                row[f"{MTOK_PREFIX}[{t}]"] = (math.nan if usd is None or not tok_s == tok_s
-                                              else usd_per_million_tokens(tok_s, n, usd))
-            rows.append(row)
-    base = ["gpu", "num_gpus", "tp", "pp", "nodes", "label", "shardable", "weights_gib_per_gpu", "weights_fit",
-            "max_kv_tokens", "full_context_requests", "fits", "fits_with", "reason", "decode_bound_tok_s",
-            "bound_concurrency"]
-    priced = [f"{pre}[{t}]" for pre in (HOUR_PREFIX, MTOK_PREFIX) for t in chosen]
+            for vs in settings_for(gpu, variants):
+                seen += 1
+                lay = f"{n}x{gpu} tp{tp}" + (f" pp{pp}" if pp > 1 else "") + (f" [{', '.join(vs)}]" if vs else "")
+                row = {"layout": lay, "gpu": gpu, "num_gpus": n, "tp": tp, "pp": pp, "nodes": dep.num_nodes,
+                       "label": dep.label, "setting": setting_label(vs)}
+                try:
+                    check_parallel(cfg, tp, pp)
+                except ValueError as e:
+                    if include_all:
+                        rows.append({**row, "shardable": False, "weights_gib_per_gpu": math.nan,
+                                     "weights_fit": False, "max_kv_tokens": 0, "full_context_requests": 0,
+                                     "fits": False, "fits_with": "cannot shard", "holds": False, "reason": str(e)})
+                    continue
+                p = memory.plan(cfg, gpu, n, tp, mem_fraction, kv_dtype, pp=pp, context_tokens=ctx, variants=vs)
+                if p.verdict not in LISTED_VERDICTS and not include_all:
+                    continue
+                row.update({"shardable": True, "weights_gib_per_gpu": p.weights_bytes_per_gpu / GiB,
+                            "weights_fit": bool(p.weights_fit), "max_kv_tokens": int(p.max_kv_tokens),
+                            "full_context_requests": int(p.max_full_context_requests), "fits": bool(p.fits),
+                            "fits_with": p.fits_with, "holds": p.verdict in LISTED_VERDICTS,
+                            "reason": _reason(p, ctx), "_w": p.weights_bytes_per_gpu})
+                row.update(_throughput(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction)
+                           if p.weights_fit else {"model_tok_s": math.nan, "model_concurrency": 0,
+                                                  "model_in_domain": False, "model_note": "weights do not fit"})
+                c = row.get("model_concurrency") or 0
+                row["roofline_bound_tok_s"] = (roofline.bound(dep, c, cfg=cfg, context_tokens=input_len + output_len / 2)
+                                               if c >= 1 else math.nan)
+                user = tok_s.get(gpu)
+                row["user_tok_s"] = math.nan if user is None else user * n
+                if user is not None:
+                    row.update({"priced_tok_s": user * n, "priced_by": "your --tok-s", "_lo": user * n, "_hi": user * n})
+                elif row.get("model_tok_s") == row.get("model_tok_s"):
+                    row.update({"priced_tok_s": row["model_tok_s"], "priced_by": "model",
+                                "_lo": row["model_tok_s_low"], "_hi": row["model_tok_s_high"]})
+                else:
+                    row.update({"priced_tok_s": math.nan, "priced_by": "—", "_lo": math.nan, "_hi": math.nan})
+                if usd_per_kwh is not None:
+                    row["power_usd_per_hour"] = n * prices.electricity_usd_per_gpu_hour(
+                        load_gpu(gpu).board_power_w, pue, usd_per_kwh)
+                for t in chosen:
+                    usd = price.get((t, gpu))
+                    row[f"{HOUR_PREFIX}[{t}]"] = math.nan if usd is None else n * usd
+                    for key, v in (("", row["priced_tok_s"]), ("_low", row["_hi"]), ("_high", row["_lo"])):
+                        row[f"{MTOK_PREFIX}{key}[{t}]"] = (math.nan if usd is None or not v == v
+                                                            else usd_per_million_tokens(v, n, usd))
+                rows.append(row)
+    base = ["layout", "gpu", "num_gpus", "tp", "pp", "nodes", "label", "setting", "shardable", "weights_gib_per_gpu",
+            "weights_fit", "max_kv_tokens", "full_context_requests", "fits", "fits_with", "holds", "reason",
+            "model_tok_s", "model_tok_s_low", "model_tok_s_high", "model_concurrency", "model_in_domain", "model_note",
+            "user_tok_s", "priced_tok_s", "priced_by", "roofline_bound_tok_s"]
+    priced = [f"{pre}[{t}]" for pre in (HOUR_PREFIX, MTOK_PREFIX, MTOK_PREFIX + "_low", MTOK_PREFIX + "_high")
+              for t in chosen]
     power = ["power_usd_per_hour"] if usd_per_kwh is not None else []
     df = pd.DataFrame(rows, columns=[*base, "_w", *power, *priced])
     df["_w"] = df["_w"].astype(float).fillna(float("inf"))
-    df = df.sort_values(["num_gpus", "_w", "gpu", "tp"], kind="stable").drop(columns="_w").reset_index(drop=True)
-    df.attrs.update({"model": cfg.name, "context_tokens": ctx, "kv_dtype": kv_dtype,
+    if sort == "cost" and len(df):
+        df["_c"] = _first_priced(df, chosen, MTOK_PREFIX)
+        df["_h"] = _first_priced(df, chosen, HOUR_PREFIX)
+        df = df.sort_values(["_c", "_h", "num_gpus", "_w", "layout"], kind="stable", na_position="last")
+        df = df.drop(columns=["_c", "_h"])
+    else:
+        df = df.sort_values(["num_gpus", "_w", "gpu", "tp", "setting"], kind="stable")
+    df = df.drop(columns="_w").reset_index(drop=True)
+    df.attrs.update({"tiers": chosen, "overrides": dict(overrides or {})})
+    full_answers = answers(df)  # on every row: --top only shortens the listing
+    holding = int(df["holds"].astype(bool).sum()) if len(df) else 0
+    if top is not None:
+        df = df.head(top).reset_index(drop=True)
+    df.attrs.update({"answers": full_answers, "holding": holding, "model": cfg.name, "context_tokens": ctx, "kv_dtype": kv_dtype,
                      "mem_fraction": float(mem_fraction), "variants": list(variants), "tiers": chosen,
-                     "concurrency": concurrency, "bound_context_tokens": bound_ctx, "include_all": include_all,
-                     "usd_per_kwh": usd_per_kwh, "pue": pue,
-                     "candidates": seen})
+                     "input_len": input_len, "output_len": output_len, "include_all": include_all,
+                     "usd_per_kwh": usd_per_kwh, "pue": pue, "candidates": seen, "sort": sort, "top": top,
+                     "tok_s": dict(tok_s), "overrides": dict(overrides or {})})
     return df
+
+
+def _first_priced(df, chosen, prefix):
+    """Per row, the value of ``prefix`` under the first chosen tier that prices it (NaN if none)."""
+    import numpy as np
+
+    out = np.full(len(df), np.nan)
+    for t in reversed(chosen):
+        col = df[f"{prefix}[{t}]"].to_numpy(dtype=float)
+        out = np.where(np.isnan(col), out, col)
+    return out
+
+
+def answers(df) -> list[dict]:
+    """Per price source of the comparison: the cheapest layout that holds the request (fits with
+    sglang's defaults or with the state-pool setting its row names) — lowest $/M output tokens at
+    the priced throughput (the serving model's, or the user's ``--tok-s``), then lowest $/hour —
+    among the rows that source prices and that have a throughput; a model prediction inside its
+    validated domain goes before one outside it. Computed on every row before ``--top``. → list of dicts tier, kind,
+    date, layout, label, setting, fits_with, usd_per_hour, usd_per_million_tokens (+ _low, _high),
+    priced_by, unpriced (the cheapest-per-hour holding layout when no row has a throughput);
+    layout None when the source prices no holding layout with a throughput."""
+    if "answers" in df.attrs:
+        return df.attrs["answers"]
+    pr = prices.prices(df.attrs.get("overrides"))
+    out = []
+    hold = df[df["holds"].astype(bool)] if len(df) else df
+    for t in df.attrs["tiers"]:
+        col, mcol = f"{HOUR_PREFIX}[{t}]", f"{MTOK_PREFIX}[{t}]"
+        sub = pr[pr["tier"] == t]
+        kind = "override" if t == prices.OVERRIDE_TIER else (sub["kind"].iloc[0] if len(sub) else "")
+        date = "" if t == prices.OVERRIDE_TIER or sub.empty else str(sub["source_date"].iloc[0])
+        held = hold[hold[col].notna()] if len(hold) else hold
+        cand = held[held[mcol].notna()] if len(held) else held
+        if cand.empty:
+            cheap = held.sort_values([col, "num_gpus", "layout"], kind="stable").iloc[0] if len(held) else None
+            out.append({"tier": t, "kind": kind, "date": date, "layout": None,
+                        "unpriced": None if cheap is None else {"layout": cheap["layout"],
+                                                                "usd_per_hour": float(cheap[col])}})
+            continue
+        # a prediction inside the model's validated domain first, then the cheapest
+        cand = cand.assign(_out=~cand["model_in_domain"].astype(bool) & (cand["priced_by"] == "model"))
+        r = cand.sort_values(["_out", mcol, col, "num_gpus", "layout"], kind="stable").iloc[0]
+        out.append({"tier": t, "kind": kind, "date": date, "layout": r["layout"], "label": r["label"],
+                    "setting": r["setting"], "fits_with": r["fits_with"], "usd_per_hour": float(r[col]),
+                    "usd_per_million_tokens": float(r[mcol]),
+                    "usd_per_million_tokens_low": float(r[f"{MTOK_PREFIX}_low[{t}]"]),
+                    "usd_per_million_tokens_high": float(r[f"{MTOK_PREFIX}_high[{t}]"]),
+                    "priced_by": r["priced_by"], "model_in_domain": bool(r["model_in_domain"])})
+    return out
+
+
+def answer_line(a: dict, context_tokens: int) -> str:
+    """One answer of :func:`answers` as a sentence (the CLI's and the report's wording)."""
+    head = f"{a['tier']} ({a['kind']}{', ' + a['date'] if a['date'] else ''})"
+    if a["layout"] is None:
+        u = a.get("unpriced")
+        return (f"{head}: prices no layout that holds a {context_tokens:,}-token request"
+                + ("" if u is None else f" with a throughput to price (cheapest to hold: {u['layout']} at "
+                                        f"${u['usd_per_hour']:,.2f}/hour, no model for its GPU)"))
+    how = "" if a["fits_with"] == "defaults" else f" (with {a['fits_with']})"
+    band = (f", band ${a['usd_per_million_tokens_low']:,.2f}-${a['usd_per_million_tokens_high']:,.2f}"
+            + ("" if a.get("model_in_domain", True) else ", outside the model's validated domain")
+            if a["priced_by"] == "model" else "")
+    return (f"{head}: {a['layout']}{how}, ${a['usd_per_million_tokens']:,.2f}/M output tokens "
+            f"({a['priced_by']}{band}) at ${a['usd_per_hour']:,.2f}/hour")
 
 
 def fit_answer(df) -> str:
@@ -244,24 +402,29 @@ def fit_matrix_html(df) -> str:
 
 
 def tier_columns(df, prefix: str = HOUR_PREFIX) -> dict[str, str]:
-    """{tier: column name} of one price family (``usd_per_hour`` or the $/M tokens at the bound)."""
+    """{tier: column name} of one price family (``usd_per_hour``, ``usd_per_million_tokens`` or
+    its ``_low`` / ``_high``)."""
     return {c[len(prefix) + 1:-1]: c for c in df.columns if c.startswith(prefix + "[")}
 
 
+PRICE_FAMILIES = (HOUR_PREFIX, MTOK_PREFIX, MTOK_PREFIX + "_low", MTOK_PREFIX + "_high")
+
+
 def to_records(df) -> list[dict]:
-    """Rows as JSON-ready dicts; the per-tier columns become dicts ``usd_per_hour`` and
-    ``usd_per_million_tokens_at_bound`` (tier → value; tiers without a price are left out)."""
-    hour, mtok = tier_columns(df, HOUR_PREFIX), tier_columns(df, MTOK_PREFIX)
+    """Rows as JSON-ready dicts; each per-tier price family becomes a dict (tier → value; tiers
+    without a price are left out)."""
+    fams = {f: tier_columns(df, f) for f in PRICE_FAMILIES}
+    cols = {c for m in fams.values() for c in m.values()}
     out = []
     for r in df.to_dict("records"):
-        d = {k: v for k, v in r.items() if k not in hour.values() and k not in mtok.values()}
+        d = {k: v for k, v in r.items() if k not in cols and not k.startswith("_")}
         for k, v in d.items():
             if isinstance(v, float) and not math.isfinite(v):
                 d[k] = None
             elif hasattr(v, "item"):
                 d[k] = v.item()
-        d[HOUR_PREFIX] = {t: float(r[c]) for t, c in hour.items() if r[c] == r[c]}
-        d[MTOK_PREFIX] = {t: float(r[c]) for t, c in mtok.items() if r[c] == r[c]}
+        for f, m in fams.items():
+            d[f] = {t: float(r[c]) for t, c in m.items() if r[c] == r[c]}
         out.append(d)
     return out
 
@@ -276,58 +439,77 @@ def _fmt_table(headers: list[str], rows: list[list[str]], right: set[int]) -> li
     return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
 
 
-def _money(v) -> str:
-    return "—" if not v == v else (f"{v:,.0f}" if v >= 100 else f"{v:,.2f}")
+def _usd(v) -> str:
+    return "—" if not v == v else f"{v:,.2f}"
+
+
+def _int(v) -> str:
+    return "—" if not v == v else f"{v:,.0f}"
+
+
+def header_lines(df) -> list[str]:
+    """What a comparison asked, and under which sglang settings (every output starts with these)."""
+    a = df.attrs
+    sets = (f"sglang settings: {', '.join(a['variants'])} (aiter-* on AMD GPUs only)" if a.get("variants") else
+            "sglang settings: sglang 0.5.23's defaults on every GPU; AMD GPUs also with the article's "
+            "SGLANG_AITER_K3_OPT=1 (setting aiter-k3-opt), side by side")
+    return [f"compare {a['model']}: does one {a['context_tokens']:,}-token request fit (KV {a['kv_dtype']}, "
+            f"--mem-fraction-static {a['mem_fraction']:g}), and what does serving cost at "
+            f"{a['input_len']:,} in / {a['output_len']:,} out?", sets]
 
 
 def format_table(df) -> str:
-    """The comparison as fixed-width text: a header line, the fit table, $/hour and $/M tokens
-    by price source (tiers as lettered columns with a legend), and the MODEL footnote."""
+    """The comparison as fixed-width text: what was asked, one answer line per price source, the
+    layouts (fit, model throughput with its band, the roofline bound), then $/hour and $/M output
+    tokens per price source, and what the throughput numbers are."""
     a = df.attrs
-    var = f", variants {', '.join(a['variants'])}" if a.get("variants") else ""
-    var += " (aiter-* on AMD GPUs only)" if any(v.startswith("aiter-") for v in a.get("variants", ())) else ""
-    fit = df[df["fits"]] if len(df) else df
-    n_set = int((~df["fits"] & df["fits_with"].str.startswith("--")).sum()) if len(df) else 0
-    lines = [f"model {a['model']}: context {a['context_tokens']:,} tokens, KV {a['kv_dtype']}, "
-             f"mem_fraction {a['mem_fraction']:g}{var} (sglang 0.5.23 pool sizing)",
-             f"{len(fit)} of {a.get('candidates', len(df))} GPU × layout candidates fit (the weights load and one "
-             f"{a['context_tokens']:,}-token request fits), smallest first"
-             + (f"; {n_set} more only with the state-pool setting in 'fits with'" if n_set else "")
-             + ("; all listed" if a.get("include_all") else "; --all lists the rest with the reason"),
-             f"answer: {fit_answer(df)}", ""]
+    hold = df[df["holds"].astype(bool)] if len(df) else df
+    lines = header_lines(df)
+    lines.append(f"{a.get('holding', len(hold))} layouts hold the request (of {a.get('candidates', len(df))} GPU × layout × setting "
+                 "candidates)" + ("; all candidates listed" if a.get("include_all") else "; --all lists the rest with why")
+                 + (f"; sorted by {a['sort']}" if a.get("sort") == "cost" else "")
+                 + (f"; first {a['top']}" if a.get("top") else ""))
+    lines += ["", "answer: per price source, the layout that holds the request at the lowest $/M output tokens"]
+    lines += ["  " + answer_line(x, a["context_tokens"]) for x in answers(df)]
+    lines.append("")
     if df.empty:
         lines.append("nothing fits: try more GPUs, --kv-dtype fp8, a shorter --context or --all")
         return "\n".join(lines)
-    hour, mtok = tier_columns(df, HOUR_PREFIX), tier_columns(df, MTOK_PREFIX)
-    used = [t for t in a["tiers"] if df[hour[t]].notna().any()]
-    code = {t: chr(ord("a") + i) for i, t in enumerate(used)}
-    heads = ["#", "layout", "GPUs", "TP", "PP", "nodes", "weights GiB/GPU", "weights fit", "max KV tokens",
-             "full-ctx reqs", "fits with", f"MODEL bound tok/s (c<={a['concurrency']})"]
+    heads = ["layout", "GPUs", "weights GiB/GPU", "full-ctx reqs", "fits with",
+             "model tok/s", "band", "at c", "roofline ≤ tok/s"]
     body = []
-    for i, r in enumerate(df.to_dict("records"), 1):
+    for r in df.to_dict("records"):
         w = "—" if not r["weights_gib_per_gpu"] == r["weights_gib_per_gpu"] else f"{r['weights_gib_per_gpu']:.1f}"
-        b = "—" if not r["decode_bound_tok_s"] == r["decode_bound_tok_s"] else f"{r['decode_bound_tok_s']:,.0f}"
-        cells = [str(i), r["label"], str(r["num_gpus"]), str(r["tp"]), str(r["pp"]), str(r["nodes"]), w,
-                 "yes" if r["weights_fit"] else "no", f"{r['max_kv_tokens']:,}", f"{r['full_context_requests']:,}",
-                 r["fits_with"], b]
+        m = r.get("model_tok_s", math.nan)
+        band = "—" if not m == m else f"{_int(r['model_tok_s_low'])}-{_int(r['model_tok_s_high'])}"
+        cells = [r["layout"], str(r["num_gpus"]), w, f"{r['full_context_requests']:,}", r["fits_with"],
+                 _int(m) + ("*" if m == m and not r["model_in_domain"] else ""), band,
+                 str(r["model_concurrency"]) if r["model_concurrency"] else "—", _int(r["roofline_bound_tok_s"])]
         if a.get("include_all"):
-            cells.append(r["reason"] or "fits")
+            cells.append(r["reason"] or "holds")
         body.append(cells)
     if a.get("include_all"):
-        heads.append("fits / reason")
-    lines += _fmt_table(heads, body, right={0, 2, 3, 4, 5, 6, 8, 9, 11})
-    for title, cols in (("$/hour per deployment (GPUs × $/GPU-hour), by price source", hour),
-                        ("$/M output tokens at the MODEL bound (a lower bound on cost, not a measurement)", mtok)):
-        lines += ["", title]
-        rows = [[str(i), r["label"], *(_money(r[cols[t]]) for t in used)]
-                for i, r in enumerate(df.to_dict("records"), 1)]
-        lines += _fmt_table(["#", "layout", *(f"[{code[t]}]" for t in used)], rows, right={0, *range(2, 2 + len(used))})
-    pr = prices.prices()
-    lines += ["", *textwrap.wrap("price sources: " + "; ".join(f"[{code[t]}] {t}" + _tier_kind(pr, t) for t in used),
+        heads.append("reason")
+    lines += _fmt_table(heads, body, right={1, 2, 3, 5, 6, 7, 8})
+    hour, mtok = tier_columns(df, HOUR_PREFIX), tier_columns(df, MTOK_PREFIX)
+    used = [t for t in a["tiers"] if df[hour[t]].notna().any()]
+    lines += ["", "$/M output tokens at the priced throughput (the model's, or your --tok-s), by price source"]
+    rows = [[r["layout"], *(_usd(r[mtok[t]]) for t in used)] for r in df.to_dict("records")]
+    lines += _fmt_table(["layout", *used], rows, right=set(range(1, 1 + len(used))))
+    pr_all = prices.prices(a.get("overrides"))
+    gpus = list(dict.fromkeys(df["gpu"]))
+    grid = {(r.tier, r.gpu): r.usd_per_gpu_hour for r in pr_all.itertuples()}
+    lines += ["", "the prices: $/GPU-hour by GPU and source (a deployment costs GPUs × this per hour)"]
+    lines += _fmt_table(["GPU", *used], [[g.upper(), *(_usd(grid.get((t, g), math.nan)) for t in used)] for g in gpus],
+                        right=set(range(1, 1 + len(used))))
+    pr = pr_all
+    lines += ["", *textwrap.wrap("price sources: " + "; ".join(f"{t}" + _tier_kind(pr, t) for t in used),
                                  width=110, subsequent_indent="  "),
-              *textwrap.wrap(f"note: {BOUND_NOTE}. The bound is taken at c = --concurrency capped by what the KV "
-                             f"pool holds, each request with a {a['bound_context_tokens']:,.0f}-token context "
-                             "(the article's workload).", width=110, subsequent_indent="  ")]
+              *textwrap.wrap(f"note: {MODEL_NOTE}. * = outside the model's validated domain (its band is not "
+                             "validated there).", width=110, subsequent_indent="  ")]
+    if a.get("tok_s"):
+        lines.append("  your --tok-s (output tok/s per GPU) prices: " + ", ".join(
+            f"{g.upper()} {v:,.1f}" for g, v in a["tok_s"].items()))
     return "\n".join(lines)
 
 
@@ -341,34 +523,34 @@ def _tier_kind(pr, tier: str) -> str:
 # --------------------------------------------------------------------------- CLI
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2 (argparse would print the usage too)
-        print(f"k3lab compare: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
-def _overrides(items: list[str]) -> dict:
+def _pairs(items: list[str], flag: str, what: str) -> dict:
+    """``GPU=VALUE`` items of a repeatable flag → {gpu: positive finite float}; ValueError naming the flag."""
     out = {}
     for s in items:
         gpu, sep, val = s.partition("=")
         if not sep or not gpu:
-            raise ValueError(f"--usd-per-gpu-hour expects GPU=PRICE, got {s!r}")
+            raise ValueError(f"{flag} expects GPU=VALUE, got {s!r}")
         try:
-            price = float(val)
+            v = float(val)
         except ValueError:
-            raise ValueError(f"--usd-per-gpu-hour {s!r}: {val!r} is not a number") from None
-        if not math.isfinite(price) or price <= 0:
-            raise ValueError(f"--usd-per-gpu-hour {s!r}: a price must be a positive finite $/GPU-hour")
+            raise ValueError(f"{flag} {s!r}: {val!r} is not a number") from None
+        if not math.isfinite(v) or v <= 0:
+            raise ValueError(f"{flag} {s!r}: {what} must be a positive finite number")
         if gpu.lower() in out:
-            raise ValueError(f"--usd-per-gpu-hour: GPU {gpu!r} given twice")
-        out[gpu.lower()] = price
+            raise ValueError(f"{flag}: GPU {gpu!r} given twice")
+        out[gpu.lower()] = v
     return out
 
 
+def _overrides(items: list[str]) -> dict:
+    return _pairs(items, "--usd-per-gpu-hour", "a price in $/GPU-hour")
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="python -m k3lab compare",
-                 description="Every GPU x layout that fits a model, smallest first, with $/hour per price "
-                             "source and a decode roofline bound (a MODEL, not a measurement).")
+    ap = OneLineParser(prog="python -m k3lab compare",
+                       description="Every GPU x layout that holds one request of a model, what it costs per hour "
+                                   "and per million output tokens by price source, and the cheapest per source. "
+                                   "Throughput is the serving MODEL's (validated on public measurements), or yours.")
     ap.add_argument("--model", default="kimi-k3", help=f"one of: {', '.join(known_models())} (default kimi-k3)")
     ap.add_argument("--context", type=int, default=None, help="request length in tokens (default: the model's max)")
     ap.add_argument("--kv-dtype", default="bf16", choices=KV_DTYPES)
@@ -379,8 +561,14 @@ def _parser() -> argparse.ArgumentParser:
                     help="a price source of data/prices.yaml, repeatable (default: all)")
     ap.add_argument("--usd-per-gpu-hour", action="append", default=[], metavar="GPU=PRICE",
                     help="override a GPU's $/GPU-hour (shown as tier 'override'), repeatable")
-    ap.add_argument("--concurrency", type=int, default=64, help="requests in flight for the decode bound (default 64)")
-    ap.add_argument("--all", action="store_true", help="also list layouts that do not fit, with the reason")
+    ap.add_argument("--input-len", type=int, default=None, help="prompt tokens of the throughput workload (default 1024)")
+    ap.add_argument("--output-len", type=int, default=None, help="output tokens of the throughput workload (default 400)")
+    ap.add_argument("--tok-s", action="append", default=[], metavar="GPU=TOKS",
+                    help="price your own measured output tok/s PER GPU for that GPU's rows, repeatable")
+    ap.add_argument("--sort", default="gpus", choices=SORTS, help="gpus (default: fewest first) or cost "
+                                                                  "(lowest $/M output tokens first)")
+    ap.add_argument("--top", type=int, default=None, metavar="N", help="show the first N rows only")
+    ap.add_argument("--all", action="store_true", help="also list layouts that do not hold the request, with why")
     out = ap.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print a JSON list of rows")
     out.add_argument("--csv", action="store_true", help="print CSV")
@@ -392,13 +580,16 @@ def cli_main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         df = compare_rows(load_model(args.model), args.context, args.kv_dtype, args.mem_fraction,
-                          tuple(args.variant), args.price_tier, _overrides(args.usd_per_gpu_hour),
-                          args.concurrency, args.all)
+                          tuple(args.variant), args.price_tier, _overrides(args.usd_per_gpu_hour), args.all,
+                          input_len=args.input_len, output_len=args.output_len,
+                          tok_s=_pairs(args.tok_s, "--tok-s", "a throughput in tok/s per GPU"), sort=args.sort,
+                          top=args.top)
     except ValueError as e:
         print(f"k3lab compare: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
         return 2
     if args.json:
-        text = json.dumps(to_records(df), indent=2) + "\n"
+        text = json.dumps({"asked": {k: v for k, v in df.attrs.items()}, "answers": answers(df),
+                           "rows": to_records(df)}, indent=2, default=str) + "\n"
     elif args.csv:
         text = df.to_csv(index=False, float_format="%.6g", lineterminator="\n")
     else:
