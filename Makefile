@@ -11,8 +11,10 @@ AITER_REQ := requirements/amd-aiter.txt
 AITER_VERSION := $(shell sed -n 's/^amd-aiter==//p' $(AITER_REQ))
 SGL_STAMP := $(SGL_VENV)/.k3lab-setup
 NBVAL_RESULTS := $(abspath build/nbval-results)
+REPORT ?= results/report.html
+SHOTS ?= build/report-screenshots
 
-.PHONY: serving-fit setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-unit test-sglang test-notebooks lab notebooks readme-table check-readme clean
+.PHONY: serving-fit setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-unit test-sglang test-notebooks lab notebooks readme-table check-readme screenshots clean
 
 setup: $(STAMP)
 
@@ -81,6 +83,16 @@ notebooks: setup
 # As root (the usual case on a GPU box) JupyterLab needs --allow-root.
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+
+# Look at the report in a real browser before committing a report change: rebuilds $(REPORT) from
+# the run beside it (no notebook re-runs), then headless Chromium (Debian package `chromium`) shoots
+# it at 1280 px into $(SHOTS)/closed-NN.png (as a reader first sees it) and open-NN.png (sections
+# open). REPORT=results/runs/NAME/report.html for a what-if run. Not part of `make test`.
+screenshots: setup
+	@command -v "$${CHROMIUM:-chromium}" >/dev/null 2>&1 || { echo "make screenshots: chromium not found (apt-get install -y chromium, or CHROMIUM=/path/to/it)" >&2; exit 2; }
+	@test -f $(REPORT) || { echo "make screenshots: $(REPORT) not found; run \`make reproduce\` first" >&2; exit 2; }
+	$(PY) -m k3lab.report --results $(dir $(REPORT))
+	$(PY) -m k3lab.report_screenshots $(REPORT) --out $(SHOTS)
 
 readme-table: setup
 	$(PY) -m k3lab.report --readme README.md

@@ -13,14 +13,17 @@ deployment, tok/s per deployment, $ per million output tokens.
 from __future__ import annotations
 
 import argparse
+import ast
 import html
 import json
 import os
 import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import claims, io, roofline
+from .report_tables import html_table, inline_markdown, restyle_html, table_html
 from .compare import HOUR_PREFIX, MTOK_PREFIX, compare_rows, fit_answer, fit_matrix_html, tier_columns
 from .nbparams import RUN_ENV
 from .paths import results_root
@@ -169,12 +172,6 @@ def _verdict_badge(v: str) -> str:
     return _badge(v or "not recorded", VERDICT_COLORS.get(v, "#eee"), dark)
 
 
-def _table(headers, rows, cls="grid") -> str:
-    head = "".join(f"<th>{h}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
 def perf_html(overrides=None) -> tuple[str, str]:
     """(HTML table, one-line answer): perf/$ of the article's configs under every price source.
     Throughput is the ARTICLE's (self-reported); a price is the article's or one the STUDY collected."""
@@ -204,7 +201,7 @@ def perf_html(overrides=None) -> tuple[str, str]:
     legend = ("<p>tok/s per $/hour = deployment tok/s ÷ (GPUs × $/GPU-hour); $/M tokens as InferenceX defines it. "
               f"Every throughput is the article's {art}: under an ARTICLE price the number is wholly the article's, "
               "under a STUDY price it is the article's throughput at a price the study collected.</p>")
-    return legend + _table(heads, rows), answer
+    return legend + html_table(heads, rows, cls="grid perf"), answer
 
 
 def verdict_summary_html(df) -> str:
@@ -215,22 +212,31 @@ def verdict_summary_html(df) -> str:
             f'<p class="answer">{_esc(plain_answer(df))}</p>')
 
 
+#: the ledger's columns and their share of the page width (the table never scrolls the page)
+LEDGER_HEADS = {"id": 4, "claim": 19, "claimed": 10, "method": 10, "reproduced": 10, "bound": 9, "verdict": 8,
+                "evidence": 30}
+
+
 def ledger_html(df) -> str:
     """The claims ledger: id, claim, claimed, method, reproduced, bound, verdict, evidence;
-    an emulated row is marked (row colour and an EMULATED badge)."""
+    an emulated row is marked (row colour and an EMULATED badge); each id is an anchor
+    (``#claim-<id>``) the notebooks' verdict lines link to."""
     rows = []
     for r in df.to_dict("records"):
         emu = r["method"] == "emulated"
         method = (_badge("EMULATED", "#e65100") + "<br><small>real code in a state the study built</small>" if emu
                   else f'{_esc(r["method"])}<br><small>{_esc(METHOD_MEANING.get(r["method"], ""))}</small>')
-        ev = _esc(r["evidence"]) + (f"<br><i>{_esc(r['notes'])}</i>" if r["notes"] else "")
-        cells = [f"<b>{_esc(r['claim_id'])}</b>", _esc(r["quote"]),
-                 f"{_esc(r['claimed'])} <small>{_esc(r['unit'])}</small>", method, _esc(r["reproduced"]),
-                 _esc(r["bound"]), _verdict_badge(r["verdict"]), ev]
+        ev = inline_markdown(r["evidence"]) + (f"<br><i>{inline_markdown(r['notes'])}</i>" if r["notes"] else "")
+        cid = _esc(r["claim_id"])
+        cells = [f'<b id="claim-{cid}">{cid}</b>', inline_markdown(r["quote"]),
+                 f"{_esc(r['claimed'])} <small>{_esc(r['unit'])}</small>", method,
+                 inline_markdown(r["reproduced"]) or "—", inline_markdown(r["bound"]) or "—",
+                 _verdict_badge(r["verdict"]), ev]
         rows.append(f'<tr class="{"emulated" if emu else ""}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("id", "claim", "claimed", "method", "reproduced", "bound", "verdict",
-                                             "evidence"))
-    return f'<table class="grid ledger"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    cols = "".join(f'<col style="width:{w}%">' for w in LEDGER_HEADS.values())
+    head = "".join(f"<th>{h}</th>" for h in LEDGER_HEADS)
+    return (f'<div class="table-wrap"><table class="grid ledger"><colgroup>{cols}</colgroup><thead><tr>{head}'
+            f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
 _ACTIVE = re.compile(r"<(script|iframe|object|embed)\b.*?</\1\s*>|<(script|iframe|object|embed|link|base)\b[^>]*>",
@@ -245,7 +251,67 @@ def _clean_html(s: str) -> str:
     return _REMOTE.sub("", _ACTIVE.sub("", s))
 
 
-def _output_html(out) -> str:
+def markdown_html(text: str) -> str:
+    """A notebook's markdown as HTML (tables, strikethrough). No math: in these notebooks ``$``
+    is a currency, and a page without scripts could not typeset math anyway (nbconvert's
+    renderer reads ``$/GPU-hour … perf/$`` as one formula and leaves its ``**bold**`` literal)."""
+    import mistune
+
+    return _clean_html(mistune.create_markdown(escape=False, plugins=["table", "strikethrough"])(text))
+
+
+def displayed_csv(source: str) -> str | None:
+    """The CSV a code cell wrote of the frame it displays: the cell ends with a bare name ``X``
+    and calls ``io.write_csv(X, <path ending in "name.csv">)`` → ``"name.csv"``; else None."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    if not tree.body or not isinstance(tree.body[-1], ast.Expr) or not isinstance(tree.body[-1].value, ast.Name):
+        return None
+    shown = tree.body[-1].value.id
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "write_csv"
+                and len(node.args) >= 2 and isinstance(node.args[0], ast.Name) and node.args[0].id == shown):
+            names = [c.value for c in ast.walk(node.args[1])
+                     if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+            if names and names[-1].endswith(".csv"):
+                return names[-1].rsplit("/", 1)[-1]
+    return None
+
+
+@dataclass
+class NotebookContext:
+    """What rendering one notebook needs from the page: its folder (for the CSVs its cells
+    wrote), its id, the ledger's claim ids (None: no ledger on the page) and whether the run
+    is a what-if run."""
+    folder: Path
+    nb_id: str
+    ledger_ids: frozenset | None = None
+    what_if: bool = False
+
+
+def claims_table_html(frame, ctx: NotebookContext) -> str | None:
+    """A displayed table of claims (``claim_id`` and ``verdict`` columns), told in a line:
+    empty → that nothing was judged (a what-if run judges nothing); rows the page's ledger
+    holds → counts by verdict and a link to each row of the ledger (the ledger is on the page
+    once). None: not such a table, or rows the ledger lacks (then it is shown as a table)."""
+    if not {"claim_id", "verdict"} <= set(frame.columns):
+        return None
+    if len(frame) == 0:
+        return ('<p class="empty">No verdicts: a what-if run judges none of the article\'s claims.</p>'
+                if ctx.what_if else '<p class="empty">No verdicts recorded.</p>')
+    ids = [str(x) for x in frame["claim_id"]]
+    if ctx.ledger_ids is None or not set(ids) <= ctx.ledger_ids:
+        return None
+    counts = frame["verdict"].fillna("").astype(str).value_counts()
+    tally = ", ".join(f"{_verdict_badge(v)} {counts[v]}" for v in [*claims.VERDICTS, ""] if counts.get(v, 0))
+    links = " ".join(f'<a href="#claim-{_esc(i)}">{_esc(i)}</a>' for i in ids)
+    return (f'<p class="ledger-ref">{"All " if len(ids) == len(ctx.ledger_ids) else ""}{len(ids)} claims: {tally}. '
+            f'Each is one row of the <a href="#ledger">claims ledger</a> above (shown once): {links}</p>')
+
+
+def _output_html(out, ctx: NotebookContext, csv_name: str | None = None) -> str:
     kind, d = out.get("output_type"), out.get("data", {})
     if kind == "stream":
         text = _ANSI.sub("", "".join(out.get("text", "")))
@@ -256,37 +322,67 @@ def _output_html(out) -> str:
     if "image/png" in d:
         return f'<img alt="figure" src="data:image/png;base64,{"".join(d["image/png"]).strip()}">'
     if "text/html" in d or "image/svg+xml" in d:
-        return f'<div class="html-out">{_clean_html("".join(d.get("text/html") or d["image/svg+xml"]))}</div>'
+        raw = "".join(d.get("text/html") or d["image/svg+xml"])
+        csv = ctx.folder / csv_name if csv_name else None
+        if csv is not None and csv.is_file() and 'class="dataframe"' in raw:
+            return _csv_table_html(csv, ctx)
+        return f'<div class="html-out">{_clean_html(restyle_html(raw, lambda f: claims_table_html(f, ctx)))}</div>'
     if "text/markdown" in d:
-        from nbconvert.filters.markdown_mistune import markdown2html_mistune
-        return _clean_html(markdown2html_mistune("".join(d["text/markdown"])))
+        return markdown_html("".join(d["text/markdown"]))
     return f'<pre>{_esc("".join(d["text/plain"]))}</pre>' if "text/plain" in d else ""
 
 
-def notebook_html(path: Path) -> tuple[str, dict]:
-    """(HTML, papermill parameters) of one executed notebook: markdown rendered, every code
-    cell collapsed in ``<details>``, outputs below it (DataFrames as HTML tables, PNGs inline)."""
-    import nbformat
-    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+def _csv_table_html(csv: Path, ctx: NotebookContext) -> str:
+    """A table the notebook displayed, from the CSV its cell wrote of it (whole: no cell or
+    column pandas' display cut), with a link to that file."""
+    df = _read_csv(csv)
+    told = claims_table_html(df, ctx)
+    return told if told is not None else table_html(df, full_csv=f"{ctx.nb_id}/{csv.name}",
+                                                    empty=f"no rows for this run ({csv.name} is empty)")
 
+
+def _read_csv(path: Path):
+    """A CSV a notebook wrote; an empty file (an empty frame) → an empty DataFrame."""
+    import pandas as pd
+
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+
+
+def notebook_html(path: Path, ctx: NotebookContext | None = None) -> tuple[str, dict, str]:
+    """(HTML, papermill parameters, title) of one executed notebook: markdown rendered (its
+    first ``# heading`` becomes the title), every code cell collapsed in ``<details>``, outputs
+    below it: a displayed DataFrame as the page's table (:mod:`k3lab.report_tables`, from the
+    CSV the cell wrote of it where there is one), a table of claims as a line pointing into
+    the ledger, PNGs inline."""
+    import nbformat
+
+    ctx = ctx or NotebookContext(path.parent, path.stem)
     nb = nbformat.read(path, as_version=4)
-    parts = []
+    parts, title = [], ""
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            parts.append(f'<div class="md">{_clean_html(markdown2html_mistune(cell.source))}</div>')
+            src = cell.source
+            if not title:
+                m = re.match(r"\s*#\s+(.+)\n?", src)
+                if m:
+                    title, src = m.group(1).strip(), src[m.end():]
+            parts.append(f'<div class="md">{markdown_html(src)}</div>')
         elif cell.cell_type == "code":
             tags = cell.get("metadata", {}).get("tags", [])
             label = next((t for t in ("parameters", "injected-parameters") if t in tags), "code")
+            csv_name = displayed_csv(cell.source)
             parts.append(f"<details><summary>{label}</summary><pre><code>{_esc(cell.source)}</code></pre></details>"
-                         + "".join(_output_html(o) for o in cell.get("outputs", [])))
-    return "".join(parts), dict(nb.metadata.get("papermill", {}).get("parameters", {}) or {})
+                         + "".join(_output_html(o, ctx, csv_name if o.get("output_type") == "execute_result" else None)
+                                   for o in cell.get("outputs", [])))
+    return "".join(parts), dict(nb.metadata.get("papermill", {}).get("parameters", {}) or {}), title
 
 
 def _what_if_costs(fit, root: Path) -> str:
     """The smallest layouts that fit with $/hour and $/M tokens at the MODEL bound (ranges over
     price sources), then every ``*perf_per_dollar*.csv`` the run's notebooks wrote."""
-    import pandas as pd
-
     ok = fit[fit["fits"]].head(12)
     cols = tier_columns(ok, HOUR_PREFIX), tier_columns(ok, MTOK_PREFIX)
 
@@ -297,28 +393,51 @@ def _what_if_costs(fit, root: Path) -> str:
     rows = [[_esc(r["label"]), span(r, cols[0]), f"{r['decode_bound_tok_s']:,.0f}", span(r, cols[1])]
             for r in ok.to_dict("records")]
     m = _badge("MODEL", "#455a64")
-    out = [_table(["layout", "$/hour (range over price sources)", f"decode bound tok/s {m}",
-                   f"$/M tokens at the bound {m}"], rows)]
+    out = [html_table(["layout", "$/hour (range over price sources)", f"decode bound (tok/s) {m}",
+                       f"$/M tokens at the bound {m}"], rows, numeric=(1, 2, 3))
+           if rows else '<p class="empty">No layout holds the request: nothing to price.</p>']
     for csv in sorted(root.glob("[0-9][0-9]_*/*perf_per_dollar*.csv")):
-        out.append(f"<p>{_esc(str(csv.relative_to(root)))} (written by the run's notebook)</p>"
-                   + pd.read_csv(csv).head(40).to_html(index=False, classes="grid", float_format="{:.4g}".format))
+        rel = str(csv.relative_to(root))
+        df = _read_csv(csv)
+        out.append(table_html(df, full_csv=rel, empty=f"{rel}: no rows for this run") if df.empty else
+                   f"<h4>{_esc(rel)} (written by the run's notebook)</h4>" + table_html(df, full_csv=rel))
     return "".join(out)
 
 
 _CSS = (
-    "body{font-family:system-ui,sans-serif;max-width:1280px;margin:2em auto;padding:0 1em;color:#222}"
-    "nav a{margin-right:1.2em} small{color:#555} img{max-width:100%} .html-out{overflow-x:auto}"
-    ".answer{font-size:1.05em;background:#f1f8e9;border-left:5px solid #2e7d32;padding:.6em 2em}"
+    "body{font-family:system-ui,sans-serif;max-width:1240px;margin:1.5em auto;padding:0 1em;color:#222;"
+    "line-height:1.4} h1{font-size:1.6em;margin:.2em 0} h2{font-size:1.25em} h3{font-size:1.08em}"
+    "small{color:#555}"
+    "img{max-width:100%} a{color:#0b5394} code{font-size:.92em;background:#f3f3f3;padding:0 2px}"
+    ".decision{border:2px solid #2e7d32;border-radius:6px;padding:.2em 1.2em .6em;margin:1em 0;background:#f6fbf3}"
+    ".decision h2{margin:.5em 0 .3em}"
+    ".answer{font-size:1.05em} ul.answer{margin:.3em 0;padding-left:1.3em} ul.answer li{margin:.35em 0}"
+    "p.answer{background:#f1f8e9;border-left:5px solid #2e7d32;padding:.5em 1em}"
+    ".verdicts{border:1px solid #ccc;border-radius:6px;padding:.1em 1.2em .4em;margin:1em 0}"
     ".whatif{background:#fff8e1;border-left:5px solid #f9a825;padding:.6em 1em}"
-    "table{border-collapse:collapse;font-size:13px} table.grid,table.fit{width:100%} table th{background:#f4f4f4}"
+    ".table-wrap{overflow-x:auto;max-width:100%;margin:.4em 0}"
+    "table{border-collapse:collapse;font-size:13px} table.grid{width:auto;min-width:40%}"
+    "table.fit,table.perf,table.ledger{width:100%} table th{background:#f4f4f4}"
     "table td,table th{border-bottom:1px solid #ddd;padding:4px 6px;vertical-align:top;text-align:left}"
+    "table.grid td{max-width:32em;overflow-wrap:break-word} td.num{text-align:right;white-space:nowrap}"
+    "th.num{text-align:right}"
+    "table.ledger{table-layout:fixed;min-width:1000px} table.ledger td{overflow-wrap:anywhere}"
+    "table.ledger .badge{white-space:normal;display:inline-block}"
     "table.fit td{font-size:12px} td.yes{background:#c8e6c9} td.part{background:#ffe0b2} td.no{background:#ffcdd2}"
     "td.na{background:#eceff1;color:#777} tr.emulated td{background:#fff3e0}"
     "tr.emulated td:first-child{border-left:5px solid #e65100}"
     ".badge{border-radius:3px;padding:1px 6px;white-space:nowrap;font-size:11px}"
-    "section.nb{border-top:3px solid #444;margin-top:3em;padding-top:1em} details{margin:.4em 0}"
-    "summary{cursor:pointer;color:#555;font-size:12px} pre.stderr{background:#fdecea}"
-    "pre{background:#f7f7f7;padding:6px;overflow-x:auto;font-size:12px}")
+    "p.table-note,p.empty,p.ledger-ref{font-size:13px;color:#444;margin:.3em 0}"
+    "p.ledger-ref{background:#f4f6f8;padding:.4em .8em;border-left:4px solid #90a4ae}"
+    "details{margin:.4em 0} summary{cursor:pointer;color:#555;font-size:12px}"
+    "details.section{border-top:3px solid #444;margin-top:1.2em;padding-top:.3em}"
+    "details.section>summary{font-size:1.2em;color:#222;padding:.3em 0}"
+    "details.section>summary h2{display:inline;font-size:1em;margin:0}"
+    "details.section>summary .hint{font-size:.72em;color:#666;margin-left:.8em;font-weight:normal}"
+    "details.section>div.body{padding:.2em 0 1em} .md h1{font-size:1.35em}"
+    "pre.stderr{background:#fdecea}"
+    "pre{background:#f7f7f7;padding:6px;overflow-x:auto;font-size:12px;white-space:pre-wrap}"
+    ".html-out{overflow-x:auto}")
 
 
 def _drift(root: Path) -> list[str]:
@@ -329,21 +448,54 @@ def _drift(root: Path) -> list[str]:
     return verify(root) if (root / MANIFEST).exists() else []
 
 
-def build(root: Path | None = None, what_if: bool = False) -> Path:
+@dataclass
+class Decision:
+    """What the decision box is built from: the question's model, its GPU × layout comparison
+    (:func:`k3lab.compare.compare_rows` with ``include_all=True``), the ledger (None in a
+    what-if run), the perf/$ answer line ('' in a what-if run), the run's parameters."""
+    model: str
+    fit: object
+    what_if: bool = False
+    ledger: object = None
+    perf_answer: str = ""
+    params: dict = field(default_factory=dict)
+
+
+def decision_html(d: Decision) -> str:
+    """The decision box, the first thing on the page: what a reader choosing hardware can act
+    on. One function returning HTML, so it can be replaced whole (``build(decision=...)``)."""
+    lines = [fit_answer(d.fit), d.perf_answer]
+    lead = "".join(f"<li>{_esc(x)}</li>" for x in lines if x)
+    return f'<div class="decision" id="decision"><h2>The decision</h2><ul class="answer">{lead}</ul></div>'
+
+
+def _section(sid: str, title: str, body: str, hint: str = "") -> str:
+    """A collapsible section below the top (closed until the reader opens it)."""
+    h = f'<span class="hint">{hint}</span>' if hint else ""
+    return (f'<details class="section" id="{_esc(sid)}"><summary><h2>{title}</h2>{h}</summary>'
+            f'<div class="body">{body}</div></details>')
+
+
+def build(root: Path | None = None, what_if: bool = False, decision=decision_html) -> Path:
     """Write ``<root>/report.html`` (default ``results/``), self-contained, and return its path.
 
-    Study run: the decision first (fit matrix of the study's model, perf/$ of the article's
-    configs under every price source, the verdict summary with a plain-language answer), then
-    the claims ledger (``<root>/claims.csv`` if the run wrote it, else built from the notebooks'
-    claims files), then every executed notebook ``<root>/NN_*/NN_*.ipynb``. What-if run: no
-    ledger; the fit matrix and prices for the run's model and parameters, then its notebooks.
+    The top is short: the decision box (``decision(Decision) -> HTML``, :func:`decision_html`
+    by default) and the verdict summary (a what-if run: one line, it judges nothing). Below,
+    collapsible: the fit matrix of the question's model, perf/$ of the article's configs under
+    every price source (a what-if run: the costs of the layouts that fit), the claims ledger
+    once (``<root>/claims.csv`` if the run wrote it, else built from the notebooks' claims
+    files; none in a what-if run), then every executed notebook ``<root>/NN_*/NN_*.ipynb``.
     """
     root = results_root() if root is None else Path(root)
     drift = _drift(root)
+    df = None
+    if not what_if:
+        df = read_ledger(root / "claims.csv") if (root / "claims.csv").exists() else write_ledger(root)
+    ids = frozenset(df["claim_id"]) if df is not None else None
     nbs, params = [], {}
     for p in sorted(root.glob("[0-9][0-9]_*/[0-9][0-9]_*.ipynb")):
-        body, nb_params = notebook_html(p)
-        nbs.append((p.stem, body, nb_params))
+        body, nb_params, nb_title = notebook_html(p, NotebookContext(p.parent, p.stem, ids, what_if))
+        nbs.append((p.stem, body, nb_params, nb_title))
         for k, v in nb_params.items():
             params.setdefault(k, v)
     # a what-if run's question comes from its notebooks' parameters; the study asks about its own model
@@ -358,7 +510,8 @@ def build(root: Path | None = None, what_if: bool = False) -> Path:
     fit = compare_rows(model, include_all=True, **kw)
     if isinstance(ask.get("gpus"), list) and ask["gpus"]:  # the run's shortlist of GPUs, if it names one
         fit = fit[fit["gpu"].isin([str(g).lower() for g in ask["gpus"]])]
-    answers, top = [fit_answer(fit)], ["<h3>(a) Does it fit? GPU × layout</h3>", fit_matrix_html(fit)]
+    sections = [_section("fit", "Does it fit? GPU × layout", fit_matrix_html(fit),
+                         f"{_esc(model)}: every GPU × layout, what loads and how many full-context requests fit")]
     if what_if:
         profile = os.environ.get(RUN_ENV) or root.name
         if (root / "manifest.json").exists():
@@ -368,34 +521,35 @@ def build(root: Path | None = None, what_if: bool = False) -> Path:
                  "answers a buyer's question with the parameters below, not the article's claims; there is no "
                  f"claims ledger here. Parameters: <code>{_esc(json.dumps(params, sort_keys=True, default=str))}"
                  "</code></p>")
-        top += ["<h3>(b) What it costs: the smallest layouts that fit</h3>", _what_if_costs(fit, root)]
-        ledger = ""
+        box = decision(Decision(model, fit, what_if=True, params=params))
+        summary = ('<p class="empty">No verdicts: a what-if run judges none of the article\'s claims '
+                   "(no claims ledger).</p>")
+        sections.append(_section("costs", "What it costs: the smallest layouts that fit", _what_if_costs(fit, root),
+                                 "$/hour and $/M tokens at the model bound, by price source"))
     else:
-        df = read_ledger(root / "claims.csv") if (root / "claims.csv").exists() else write_ledger(root)
         title = "k3lab: reproducing “Inside Wafer's Stack for Running Kimi K3 on AMD MI355X”"
         intro = (f"<p>{len(df)} claims of the article, each with the value k3lab derived or measured and a "
                  "verdict from a named rule. Generated by <code>make reproduce</code>.</p>")
         table, perf_answer = perf_html()
-        answers += [perf_answer, plain_answer(df)]
-        top += ["<h3>(b) Performance per dollar of the article's configs, by price source</h3>", table,
-                "<h3>(c) Verdicts of the article's claims</h3>", verdict_summary_html(df)]
-        ledger = f'<section id="ledger"><h2>Claims ledger</h2>{ledger_html(df)}</section>'
-    nav = ['<a href="#decision">decision</a>'] + ([] if what_if else ['<a href="#ledger">claims ledger</a>'])
-    nav += [f'<a href="#{_esc(i)}">{_esc(i)}</a>' for i, _, _ in nbs]
-    sections = "".join(
-        f'<section class="nb" id="{_esc(i)}"><h2>{_esc(i)}</h2>'
-        + (f"<p><small>parameters: {_esc(json.dumps(p, sort_keys=True, default=str))}</small></p>" if p else "")
-        + f"{b}</section>" for i, b, p in nbs)
+        box = decision(Decision(model, fit, ledger=df, perf_answer=perf_answer, params=params))
+        summary = f'<div class="verdicts" id="verdicts"><h2>Verdicts of the article\'s claims</h2>' \
+                  f"{verdict_summary_html(df)}</div>"
+        sections += [_section("perf", "Performance per dollar of the article's configs, by price source", table,
+                              "the article's throughput under every price source"),
+                     _section("ledger", f"Claims ledger ({len(df)} claims)", ledger_html(df),
+                              "every claim: what was found, how it was checked, the verdict")]
+    for i, b, p, t in nbs:
+        shown = f"<p><small>parameters: {_esc(json.dumps(p, sort_keys=True, default=str))}</small></p>" if p else ""
+        sections.append(_section(i, inline_markdown(t or i), shown + b, f"notebook {_esc(i)}.ipynb"))
     if drift:
         intro += ('<p class="whatif"><b>This folder is not exactly what its run wrote</b> (a notebook run by '
                   "hand since, or a file edited): " + _esc("; ".join(drift[:5]))
                   + (f" … and {len(drift) - 5} more" if len(drift) > 5 else "")
                   + ". Rerun <code>make reproduce</code> for a consistent report.</p>")
-    lead = "".join(f"<li>{_esc(x)}</li>" for x in answers if x)
-    page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-            f"<style>{_CSS}</style></head><body><h1>{title}</h1>{intro}<nav>{' '.join(nav)}</nav>"
-            f'<section id="decision"><h2>The decision</h2><ul class="answer">{lead}</ul>{"".join(top)}</section>'
-            f"{ledger}{sections}</body></html>\n")
+    page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{title}</title>'
+            f"<style>{_CSS}</style></head><body><h1>{title}</h1>{intro}{box}{summary}"
+            f"{''.join(sections)}</body></html>\n")
     return io.write_text(root / "report.html", page)
 
 

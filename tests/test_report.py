@@ -93,8 +93,11 @@ def test_code_cells_are_collapsed_and_tables_are_html(study):
     blocks = re.findall(r"<details>.*?</details>", study, flags=re.S)
     assert any("unique-code-marker" in b for b in blocks)
     assert "unique-code-marker" not in re.sub(r"<details>.*?</details>", "", study, flags=re.S)
-    assert '<table border="1" class="dataframe">' in study and "printed line" in study
-    assert f"data:image/png;base64,{PNG_1PX}" in study
+    assert "printed line" in study and f"data:image/png;base64,{PNG_1PX}" in study
+    # the DataFrame the cell displayed, as the page's table: no pandas markup, no index column
+    assert 'class="dataframe"' not in study
+    nb = study[study.index('id="01_memory_fit"'):]
+    assert '<th>GPU</th><th>fits</th></tr></thead><tbody><tr><td>mi355x</td><td>yes</td></tr>' in nb
 
 
 def test_ledger_has_method_column_and_marks_emulated(study):
@@ -102,7 +105,7 @@ def test_ledger_has_method_column_and_marks_emulated(study):
     heads = re.findall(r"<th>(.*?)</th>", ledger)
     assert heads == ["id", "claim", "claimed", "method", "reproduced", "bound", "verdict", "evidence"]
     emulated = re.findall(r'<tr class="emulated">.*?</tr>', ledger, flags=re.S)
-    assert len(emulated) == 1 and "<b>X5</b>" in emulated[0] and "EMULATED" in emulated[0]
+    assert len(emulated) == 1 and '<b id="claim-X5">X5</b>' in emulated[0] and "EMULATED" in emulated[0]
     assert "bound 7" in ledger
 
 
@@ -153,3 +156,128 @@ def test_readme_table_has_method_column_summary_and_emulated(tmp_path):
     assert not report.readme_is_current(readme, tmp_path / "claims.csv")
     readme.write_text(report.render_readme(readme.read_text(), text))
     assert report.readme_is_current(readme, tmp_path / "claims.csv")
+
+
+# --------------------------------------------------------------------------- a report a person reads
+
+def _claims_notebook(root, nb_id, frame, what_if=False):
+    """A notebook whose last cell displays ``frame`` (as a Recorder's frame or notebook 05's
+    ledger view would), and whose markdown has $ signs around **bold** text."""
+    d = root / nb_id
+    d.mkdir(parents=True)
+    nb = new_notebook(cells=[
+        new_markdown_cell(f"# {nb_id} title\n\nThe article's $/GPU-hour against prices **of the same kind**; "
+                          "the article's throughputs give this perf/$:"),
+        new_code_cell("rec.frame()", execution_count=1, outputs=[
+            new_output("execute_result", execution_count=1,
+                       data={"text/html": frame.to_html(), "text/plain": "frame"})]),
+    ])
+    nb.metadata["papermill"] = {"parameters": {"model": "deepseek-v3"} if what_if else {"mode": "offline"}}
+    nbformat.write(nb, d / f"{nb_id}.ipynb")
+
+
+def test_the_ledger_appears_once(tmp_path):
+    """Notebook 05 displays the whole ledger and notebook 01 its own claims: the page shows each
+    row once (in the ledger) and, in the notebooks, a line linking to the rows."""
+    root = tmp_path / "results"
+    root.mkdir()
+    _ledger(root)
+    ledger = pd.read_csv(root / "claims.csv", dtype=str, keep_default_na=False)
+    _claims_notebook(root, "01_memory_fit", ledger[["claim_id", "method", "verdict", "evidence"]].head(3))
+    _claims_notebook(root, "05_claims_ledger", ledger[claims.LEDGER_VIEW].set_index("claim_id"))
+    page = report.build(root).read_text(encoding="utf-8")
+    for cid, _, _ in LEDGER:
+        assert page.count(f"evidence {cid}<") == 1, cid         # the evidence cell: in the ledger only
+        assert page.count(f'id="claim-{cid}"') == 1
+    nb05 = page[page.index('id="05_claims_ledger"'):]
+    assert "<table" not in nb05 and "All 7 claims" in nb05 and 'href="#claim-X7"' in nb05
+    nb01 = page[page.index('id="01_memory_fit"'):page.index('id="05_claims_ledger"')]
+    assert "<table" not in nb01 and "3 claims:" in nb01
+    assert [a for a in re.findall(r'href="#claim-(\w+)"', nb01)] == ["X1", "X2", "X3"]
+
+
+def test_empty_verdict_tables_are_one_line(tmp_path):
+    root = tmp_path / "results" / "runs" / "dsv3"
+    root.mkdir(parents=True)
+    _claims_notebook(root, "01_memory_fit", pd.DataFrame(columns=claims.SUMMARY_COLUMNS), what_if=True)
+    page = report.build(root, what_if=True).read_text(encoding="utf-8")
+    nb = page[page.index('id="01_memory_fit"'):]
+    assert "<table" not in nb and "claim ID" not in nb
+    assert nb.count("No verdicts: a what-if run judges none of the article's claims.") == 1
+
+
+def test_markdown_with_dollar_signs_is_rendered(tmp_path):
+    """nbconvert reads `$/GPU-hour … perf/$` as math and leaves the **bold** between literal."""
+    root = tmp_path / "results"
+    root.mkdir()
+    _ledger(root)
+    _claims_notebook(root, "01_memory_fit", pd.DataFrame({"x": [1]}))
+    page = report.build(root).read_text(encoding="utf-8")
+    assert "<strong>of the same kind</strong>" in page and "**" not in page
+    assert "<h2>01_memory_fit title</h2>" in page          # the notebook's heading is its section's title
+
+
+def test_the_top_is_short_and_the_detail_collapsible(study):
+    """Above the first collapsible section: the title, the decision box and the verdict summary
+    only; the fit matrix, perf/$, ledger and notebooks are closed <details> sections."""
+    top = study[:study.index('<details class="section"')]
+    assert 'id="decision"' in top and 'id="verdicts"' in top and "3 were shown independently" in top
+    assert "<table" not in top
+    sections = re.findall(r'<details class="section" id="([^"]+)">', study)
+    assert sections == ["fit", "perf", "ledger", "01_memory_fit"]
+
+
+def test_the_decision_box_is_one_swappable_function(tmp_path):
+    root = tmp_path / "results"
+    root.mkdir()
+    _ledger(root)
+    _notebook(root)
+    seen = []
+
+    def mine(d):
+        seen.append((d.model, d.what_if, len(d.ledger)))
+        return '<div class="decision" id="decision">rent the cheapest node that holds it</div>'
+
+    page = report.build(root, decision=mine).read_text(encoding="utf-8")
+    assert seen == [("kimi-k3", False, 7)]
+    assert "rent the cheapest node that holds it" in page and "The decision" not in page
+
+
+def test_a_displayed_frame_comes_from_the_csv_its_cell_wrote(tmp_path):
+    """Whole values (pandas' display cut nothing) and a link to the file."""
+    root = tmp_path / "results"
+    d = root / "01_memory_fit"
+    d.mkdir(parents=True)
+    _ledger(root)
+    (d / "plans.csv").write_text("layout,max_kv_tokens,note\n8×MI355X TP8,1374958,a long note that pandas cut\n")
+    nb = new_notebook(cells=[new_code_cell(
+        'plans = f1.fit_table(cfg)\nio.write_csv(plans, out / "plans.csv")\nplans', execution_count=1, outputs=[
+            new_output("execute_result", execution_count=1,
+                       data={"text/html": pd.DataFrame({"layout": ["8×MI355X TP8"], "note": ["a long..."]}).to_html(),
+                             "text/plain": "x"})])])
+    nbformat.write(nb, d / "01_memory_fit.ipynb")
+    page = report.build(root).read_text(encoding="utf-8")
+    nb_part = page[page.index('id="01_memory_fit"'):]
+    assert "1,374,958" in nb_part and "a long note that pandas cut" in nb_part
+    assert 'href="01_memory_fit/plans.csv"' in nb_part and "a long..." not in nb_part
+
+
+def test_displayed_csv():
+    assert report.displayed_csv('x = f()\nio.write_csv(x, out / "x.csv")\nx') == "x.csv"
+    assert report.displayed_csv('io.write_csv(x, P.results_dir(NB) / "y.csv")\nx') == "y.csv"
+    assert report.displayed_csv('io.write_csv(x, out / "x.csv")\nx.head()') is None
+    assert report.displayed_csv('io.write_csv(y, out / "y.csv")\nx') is None
+    assert report.displayed_csv("def (:") is None
+
+
+def test_screenshots_without_chromium_is_one_line(tmp_path, monkeypatch, capsys):
+    from k3lab import report_screenshots
+
+    monkeypatch.setenv("CHROMIUM", str(tmp_path / "no-such-chromium"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    page = tmp_path / "report.html"
+    page.write_text("<html></html>")
+    assert report_screenshots.main([str(page), "--out", str(tmp_path / "shots")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "chromium not found" in err and "apt-get install -y chromium" in err
+    assert not (tmp_path / "shots").exists()

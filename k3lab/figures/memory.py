@@ -60,32 +60,56 @@ def fit_figure(plans, model: str = "Kimi K3"):
     return fig
 
 
-def aiconfigurator_figure(df):
+def aiconfigurator_figure(df, mem_fraction: float | None = None):
     """Two panels per layout, aiconfigurator beside k3lab: weights per GPU (GiB, with the
-    usable HBM as a tick) and the MLA tokens the KV pool holds (millions, with the
-    1,048,576-token context as a line). ``df``: ``f1_memory.aiconfigurator_memory_table``."""
-    import matplotlib.pyplot as plt
+    usable HBM as a black tick) and the MLA tokens the KV pool holds (millions, with one
+    1,048,576-token request as a line). Each panel has its legend below it (it covers no bar);
+    a zero is labelled "0" (with why, where the weights do not load), a missing estimate "no
+    estimate" — never an empty slot. ``df``: ``f1_memory.aiconfigurator_memory_table``;
+    ``mem_fraction``: named in the title when given."""
+    import math
 
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    x = range(len(df))
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.9))
+    x = list(range(len(df)))
     w = 0.38
-    for ax, (aic, ours), scale, ylabel in (
-            (a1, ("aic_weights_GiB", "k3lab_weights_GiB"), 1.0, "weights per GPU (GiB)"),
-            (a2, ("aic_max_kv_tokens", "k3lab_max_kv_tokens"), 1e-6, "MLA tokens in the KV pool (millions)")):
-        ax.bar([i - w / 2 for i in x], df[aic] * scale, w, color="#76b900", label="aiconfigurator 0.12")
-        ax.bar([i + w / 2 for i in x], df[ours] * scale, w, color="#1f4e79", label="k3lab (sglang 0.5.23 layout)")
-        ax.set_xticks(list(x))
+    tools = (("aic", "#76b900", "aiconfigurator 0.12"), ("k3lab", "#1f4e79", "k3lab (sglang 0.5.23 layout)"))
+    panels = ((a1, "weights_GiB", 1.0, "weights per GPU (GiB = 2³⁰ B)"),
+              (a2, "max_kv_tokens", 1e-6, "MLA tokens the KV pool holds (millions)"))
+    for ax, col, scale, ylabel in panels:
+        top = max([v * scale for t, _, _ in tools for v in df[f"{t}_{col}"] if v == v] + [1e-9])
+        for k, (tool, color, label) in enumerate(tools):
+            xs = [i + (k - 0.5) * w for i in x]
+            vals = [float(v) * scale if v == v else math.nan for v in df[f"{tool}_{col}"]]
+            ax.bar(xs, [0 if math.isnan(v) else v for v in vals], w, color=color, label=label)
+            for xi, v in zip(xs, vals):
+                if math.isnan(v):
+                    ax.text(xi, top * 0.02, "no\nestimate", ha="center", va="bottom", fontsize=7, color="#555")
+                elif v == 0:
+                    ax.text(xi, top * 0.01, "0", ha="center", va="bottom", fontsize=8, color="#c0392b")
+        ax.set_xticks(x)
         ax.set_xticklabels(df["layout"], fontsize=8.5)
         ax.set_ylabel(ylabel)
+        ax.set_ylim(0, top * 1.12)
         ax.grid(axis="y", alpha=0.3)
     for i, cap in enumerate(df["usable_GiB"]):
         a1.plot([i - 0.42, i + 0.42], [cap, cap], color="black", linewidth=2)
-    for i, (ta, to) in enumerate(zip(df["aic_max_kv_tokens"], df["k3lab_max_kv_tokens"])):
-        if ta == 0 and to == 0:
-            a2.text(i, 0.05, "weights do\nnot load", ha="center", va="bottom", fontsize=8, color="#c0392b")
-    a2.axhline(2**20 * 1e-6, color="#c0392b", linestyle="--", linewidth=1, label="one 1M-token request")
-    a1.set_title("weights (black tick: usable HBM)", fontsize=10)
-    a2.set_title("KV pool at mem_fraction 0.9", fontsize=10)
-    a2.legend(fontsize=8)
+    a1.set_ylim(0, max(a1.get_ylim()[1], float(df["usable_GiB"].max()) * 1.12))
+    for i, (wa, wk, cap) in enumerate(zip(df["aic_weights_GiB"], df["k3lab_weights_GiB"], df["usable_GiB"])):
+        if min(wa, wk) > cap:
+            a2.text(i, a2.get_ylim()[1] * 0.08, "weights do\nnot load", ha="center", va="bottom", fontsize=8,
+                    color="#c0392b")
+    a2.axhline(2**20 * 1e-6, color="#c0392b", linestyle="--", linewidth=1)
+    a1.set_title("weights per GPU", fontsize=10)
+    a2.set_title("KV pool" + (f" at mem_fraction {mem_fraction:g}" if mem_fraction is not None else "")
+                 + " (same usable HBM for both)", fontsize=10)
+    handles, labels = a1.get_legend_handles_labels()
+    tick = Line2D([], [], color="black", linewidth=2, label="usable HBM per GPU")
+    line = Line2D([], [], color="#c0392b", linestyle="--", linewidth=1, label="one 1,048,576-token request")
+    for ax, extra in ((a1, tick), (a2, line)):
+        ax.legend([*handles, extra], [*labels, extra.get_label()], fontsize=8, ncol=2, frameon=False,
+                  loc="upper center", bbox_to_anchor=(0.5, -0.1))
     fig.tight_layout()
     return fig

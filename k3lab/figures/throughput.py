@@ -47,31 +47,68 @@ def throughput_figure(curves, measured, aic=None, title: str = "Output tok/s per
 
 
 def perf_per_dollar_figure(df):
-    """tok/s per $/hour and $/M tokens of the article's configs under each price tier."""
+    """tok/s per $/hour and $ per million output tokens of the article's configs under each price
+    source, as horizontal bars (one row of bars per source, so labels never collide, whatever
+    the number of sources or configs). A config a source does not price gets a hatched "no
+    price" marker, never an empty slot that reads as zero; each bar carries its value; the $/M
+    axis is logarithmic with plain tick labels. ``df``: :func:`k3lab.prices.perf_per_dollar_by_tier`
+    (rows only where a price exists; the ``override`` tier is the run's own prices)."""
     import matplotlib.pyplot as plt
     import numpy as np
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.patches import Patch, Rectangle
+    from matplotlib.transforms import blended_transform_factory
 
+    from . import plain_log_ticks
+
+    if df is None or len(df) == 0:
+        raise ValueError("perf_per_dollar_figure: no priced config (an empty table)")
     tiers = list(dict.fromkeys(df["tier"]))
     configs = list(dict.fromkeys(df["config"]))
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.4))
-    width = 0.8 / len(configs)
-    x = np.arange(len(tiers))
-    for metric, ax, title in (("tok_s_per_dollar_hour", axes[0], "tok/s per $/hour (higher is better)"),
-                              ("usd_per_million_tokens", axes[1], "$ per million output tokens (lower is better)")):
+    kinds = {t: str(df[df["tier"] == t]["kind"].iloc[0]).replace("_", " ") for t in tiers}
+    colors = dict(zip(configs, plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3))
+    slot = 0.8 / len(configs)
+    fig_h = 1.5 + 0.13 * len(tiers) * len(configs) + 0.2 * len(tiers)
+    fig, axes = plt.subplots(1, 2, figsize=(13, fig_h), sharey=True)
+    y = np.arange(len(tiers))
+    # "\\$" is a literal dollar sign for matplotlib (two bare ones in a string start its math mode)
+    panels = (("tok_s_per_dollar_hour", axes[0], "tok/s per \\$/hour (deployment tok/s ÷ deployment \\$/hour)",
+               "higher is better", "{:,.1f}"),
+              ("usd_per_million_tokens", axes[1], "\\$ per million output tokens (log scale)", "lower is better",
+               "\\${:,.2f}"))
+    for metric, ax, xlabel, better, fmt in panels:
+        missing = blended_transform_factory(ax.transAxes, ax.transData)
         for i, cfg in enumerate(configs):
-            ys = [df[(df["tier"] == t) & (df["config"] == cfg)][metric] for t in tiers]
-            ax.bar(x + (i - (len(configs) - 1) / 2) * width, [float(v.iloc[0]) if len(v) else np.nan for v in ys],
-                   width, label=cfg)
-        ax.set_xticks(x, [t.replace("_", "\n") for t in tiers], fontsize=7)
-        ax.set_title(title, fontsize=10)
-        ax.grid(axis="y", alpha=0.3)
-    axes[1].set_yscale("log")
-    axes[1].yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    axes[0].legend(fontsize=8)
-    fig.suptitle("The article's self-reported throughputs under each price source ($/GPU-hour, data/prices.yaml)",
-                 fontsize=11)
-    fig.tight_layout()
+            ys = y + (i - (len(configs) - 1) / 2) * slot
+            got = df[df["config"] == cfg].set_index("tier")[metric]
+            vals = [float(got[t]) if t in got.index else np.nan for t in tiers]
+            ax.barh(ys, [0 if np.isnan(v) else v for v in vals], slot * 0.92, color=colors[cfg], label=cfg)
+            for yi, v in zip(ys, vals):
+                if np.isnan(v):
+                    ax.add_patch(Rectangle((0, yi - slot * 0.46), 0.03, slot * 0.92, transform=missing, hatch="////",
+                                           facecolor="white", edgecolor="#9e9e9e", linewidth=0.6))
+                    ax.text(0.035, yi, "no price", transform=missing, va="center", fontsize=7, color="#757575",
+                            style="italic")
+                else:
+                    ax.text(v, yi, " " + fmt.format(v), va="center", fontsize=7)
+        ax.set_xlabel(xlabel, fontsize=9)
+        ax.set_title(better, fontsize=9, color="#555")
+        ax.grid(axis="x", alpha=0.3)
+        ax.spines[["top", "right"]].set_visible(False)
+    vals = df["usd_per_million_tokens"].astype(float)
+    axes[1].set_xscale("log")
+    axes[1].set_xlim(vals.min() / 2.2, vals.max() * 2.5)
+    plain_log_ticks(axes[1].xaxis)
+    axes[0].set_xlim(0, float(df["tok_s_per_dollar_hour"].max()) * 1.18)
+    axes[0].set_yticks(y, [f"{t}\n({kinds[t]})" if t != "override" else "your prices\n(the run's parameter)"
+                           for t in tiers], fontsize=8)
+    axes[0].invert_yaxis()
+    handles = [Patch(color=colors[c], label=c) for c in configs]
+    if len(df) < len(tiers) * len(configs):
+        handles.append(Patch(facecolor="white", edgecolor="#9e9e9e", hatch="////", label="no price from this source"))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.suptitle("The article's self-reported throughputs (tok/s per deployment) under each price source "
+                 "(\\$/GPU-hour, data/prices.yaml)", fontsize=10.5)
+    fig.tight_layout(rect=(0, 0.35 / fig_h, 1, 1))
     return fig
 
 

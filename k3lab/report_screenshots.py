@@ -1,0 +1,125 @@
+"""Screenshots of ``results/report.html`` in a real browser (headless Chromium), to look at a
+report change before committing it.
+
+``python -m k3lab.report_screenshots [REPORT] [--out build/report-screenshots]`` (``make
+screenshots``) renders the page twice at 1280 px wide — as a reader first sees it (every
+collapsible section closed) and with every section and folded full table open (code cells
+stay closed) — each as one full-page shot cut into viewport-height slices:
+``<out>/closed-NN.png`` and ``<out>/open-NN.png``. It needs the Debian package ``chromium``
+(``apt-get install -y chromium``; or ``CHROMIUM=/path``); without it, one line and exit
+status 2. Not part of ``make test``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .paths import REPO_ROOT, results_root
+
+WIDTH_PX = 1280
+SLICE_PX = 1100
+#: the flags the study runs Chromium with (as root: --no-sandbox); no network, no profile state
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars")
+_MEASURE = ('<script>document.body.setAttribute("data-page-height", '
+            "Math.ceil(document.documentElement.scrollHeight))</script>")
+
+
+def find_chromium() -> str | None:
+    """``$CHROMIUM``, else ``chromium`` on PATH, else None."""
+    exe = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    return exe if exe and Path(exe).exists() else None
+
+
+def _chromium(exe: str, args: list[str], profile: Path, timeout_s: int = 180) -> str:
+    r = subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True,
+                       timeout=timeout_s)
+    if r.returncode != 0:
+        tail = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"chromium exited {r.returncode}: {tail}")
+    return r.stdout
+
+
+def page_height(exe: str, page: Path, profile: Path) -> int:
+    """The page's height in CSS px at :data:`WIDTH_PX` (a copy with a measuring script; the
+    report itself has none)."""
+    probe = page.with_name(page.stem + ".measure.html")
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
+    dom = _chromium(exe, [f"--window-size={WIDTH_PX},1000", "--dump-dom", probe.as_uri()], profile)
+    m = re.search(r'data-page-height="(\d+)"', dom)
+    if not m:
+        raise RuntimeError("chromium rendered the page but reported no height")
+    return int(m.group(1))
+
+
+def shoot(exe: str, page: Path, prefix: Path, slice_px: int = SLICE_PX) -> list[Path]:
+    """One full-page PNG of ``page`` cut into slices ``<prefix>-NN.png`` of ``slice_px`` px."""
+    from PIL import Image
+
+    with tempfile.TemporaryDirectory(prefix="k3lab-chromium-") as tmp:
+        profile = Path(tmp) / "profile"
+        h = page_height(exe, page, profile)
+        full = Path(tmp) / "full.png"
+        _chromium(exe, [f"--window-size={WIDTH_PX},{h}", f"--screenshot={full}", page.as_uri()], profile)
+        out = []
+        with Image.open(full) as im:
+            for k, top in enumerate(range(0, im.height, slice_px)):
+                path = prefix.with_name(f"{prefix.name}-{k:02d}.png")
+                im.crop((0, top, im.width, min(top + slice_px, im.height))).save(path)
+                out.append(path)
+    return out
+
+
+def _opened(page: str) -> str:
+    """The page with its sections and folded full tables open (code cells stay closed)."""
+    return re.sub(r'<details class="(section|full)"', r'<details open class="\1"', page)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m k3lab.report_screenshots", description=__doc__.split("\n\n")[0])
+    ap.add_argument("report", nargs="?", type=Path, default=None, help="the page (default results/report.html)")
+    ap.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "report-screenshots",
+                    help="folder for the PNGs (default build/report-screenshots; its old PNGs are removed)")
+    ap.add_argument("--slice-px", type=int, default=SLICE_PX, help=f"height of one slice in px (default {SLICE_PX})")
+    a = ap.parse_args(argv)
+    report = a.report or results_root() / "report.html"
+    exe = find_chromium()
+    if exe is None:
+        print("k3lab screenshots: chromium not found (apt-get install -y chromium, or set CHROMIUM=/path/to/it)",
+              file=sys.stderr)
+        return 2
+    if not report.is_file():
+        print(f"k3lab screenshots: {report} not found; run `make reproduce` first", file=sys.stderr)
+        return 2
+    if a.slice_px < 200:
+        print(f"k3lab screenshots: --slice-px {a.slice_px} is below 200 px", file=sys.stderr)
+        return 2
+    a.out.mkdir(parents=True, exist_ok=True)
+    for old in a.out.glob("*.png"):
+        old.unlink()
+    text = report.read_text(encoding="utf-8")
+    written = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="k3lab-shots-") as tmp:
+            for mode, page_text in (("closed", text), ("open", _opened(text))):
+                page = Path(tmp) / f"{mode}.html"
+                page.write_text(page_text, encoding="utf-8")
+                written += shoot(exe, page, a.out / mode, a.slice_px)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        print(f"k3lab screenshots: {e}", file=sys.stderr)
+        return 1
+    for mode in ("closed", "open"):
+        n = sum(p.name.startswith(mode) for p in written)
+        print(f"{mode}: {n} slice(s) of {WIDTH_PX}×{a.slice_px} px → {a.out}/{mode}-NN.png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
