@@ -24,11 +24,12 @@ from pathlib import Path
 
 from . import claims, io, roofline
 from .report_tables import html_table, inline_markdown, restyle_html, table_html
-from .compare import HOUR_PREFIX, MTOK_PREFIX, compare_rows, fit_answer, fit_matrix_html, tier_columns
+from .compare import HOUR_PREFIX, MTOK_PREFIX, fit_matrix_html, tier_columns
+from .decision import decide
 from .nbparams import RUN_ENV
 from .paths import results_root
 from .prices import perf_per_dollar_by_tier
-from .throughput import article_table
+from .throughput import article_table, article_workload
 
 VERDICT_COLORS = {"reproduced": "#2e7d32", "consistent": "#7cb342", "corrected": "#f9a825",
                   "discrepancy": "#e53935", "not reproducible here": "#90a4ae", "": "#eeeeee"}
@@ -179,10 +180,21 @@ def perf_html(overrides=None) -> tuple[str, str]:
     t, table = perf_per_dollar_by_tier(overrides), article_table()
     configs = [r.label for r in table.values()]
     art, model = _badge("ARTICLE · self-reported", "#6a1b9a"), _badge("MODEL", "#455a64")
+    from .findings.field import model_peaks
+
+    w = article_workload()
+    peaks = {d.label: p for d, p, _ in model_peaks([r.deployment for r in table.values()],
+                                                   w["input_len_tokens"], w["output_len_tokens"])}
+
+    def model_txt(r):
+        p = peaks.get(r.label)
+        return ("no calibrated model" if p is None else
+                f"{p.output_tok_s:,.0f} ({p.low(p.output_tok_s):,.0f}-{p.high(p.output_tok_s):,.0f}) tok/s at "
+                f"c{p.concurrency}" + ("" if p.in_domain else ", outside its validated domain"))
+
     heads = ["price source (kind, date)"] + [
-        f"{_esc(r.label)}<br><small>{r.tok_s:,.0f} tok/s {art}<br>STUDY bound "
-        f"{roofline.bound(r.deployment, r.concurrency or 64):,.0f} tok/s at c={r.concurrency or 64}"
-        f"{'' if r.concurrency else ' (assumed)'} {model}</small>" for r in table.values()]
+        f"{_esc(r.label)}<br><small>{r.tok_s:,.0f} tok/s {art}<br>serving model "
+        f"{_esc(model_txt(r))} {model}</small>" for r in table.values()]
     rows, wins, full = [], {}, 0
     for tier, g in t.groupby("tier", sort=False):
         by, kind = g.set_index("config"), g["kind"].iloc[0]
@@ -383,18 +395,23 @@ def notebook_html(path: Path, ctx: NotebookContext | None = None) -> tuple[str, 
 def _what_if_costs(fit, root: Path) -> str:
     """The smallest layouts that fit with $/hour and $/M tokens at the MODEL bound (ranges over
     price sources), then every ``*perf_per_dollar*.csv`` the run's notebooks wrote."""
-    ok = fit[fit["fits"]].head(12)
+    ok = fit[fit["holds"].astype(bool)].head(12)
     cols = tier_columns(ok, HOUR_PREFIX), tier_columns(ok, MTOK_PREFIX)
 
     def span(r, c):
         v = [r[x] for x in c.values() if r[x] == r[x]]
         return f"{min(v):,.2f} – {max(v):,.2f}" if v else "—"
 
-    rows = [[_esc(r["label"]), span(r, cols[0]), f"{r['decode_bound_tok_s']:,.0f}", span(r, cols[1])]
-            for r in ok.to_dict("records")]
+    def tok(r):
+        v = r.get("priced_tok_s")
+        return "—" if v is None or not v == v else f"{v:,.0f}" + ("" if r.get("model_in_domain") else " *")
+
+    rows = [[_esc(r["layout"]), span(r, cols[0]), tok(r), span(r, cols[1])] for r in ok.to_dict("records")]
     m = _badge("MODEL", "#455a64")
-    out = [html_table(["layout", "$/hour (range over price sources)", f"decode bound (tok/s) {m}",
-                       f"$/M tokens at the bound {m}"], rows, numeric=(1, 2, 3))
+    out = [html_table(["layout", "$/hour (range over price sources)", f"output tok/s, serving model {m}",
+                       f"$/M output tokens {m}"], rows, numeric=(1, 2, 3))
+           + '<p class="table-note">Serving model fitted on public Kimi K3 measurements, at its best admitted '
+             "concurrency, no speculative decoding; * outside its validated domain; — no calibrated model.</p>"
            if rows else '<p class="empty">No layout holds the request: nothing to price.</p>']
     for csv in sorted(root.glob("[0-9][0-9]_*/*perf_per_dollar*.csv")):
         rel = str(csv.relative_to(root))
@@ -448,25 +465,28 @@ def _drift(root: Path) -> list[str]:
     return verify(root) if (root / MANIFEST).exists() else []
 
 
-@dataclass
-class Decision:
-    """What the decision box is built from: the question's model, its GPU × layout comparison
-    (:func:`k3lab.compare.compare_rows` with ``include_all=True``), the ledger (None in a
-    what-if run), the perf/$ answer line ('' in a what-if run), the run's parameters."""
-    model: str
-    fit: object
-    what_if: bool = False
-    ledger: object = None
-    perf_answer: str = ""
-    params: dict = field(default_factory=dict)
+def decision_html(d) -> str:
+    """The decision box, the first thing on the page: what a reader choosing hardware can act on
+    (:func:`k3lab.decision.decide` → :func:`~k3lab.decision.headline` and
+    :func:`~k3lab.decision.answer_lines`, the sentences ``python -m k3lab compare`` prints). One
+    function returning HTML, so it can be replaced whole (``build(decision=...)``)."""
+    from .decision import answer_lines, headline
 
-
-def decision_html(d: Decision) -> str:
-    """The decision box, the first thing on the page: what a reader choosing hardware can act
-    on. One function returning HTML, so it can be replaced whole (``build(decision=...)``)."""
-    lines = [fit_answer(d.fit), d.perf_answer]
-    lead = "".join(f"<li>{_esc(x)}</li>" for x in lines if x)
-    return f'<div class="decision" id="decision"><h2>The decision</h2><ul class="answer">{lead}</ul></div>'
+    lines = answer_lines(d)
+    n_ans = len(d.answers)
+    answers, rest = lines[1:1 + n_ans], lines[1 + n_ans:]
+    be = [x for x in rest if x.startswith("MI355X beats") or x.startswith("  ")]
+    rest = [x for x in rest if x not in be]
+    items = [f"<li>{_esc(x)}</li>" for x in headline(d)]
+    detail = ("<details><summary>the cheapest layout under each price source</summary><ul>"
+              + "".join(f"<li>{_esc(x)}</li>" for x in answers) + "</ul></details>")
+    if be:
+        detail += ("<details><summary>where each independent price source falls against the break-even</summary><ul>"
+                   + "".join(f"<li>{_esc(x.strip())}</li>" for x in be) + "</ul></details>")
+    detail += ("<details><summary>which single nodes hold the request, and the article's prices</summary><ul>"
+               + "".join(f"<li>{_esc(x)}</li>" for x in [lines[0], *rest[:-1]]) + "</ul></details>")
+    return (f'<div class="decision" id="decision"><h2>The decision</h2><ul class="answer">{"".join(items)}</ul>'
+            f"{detail}</div>")
 
 
 def _section(sid: str, title: str, body: str, hint: str = "") -> str:
@@ -504,12 +524,15 @@ def build(root: Path | None = None, what_if: bool = False, decision=decision_htm
     if isinstance(ask.get("usd_per_gpu_hour"), dict) and ask["usd_per_gpu_hour"]:
         kw["overrides"] = ask["usd_per_gpu_hour"]
     model = ask.get("model") or STUDY_MODEL
-    # the article's AMD setting (its 191 GiB implies SGLANG_AITER_K3_OPT=1; sglang's ROCm default
-    # pads the experts, see notebook 01) unless a what-if run names its own variants
-    kw["variants"] = ask["variants"] if isinstance(ask.get("variants"), list) else ["aiter-k3-opt"]
-    fit = compare_rows(model, include_all=True, **kw)
+    # sglang's defaults, and on AMD GPUs the article's SGLANG_AITER_K3_OPT=1 beside them (compare.settings_for),
+    # unless a what-if run names its own variants — the same settings `python -m k3lab compare` uses
+    kw["variants"] = tuple(ask["variants"]) if isinstance(ask.get("variants"), list) else ()
+    if "context_tokens" in kw and not kw["context_tokens"]:
+        del kw["context_tokens"]
     if isinstance(ask.get("gpus"), list) and ask["gpus"]:  # the run's shortlist of GPUs, if it names one
-        fit = fit[fit["gpu"].isin([str(g).lower() for g in ask["gpus"]])]
+        kw["gpus"] = [str(g).lower() for g in ask["gpus"]]
+    dec = decide(model, kw.pop("context_tokens", None), **kw)
+    fit = dec.comparison
     sections = [_section("fit", "Does it fit? GPU × layout", fit_matrix_html(fit),
                          f"{_esc(model)}: every GPU × layout, what loads and how many full-context requests fit")]
     if what_if:
@@ -521,7 +544,7 @@ def build(root: Path | None = None, what_if: bool = False, decision=decision_htm
                  "answers a buyer's question with the parameters below, not the article's claims; there is no "
                  f"claims ledger here. Parameters: <code>{_esc(json.dumps(params, sort_keys=True, default=str))}"
                  "</code></p>")
-        box = decision(Decision(model, fit, what_if=True, params=params))
+        box = decision(dec)
         summary = ('<p class="empty">No verdicts: a what-if run judges none of the article\'s claims '
                    "(no claims ledger).</p>")
         sections.append(_section("costs", "What it costs: the smallest layouts that fit", _what_if_costs(fit, root),
@@ -531,7 +554,7 @@ def build(root: Path | None = None, what_if: bool = False, decision=decision_htm
         intro = (f"<p>{len(df)} claims of the article, each with the value k3lab derived or measured and a "
                  "verdict from a named rule. Generated by <code>make reproduce</code>.</p>")
         table, perf_answer = perf_html()
-        box = decision(Decision(model, fit, ledger=df, perf_answer=perf_answer, params=params))
+        box = decision(dec)
         summary = f'<div class="verdicts" id="verdicts"><h2>Verdicts of the article\'s claims</h2>' \
                   f"{verdict_summary_html(df)}</div>"
         sections += [_section("perf", "Performance per dollar of the article's configs, by price source", table,

@@ -1,0 +1,179 @@
+"""The answer for someone choosing hardware: one computation that the report's decision box,
+``python -m k3lab compare`` and the README state alike.
+
+:func:`decide` answers, for one model and one request length (default Kimi K3 at its 1,048,576
+tokens), with the sglang settings of :func:`k3lab.compare.settings_for` (sglang's defaults, and on
+AMD GPUs the article's SGLANG_AITER_K3_OPT=1 beside them):
+
+1. which single nodes hold the request, with sglang's defaults or only with a state-pool setting;
+2. per price source, the layout that holds it at the lowest $/M output tokens
+   (:func:`k3lab.compare.answers`, on the serving model's throughput);
+3. the break-even price ratio between the MI355X and the B300: the MI355X wins perf/$ while its
+   $/GPU-hour is below that fraction of the B300's — on the article's own throughput (952 / 1,568)
+   and on the serving model's (validated on public measurements, with its band) — and where each
+   independent price source that prices both GPUs falls against it;
+4. the article's prices against the independent ones of the same kind;
+5. what this study measured, and what it did not.
+
+Units: $/GPU-hour, $/hour, $/M output tokens, tok/s per GPU; ratios are MI355X ÷ B300.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import compare, prices
+from .throughput import article_table, article_workload
+
+#: the two GPUs the article's perf/$ argument is between, as rows of its table
+PAIR = ("mi355x_tp8", "b300_tp8_dcp")
+MEASURED = ("This study measured no GPU throughput: every tok/s here is the article's own (self-reported) or the "
+            "serving model's, fitted on third-party public measurements (data/public_measurements.yaml). What ran "
+            "here ran on a 2-core CPU: sglang's real Kimi K3 module built on the meta device, its real scheduler "
+            "code, AITER's release files, kernels timed on the CPU.")
+
+
+@dataclass
+class Breakeven:
+    """MI355X ÷ B300 $/GPU-hour at which their perf/$ is equal, by the article's throughput and by
+    the model's (``model_low``/``model_high``: the two families' bands combined)."""
+
+    article: float
+    model: float
+    model_low: float
+    model_high: float
+    model_setting: str
+    workload: str
+    sources: list = field(default_factory=list)   # (tier, kind, date, mi355x $, b300 $, ratio, reading)
+
+
+@dataclass
+class Decision:
+    """Everything the decision box says (see the module docstring)."""
+
+    model: str
+    context_tokens: int
+    comparison: object
+    holding_nodes: list
+    answers: list
+    breakeven: Breakeven | None
+    article_prices: list
+    measured: str = MEASURED
+
+
+def _breakeven(cmp_df) -> Breakeven | None:
+    from .findings.field import breakeven, model_peaks
+
+    table = article_table()
+    a, b = (table[k] for k in PAIR)
+    peaks = model_peaks([a.deployment, b.deployment], article_workload()["input_len_tokens"],
+                        article_workload()["output_len_tokens"])
+    (da, pa, _), (db, pb, _) = peaks
+    if pa is None or pb is None:
+        return None
+    be = breakeven(pa, pb)
+    art = (a.tok_s / a.num_gpus) / (b.tok_s / b.num_gpus)
+    pr = prices.prices()
+    rows = []
+    for tier, g in pr.groupby("tier", sort=False):
+        by = g.set_index("gpu")
+        if not {"mi355x", "b300"} <= set(by.index) or not bool(g["independent"].iloc[0]):
+            continue
+        r = by.loc["mi355x", "usd_per_gpu_hour"] / by.loc["b300", "usd_per_gpu_hour"]
+        reading = ("MI355X cheaper per token" if r < be["low"] else
+                   "B300 cheaper per token" if r > be["high"] else "within the model's band: too close to call")
+        rows.append((tier, str(g["kind"].iloc[0]), str(g["source_date"].iloc[0]),
+                     float(by.loc["mi355x", "usd_per_gpu_hour"]), float(by.loc["b300", "usd_per_gpu_hour"]), float(r),
+                     reading))
+    w = article_workload()
+    return Breakeven(art, be["ratio"], be["low"], be["high"],
+                     f"{pa.layout} ({', '.join(pa.variants) or 'sglang defaults'}) at c{pa.concurrency} vs "
+                     f"{pb.layout} at c{pb.concurrency}, no DSpark",
+                     f"{w['input_len_tokens']:,} in / {w['output_len_tokens']:,} out", rows)
+
+
+def _article_prices() -> list:
+    """(gpu, the article's $/GPU-hour, independent list/market prices of the same GPU: min, max, n)."""
+    pr = prices.prices()
+    art = pr[pr["tier"] == "article"].set_index("gpu")["usd_per_gpu_hour"]
+    ind = pr[pr["independent"] & pr["kind"].isin(["on_demand", "reserved", "market"])]
+    out = []
+    for gpu, v in art.items():
+        o = ind[ind["gpu"] == gpu]["usd_per_gpu_hour"]
+        out.append((gpu, float(v), float(o.min()) if len(o) else None, float(o.max()) if len(o) else None, len(o)))
+    return out
+
+
+def decide(model: str = "kimi-k3", context_tokens: int | None = None, variants=(), **kw) -> Decision:
+    """The buyer's answer (module docstring). ``kw`` goes to :func:`k3lab.compare.compare_rows`
+    (kv_dtype, mem_fraction, tiers, overrides, gpus); the comparison covers every candidate."""
+    df = compare.compare_rows(model, context_tokens, variants=variants, include_all=True, **kw)
+    hold = df[df["holds"].astype(bool) & (df["nodes"] == 1)]
+    nodes = [(r["layout"], r["fits_with"]) for r in hold.to_dict("records")]
+    k3 = df.attrs["model"] == "kimi-k3"
+    return Decision(df.attrs["model"], df.attrs["context_tokens"], df, nodes, compare.answers(df),
+                    _breakeven(df) if k3 else None, _article_prices() if k3 else [])
+
+
+def headline(d: Decision) -> list[str]:
+    """Three or four sentences a renter acts on: what holds the request, what a million output
+    tokens costs on each GPU under independent list and market prices, the break-even, and what
+    was measured. The details are :func:`answer_lines`."""
+    ctx = d.context_tokens
+    df = d.comparison
+    out = []
+    node = [(lay, how) for lay, how in d.holding_nodes if lay.startswith("8x")]
+    if node:
+        out.append(f"A {ctx:,}-token {d.model} request fits one 8-GPU node of: "
+                   + "; ".join(lay + ("" if how == "defaults" else f" with {how}") for lay, how in node) + ".")
+    else:
+        out.append(f"No 8-GPU node holds a {ctx:,}-token {d.model} request (the comparison lists larger layouts).")
+    ind = [a for a in d.answers if a.get("layout") and a["kind"] in ("on_demand", "reserved", "market")]
+    if ind:
+        per_gpu = {}
+        for a in ind:
+            g = df.set_index("layout").loc[a["layout"], "gpu"] if a["layout"] in set(df["layout"]) else a["layout"]
+            per_gpu.setdefault(str(g).upper(), []).append(a["usd_per_million_tokens"])
+        out.append("Under independent list and market prices, the cheapest layout that holds it costs "
+                   + "; ".join(f"${min(v):,.2f}-${max(v):,.2f} per million output tokens on {g} "
+                               f"({len(v)} source{'s' if len(v) > 1 else ''})" for g, v in per_gpu.items())
+                   + " (serving model, no speculative decoding).")
+    b = d.breakeven
+    if b is not None:
+        mi = next((x for x in d.article_prices if x[0] == "mi355x"), None)
+        where = ("" if mi is None or not mi[4] else
+                 f"; the article's ${mi[1]:.2f} MI355X price is " + ("below every" if mi[1] < mi[2] else "above every"
+                                                                       if mi[1] > mi[3] else "inside the")
+                 + f" independent list or market price found (${mi[2]:.2f}-${mi[3]:.2f})")
+        out.append(f"The MI355X wins perf/$ only while its $/GPU-hour is below {b.model:.2f}x the B300's by the "
+                   f"serving model ({b.model_low:.2f}-{b.model_high:.2f}), {b.article:.2f}x by the article's own "
+                   f"throughput{where}.")
+    out.append(d.measured)
+    return out
+
+
+def answer_lines(d: Decision) -> list[str]:
+    """The decision as plain sentences (the README and the CLI print these; the report styles them)."""
+    ctx = d.context_tokens
+    out = []
+    if d.holding_nodes:
+        out.append(f"One node holds a {ctx:,}-token {d.model} request: "
+                   + "; ".join(f"{lay}" + ("" if how == "defaults" else f" (with {how})") for lay, how in d.holding_nodes)
+                   + ".")
+    else:
+        out.append(f"No single node holds a {ctx:,}-token {d.model} request; see the comparison for multi-node layouts.")
+    out += [compare.answer_line(a, ctx) for a in d.answers]
+    b = d.breakeven
+    if b is not None:
+        out.append(f"MI355X beats B300 on perf/$ while its $/GPU-hour is below {b.article:.2f}x the B300's on the "
+                   f"article's own throughput, or below {b.model:.2f}x ({b.model_low:.2f}-{b.model_high:.2f}) on the "
+                   f"serving model's ({b.model_setting}, {b.workload}).")
+        for tier, kind, date, pm, pb, r, reading in b.sources:
+            out.append(f"  {tier} ({kind}, {date}): ${pm:.2f} / ${pb:.2f} = {r:.2f}x → {reading}.")
+    for gpu, v, lo, hi, n in d.article_prices:
+        out.append(f"The article's {gpu.upper()} price ${v:.2f}/GPU-hour" +
+                   (f" against {n} independent list or market prices ${lo:.2f}-${hi:.2f}"
+                    + (" (below all of them)" if v < lo else " (above all of them)" if v > hi else " (inside them)")
+                    if n else " has no independent list or market price to compare with") + ".")
+    out.append(d.measured)
+    return out
