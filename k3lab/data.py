@@ -33,8 +33,8 @@ class DataError(ValueError):
 
 
 from .schemas import (METHODS, PRICE_KINDS, PRICE_UNIT, ArticlePrefill, ArticleTable, Claims,  # noqa: F401
-                      DraftModel, Hardware, Prices, ServingModel, Sharding, StartupLogs, StorageOverrides,
-                      UpstreamChanges)
+                      DraftModel, Hardware, Prices, ServingModel, ServingRules, Sharding, StartupLogs,
+                      StorageOverrides, UpstreamChanges)
 
 
 # --------------------------------------------------------------------------- loading
@@ -51,6 +51,7 @@ SCHEMAS: dict[str, tuple[str, type[BaseModel]]] = {
     "dspark_draft": ("model/kimi_k3_dspark_draft.yaml", DraftModel),
     "startup_logs": ("public_startup_logs.yaml", StartupLogs),
     "upstream_changes": ("sglang_upstream_changes.yaml", UpstreamChanges),
+    "serving_rules": ("sglang_serving_rules.yaml", ServingRules),
 }
 
 

@@ -8,7 +8,7 @@ with ``value`` finite and positive; ``source`` names an entry of the file's ``so
 One module per family of files: :mod:`.base` (field types, sources), :mod:`.market`
 (hardware, prices), :mod:`.article` (the article's table, claims, prefill figures),
 :mod:`.serving` (serving model), :mod:`.sglang` (sharding, storage overrides, draft,
-start-up logs, upstream changes). Everything is re-exported here.
+start-up logs, upstream changes, serving rules). Everything is re-exported here.
 """
 
 from __future__ import annotations
@@ -18,6 +18,6 @@ from .market import (Electricity, GpuEntry, Hardware, Link, PRICE_KINDS, PRICE_U
 from .article import (ArticlePrefill, ArticleTable, ClaimEntry, Claims, DerivedPoint, METHODS, Quoted, TableConfig, Tolerance,
                       Workload)  # noqa: F401
 from .serving import (Assumed, ExtraDeployment, ServingModel, Speculative)  # noqa: F401
-from .sglang import (DraftModel, Override, ShardOptions, ShardRule, Sharding, StartupLog, StartupLogs, StorageOverrides,
-                     UpstreamChange, UpstreamChanges)  # noqa: F401
+from .sglang import (DraftModel, Override, ServingRule, ServingRules, ShardOptions, ShardRule, Sharding, StartupLog,
+                     StartupLogs, StorageOverrides, UpstreamChange, UpstreamChanges)  # noqa: F401
 
