@@ -33,8 +33,8 @@ class DataError(ValueError):
 
 
 from .schemas import (METHODS, PRICE_KINDS, PRICE_UNIT, ArticlePrefill, ArticleTable, Claims,  # noqa: F401
-                      DraftModel, Hardware, Prices, PublicMeasurements, ServingFit, ServingModel, Sharding, StartupLogs, StorageOverrides,
-                      UpstreamChanges)
+                      DraftModel, Hardware, Prices, PublicMeasurements, ServingFit, ServingModel, ServingRules,
+                      Sharding, StartupLogs, StorageOverrides, UpstreamChanges)
 
 
 # --------------------------------------------------------------------------- loading
@@ -53,6 +53,7 @@ SCHEMAS: dict[str, tuple[str, type[BaseModel]]] = {
     "upstream_changes": ("sglang_upstream_changes.yaml", UpstreamChanges),
     "public_measurements": ("public_measurements.yaml", PublicMeasurements),
     "serving_fit": ("serving_fit.yaml", ServingFit),
+    "serving_rules": ("sglang_serving_rules.yaml", ServingRules),
 }
 
 

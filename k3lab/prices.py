@@ -158,6 +158,51 @@ def price_check(kinds=("on_demand", "market")):
     return pd.DataFrame(rows)
 
 
+#: kinds of price a GPU-hour can be rented at (a cost model's tier is not one)
+RENTAL_KINDS = ("on_demand", "reserved", "market")
+
+
+def _provider(note) -> str:
+    return str(note or "").split(" ")[0].strip().lower()
+
+
+def committed_discounts():
+    """How far a committed term sits below the same provider's on-demand list price for the
+    same GPU, from ``data/prices.yaml`` itself: one row per (gpu, provider) priced both ways
+    (the provider is the first word of the price's note). Columns: gpu, provider,
+    on_demand_usd_per_gpu_hour, reserved_usd_per_gpu_hour, discount (fraction below list)."""
+    import pandas as pd
+
+    pr = prices()
+    od, rs = pr[pr["kind"] == "on_demand"], pr[pr["kind"] == "reserved"]
+    rows = []
+    for r in rs.itertuples():
+        same = od[(od["gpu"] == r.gpu) & (od["note"].map(_provider) == _provider(r.note))]
+        for o in same.itertuples():
+            rows.append({"gpu": r.gpu, "provider": _provider(r.note), "on_demand_usd_per_gpu_hour": o.usd_per_gpu_hour,
+                         "reserved_usd_per_gpu_hour": r.usd_per_gpu_hour,
+                         "discount": 1 - r.usd_per_gpu_hour / o.usd_per_gpu_hour})
+    return pd.DataFrame(rows, columns=["gpu", "provider", "on_demand_usd_per_gpu_hour", "reserved_usd_per_gpu_hour",
+                                       "discount"])
+
+
+def rental_rate_range(gpu: str) -> dict:
+    """Where a rental rate of ``gpu`` can plausibly sit, from independent prices of the rental
+    kinds (:data:`RENTAL_KINDS`): from the lowest one less the largest committed-term discount
+    the data shows (:func:`committed_discounts`: a negotiated rate below list is not a
+    contradiction) up to the highest list price. Keys: lowest, highest, discount, low, high,
+    n_prices, dates. ValueError if no independent rental price exists for ``gpu``."""
+    pr = prices()
+    mine = pr[(pr["gpu"] == gpu) & pr["independent"] & pr["kind"].isin(RENTAL_KINDS)]
+    if mine.empty:
+        raise ValueError(f"no independent rental price for {gpu} in data/prices.yaml")
+    disc = committed_discounts()
+    d = float(disc["discount"].max()) if len(disc) else 0.0
+    lo, hi = float(mine["usd_per_gpu_hour"].min()), float(mine["usd_per_gpu_hour"].max())
+    return {"lowest": lo, "highest": hi, "discount": d, "low": lo * (1 - d), "high": hi, "n_prices": len(mine),
+            "dates": sorted(set(mine["source_date"]))}
+
+
 def price_ratio_by_tier(num: str = "b300", den: str = "mi355x"):
     """$/GPU-hour of ``num`` ÷ ``den`` in every tier that prices both."""
     import pandas as pd

@@ -31,7 +31,8 @@ from .paths import results_root
 from .prices import perf_per_dollar_by_tier
 from .throughput import article_table, article_workload
 
-VERDICT_COLORS = {"reproduced": "#2e7d32", "consistent": "#7cb342", "corrected": "#f9a825",
+VERDICT_COLORS = {"reproduced": "#2e7d32", "consistent": "#7cb342", "consistent (rounded inputs)": "#aed581",
+                  "corrected": "#f9a825",
                   "discrepancy": "#e53935", "not reproducible here": "#90a4ae", "": "#eeeeee"}
 METHOD_MEANING = {
     "measured": "ran here, on real code or hardware", "derived": "computed from primary sources",
@@ -99,7 +100,7 @@ def verdict_figure(df):
         for i, v in enumerate(vals):
             if v:
                 ax.text(left[i] + v / 2, i, str(v), ha="center", va="center", fontsize=9,
-                        color="white" if key not in ("", "not reproducible here") else "black")
+                        color="white" if key not in ("", "not reproducible here", *claims.QUALIFIED) else "black")
         left = [a + b for a, b in zip(left, vals)]
     ax.invert_yaxis()
     ax.set_xlabel("number of claims")
@@ -113,7 +114,7 @@ def verdict_figure(df):
 def plain_answer(df) -> str:
     """One sentence a reader can act on: how many claims were independently shown, how many
     are consistent without independent proof, how many are wrong, how many could not be checked here."""
-    v = df["verdict"].value_counts()
+    v = df["verdict"].map(claims.base_verdict).value_counts()
     return (f"Of the article's {len(df)} claims, {v.get('reproduced', 0)} were shown independently "
             f"(measured or derived); {v.get('consistent', 0)} are consistent with the evidence without being shown "
             f"independently; {v.get('discrepancy', 0) + v.get('corrected', 0)} are wrong or "
@@ -169,7 +170,7 @@ def _badge(text: str, color: str, dark: bool = True) -> str:
 
 
 def _verdict_badge(v: str) -> str:
-    dark = v not in ("", "not reproducible here", "corrected")
+    dark = v not in ("", "not reproducible here", "corrected", *claims.QUALIFIED)
     return _badge(v or "not recorded", VERDICT_COLORS.get(v, "#eee"), dark)
 
 

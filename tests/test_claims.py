@@ -7,8 +7,8 @@ import pytest
 
 from k3lab import claims
 
-ARTICLE_IDS = ([f"M{i}" for i in range(1, 12)] + [f"S{i}" for i in range(1, 8)]
-               + [f"P{i}" for i in range(1, 9)] + [f"T{i}" for i in range(1, 17)])
+ARTICLE_IDS = ([f"M{i}" for i in range(1, 14)] + [f"S{i}" for i in range(1, 11)]
+               + [f"P{i}" for i in range(1, 10)] + [f"T{i}" for i in range(1, 20)])
 
 
 def test_registry_holds_every_claim_with_a_method_and_a_known_rule():
@@ -22,7 +22,7 @@ def test_registry_holds_every_claim_with_a_method_and_a_known_rule():
 
 
 def test_new_claims_say_why_they_were_added():
-    for cid in ("M11", "P8", "T14", "T15", "T16"):
+    for cid in ("M11", "M12", "M13", "S8", "S9", "S10", "P8", "P9", "T14", "T15", "T16", "T17", "T18", "T19"):
         assert claims.get(cid).added
 
 
@@ -43,25 +43,103 @@ def test_arithmetic_claims_never_read_reproduced():
     assert claims.verdict("T10", value=0.4167) == "corrected"  # 'a third' vs its own 2.4x
 
 
-def test_within_tolerance_digits_and_rel():
+@pytest.mark.parametrize("x,exponent", [(2.78, -2), (103, 0), (103.0, 0), (1.5, -1), (1400, 2), (1200.0, 2),
+                                         (0.333, -3), (7, 0), (10, 1), (0, 0), (45, 0), (2.50, -1)])
+def test_stated_exponent_reads_the_last_significant_digit(x, exponent):
+    # trailing zeros of a whole number are not significant; a float keeps only the digits it has
+    # (2.50 is 2.5 once parsed: its rate claims are judged by other rules)
+    assert claims.stated_exponent(x) == exponent
+
+
+@pytest.mark.parametrize("value,claimed,same", [
+    (102.5, 103, True), (103.49, 103, True), (103.5, 103, False), (102.49, 103, False),  # half up, lower edge in
+    (2.775, 2.78, True), (2.785, 2.78, False),          # 2.775 is 2.775, not 2.77499… (read from its repr)
+    (1.45, 1.5, True), (1.55, 1.5, False), (1.536, 1.5, True),
+    (1350, 1400, True), (1449.99, 1400, True), (1450, 1400, False), (1349.99, 1400, False),
+    (0.3325, 0.333, True), (0.3335, 0.333, False), (0.4167, 0.333, False),
+    (6.4996, 7, False), (6.5, 7, True), (45.7, 45, False), (45.45, 45, True),
+])
+def test_about_n_rule_edges(value, claimed, same):
+    assert claims.same_as_stated(value, claimed) is same
+
+
+def test_one_about_n_rule_for_every_about_claim():
+    # every claim the article words as about / roughly / near / around / ~ N uses digits, nothing else
+    words = ("about ", "roughly ", "near ", "around ", "~")
+    for c in claims.registry().values():
+        if c.rule == "within_tolerance" and any(w in c.quote for w in words):
+            assert c.tolerance.digits, c.id
+    for cid in ("M1", "M2", "M4", "M5", "M9", "T12"):
+        assert claims.get(cid).tolerance.digits, cid
+        assert "about-N" in claims.get(cid).tolerance_text()
+
+
+def test_within_tolerance_digits():
     # M1 2.78 stated with two decimals: 2.7795 rounds half up to 2.78, 2.7749 to 2.77
     assert claims.verdict("M1", value=2.7795) == "reproduced"
     assert claims.verdict("M1", value=2.7749) == "discrepancy"
-    # M2 "about 103B" with a 2% tolerance (2.06): 105.05 is inside, 105.07 outside
-    assert claims.verdict("M2", value=105.05) == "reproduced"
-    assert claims.verdict("M2", value=105.07) == "discrepancy"
-    # T12 has two numbers: both must agree (5%): 1400 ok, 1000 vs 1200 is 16.7% off
+    # M2 "about 103B": 102.5 up to 103.5 (not included); 104.19 is outside
+    assert claims.verdict("M2", value=102.5) == "reproduced"
+    assert claims.verdict("M2", value=103.49) == "reproduced"
+    assert claims.verdict("M2", value=103.5) == "discrepancy"
+    assert claims.verdict("M2", value=104.19) == "discrepancy"
+    # T12 has two numbers, each at its own digits: 1,400 and 1,200 are +-50 W
     assert claims.verdict("T12", values=[1400, 1200]) == "reproduced"
+    assert claims.verdict("T12", values=[1449, 1150]) == "reproduced"
+    assert claims.verdict("T12", values=[1450, 1200]) == "discrepancy"
     assert claims.verdict("T12", values=[1400, 1000]) == "discrepancy"
 
 
 def test_rounding_rule_tells_rounding_first_from_a_wrong_number():
-    # T7 claims 45: exact 45.71 rounds to 46; the article's rounded 48/33 gives 45.45 -> 45
-    assert claims.verdict("T7", exact=45.71, from_rounded=45.45) == "consistent"
+    # T7 claims 45: exact 45.71 rounds to 46; the article's rounded 48/33 gives 45.45 -> 45, which
+    # the verdict column must show apart from an exact match
+    assert claims.verdict("T7", exact=45.71, from_rounded=45.45) == "consistent (rounded inputs)"
+    assert claims.verdict("T7", exact=45.49, from_rounded=45.45) == "consistent"  # exact path first
     assert claims.verdict("T7", exact=45.71, from_rounded=46.2) == "discrepancy"
+    assert claims.verdict("T7", exact=45.71) == "discrepancy"                      # no rounded path given
+    # T8 "about 7x": exact 6.4996 rounds to 6; 48 / 7 = 6.857 rounds to 7
+    assert claims.verdict("T8", exact=6.4996, from_rounded=6.857) == "consistent (rounded inputs)"
+    assert claims.verdict("T8", exact=6.5, from_rounded=6.857) == "consistent"     # 6.5 rounds half up to 7
     # T6 has three numbers
     assert claims.verdict("T6", exact=[47.6, 32.67, 7.32]) == "consistent"
     assert claims.verdict("T6", exact=[47.6, 31.4, 7.32]) == "discrepancy"
+    assert claims.verdict("T6", exact=[47.6, 31.4, 7.32], from_rounded=[48, 33, 7]) == "consistent (rounded inputs)"
+    with pytest.raises(ValueError, match="rounded-input values"):
+        claims.verdict("T6", exact=[47.6, 31.4, 7.32], from_rounded=[48, 33])
+
+
+def test_qualified_verdict_is_one_documented_form_of_consistent():
+    assert claims.VERDICTS == ("reproduced", "consistent", "consistent (rounded inputs)", "discrepancy",
+                               "corrected", "not reproducible here")
+    assert set(claims.BASE_VERDICTS) | set(claims.QUALIFIED) == set(claims.VERDICTS)
+    assert claims.base_verdict("consistent (rounded inputs)") == "consistent"
+    assert claims.base_verdict("corrected") == "corrected"
+    with pytest.raises(ValueError, match="unknown verdict"):
+        claims.base_verdict("consistent (rounded)")
+    # the method cap leaves it alone; unchecked still caps everything
+    assert claims.cap("arithmetic", "consistent (rounded inputs)") == "consistent (rounded inputs)"
+    assert claims.cap("unchecked", "consistent (rounded inputs)") == "not reproducible here"
+    assert claims.verdict_literals('v = "consistent (rounded inputs)"') == ["consistent (rounded inputs)"]
+
+
+def test_lower_bound_rule():
+    # M6 claims 71%: a floor at or below it leaves it possible, never confirmed; a floor above it refutes it
+    assert claims.verdict("M6", limit=66.3) == "not reproducible here"
+    assert claims.verdict("M6", limit=71.0) == "not reproducible here"
+    assert claims.verdict("M6", limit=71.01) == "discrepancy"
+    with pytest.raises(ValueError, match="limit"):
+        claims.verdict("M6", limit=float("nan"))
+
+
+def test_plausible_range_places_but_never_establishes():
+    # T5 is derived, yet a range of prices of one kind can only say consistent (or discrepancy outside it)
+    assert claims.verdict("T5", low=[2.18, 3.69, 3.32], high=[8.6, 15, 14]) == "consistent"
+    assert claims.verdict("T5", low=[2.50, 6.00, 4.25], high=[2.50, 6.00, 4.25]) == "consistent"  # edges inside
+    assert claims.verdict("T5", low=[2.51, 3.69, 3.32], high=[8.6, 15, 14]) == "discrepancy"
+    assert claims.verdict("T18", low=3.69, high=15.0) == "consistent"
+    assert claims.verdict("T18", low=6.01, high=15.0) == "discrepancy"
+    with pytest.raises(ValueError, match="ranges"):
+        claims.verdict("T5", low=[1, 2], high=[3, 4])
 
 
 def test_model_band_too_wide_or_containing_no_effect_is_not_reproducible():
@@ -90,15 +168,29 @@ def test_matches_holds_and_corrections():
     assert claims.verdict("S2", value=claims.get("S2").claimed) == "consistent"  # emulated
     assert claims.verdict("T14", holds=False, correction="TP8xPP2 fits too") == "corrected"
     assert claims.verdict("T16", holds=True) == "consistent"  # arithmetic
-    with pytest.raises(ValueError, match="True or False"):
+    with pytest.raises(ValueError, match="True, False or None"):
         claims.verdict("T16", holds="yes")
+    # undecided: the evidence turns on a setting the article leaves open (P7)
+    assert claims.verdict("P7", holds=None) == "not reproducible here"
+    assert claims.verdict("P7", holds=True) == "consistent"           # modelled caps reproduced
+    assert claims.verdict("M12", holds=False, correction="309 GB vs 288 GB") == "corrected"
+
+
+def test_a_correction_is_kept_in_the_notes():
+    r = claims.judge("M12", "driver readings", value="309.2 / 288.4", holds=False, correction="7% more", notes="n")
+    assert r.verdict == "corrected" and r.notes == "correction: 7% more; n"
+    r = claims.judge("M12", "driver readings", value="288.0 / 288.0", holds=True, correction="unused")
+    assert r.verdict == "reproduced" and r.notes == ""
 
 
 def test_in_range_per_value_ranges():
     # T5: 2.50 / 6.00 / 4.25 against one range each
-    assert claims.verdict("T5", low=[2.0, 5.0, 4.0], high=[3.0, 7.0, 5.0]) == "reproduced"
-    assert claims.verdict("T5", low=[2.95, 5.0, 4.5], high=[8.6, 15, 14]) == "discrepancy"
     assert claims.verdict("P8", x=3373, low=4000, high=7000) == "discrepancy"
+    assert claims.verdict("P8", x=4000, low=4000, high=7000) == "consistent"  # arithmetic caps reproduced
+    assert claims.verdict("P9", x=3.85, low=2, high=3) == "discrepancy"
+    assert claims.verdict("P9", x=3.0, low=2, high=3) == "consistent"
+    with pytest.raises(ValueError, match="low 3.0 > high 2.0"):
+        claims.verdict("P9", x=2.5, low=3, high=2)
 
 
 def test_judge_keeps_model_outputs_out_of_the_reproduced_column():

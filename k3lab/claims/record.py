@@ -39,7 +39,8 @@ def judge(claim_id: str, evidence: str, *, value=None, bound=None, notes: str = 
     """Judge one claim → :class:`Record`. ``value``: what k3lab found (shown in the
     ``reproduced`` column; for ``modelled``/``unchecked`` claims it must be None and the
     model's output goes to ``bound``, so a bound never reads as a reproduced value).
-    ``inputs``: the numbers the claim's rule needs (see :data:`RULES`)."""
+    ``inputs``: the numbers the claim's rule needs (see :data:`RULES`). A ``corrected``
+    verdict keeps its ``correction`` (what holds instead) at the head of the notes."""
     c = get(claim_id)
     if not str(evidence).strip():
         raise ValueError(f"claim {claim_id}: evidence must say what the verdict rests on")
@@ -49,6 +50,8 @@ def judge(claim_id: str, evidence: str, *, value=None, bound=None, notes: str = 
     if value is not None:
         rule_inputs.setdefault("value", value)
     v = verdict(claim_id, **rule_inputs)
+    if v == "corrected" and inputs.get("correction"):  # what holds instead is part of the record
+        notes = f"correction: {inputs['correction']}" + (f"; {notes}" if str(notes).strip() else "")
     return Record(claim_id, "" if value is None else _fmt(value), "" if bound is None else str(bound),
                   v, str(evidence), str(notes))
 

@@ -7,11 +7,9 @@ import functools
 from dataclasses import dataclass
 
 from .. import data
-from .rules import CRITERIA, RULES
+from .rules import CRITERIA, INDEPENDENT, RULES, VERDICTS  # noqa: F401  (re-exported)
 
 METHODS = data.METHODS
-VERDICTS = ("reproduced", "consistent", "discrepancy", "corrected", "not reproducible here")
-INDEPENDENT = ("measured", "derived")
 RECORD_COLUMNS = ["claim_id", "method", "reproduced", "bound", "verdict", "rule", "evidence", "notes"]
 LEDGER_COLUMNS = ["claim_id", "finding", "quote", "claimed", "unit", "method", "reproduced",
                   "bound", "verdict", "rule", "tolerance", "evidence", "notes"]
@@ -54,7 +52,7 @@ class Claim:
         if t is None:
             return CRITERIA[self.rule]
         if t.digits:
-            return "claim's own precision (half a unit in its last digit)"
+            return "about-N rule: half a unit in the last significant digit as written"
         return f"±{t.rel:.1%} relative" if t.rel is not None else f"±{t.abs:g} {self.unit}"
 
 

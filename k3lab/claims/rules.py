@@ -4,20 +4,38 @@ A rule takes the :class:`~k3lab.claims.registry.Claim` (its claimed value, unit 
 tolerance) and the numbers a finding module hands over; :data:`RULES` maps the rule names
 ``data/claims.yaml`` uses to them. :func:`cap` is the one place where the method limits
 the verdict: only ``measured`` or ``derived`` evidence can read *reproduced*.
+:func:`same_as_stated` is the one rule for "about N" (the ``digits`` tolerance and the
+``rounding`` rule both use it); :data:`QUALIFIED` holds the one qualified verdict.
 """
 
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .registry import Claim
 
-VERDICTS = ("reproduced", "consistent", "discrepancy", "corrected", "not reproducible here")
+#: the five verdicts every rule decides between
+BASE_VERDICTS = ("reproduced", "consistent", "discrepancy", "corrected", "not reproducible here")
+#: a base verdict with the one qualification a reader must see in the verdict column, and the
+#: base verdict it counts as. ``consistent (rounded inputs)``: the article's number follows only
+#: from its own *rounded* inputs; the exact computation rounds to something else (T7, T8).
+QUALIFIED = {"consistent (rounded inputs)": "consistent"}
+VERDICTS = BASE_VERDICTS[:2] + tuple(QUALIFIED) + BASE_VERDICTS[2:]
 INDEPENDENT = ("measured", "derived")
 #: a modelled band wider than this factor (high / low) cannot tell a claim from its negation
 BAND_MAX_RATIO = 2.0
+
+
+def base_verdict(verdict: str) -> str:
+    """The base verdict a (possibly qualified) verdict counts as; ValueError for an unknown one."""
+    if verdict in BASE_VERDICTS:
+        return verdict
+    if verdict in QUALIFIED:
+        return QUALIFIED[verdict]
+    raise ValueError(f"unknown verdict {verdict!r}; known: {', '.join(VERDICTS)}")
 
 
 def cap(method: str, verdict: str) -> str:
@@ -46,9 +64,40 @@ def decimals_of(x: float) -> int:
     return 0 if frac == "0" else len(frac)
 
 
+def stated_exponent(x: float) -> int:
+    """The power of ten of the last significant digit of ``x`` as the article wrote it:
+    2.78 → -2, 103 → 0, 1.5 → -1, 1,400 → 2 (trailing zeros of a whole number are not
+    significant), 0 → 0."""
+    d = Decimal(repr(_num("x", x)))
+    return 0 if d == 0 else int(d.normalize().as_tuple().exponent)
+
+
+def _dec(x: float) -> Decimal:
+    # the shortest repr, so 2.775 is 2.775 and not 2.77499999…
+    return Decimal(repr(float(x)))
+
+
+def round_to_exponent(x: float, exponent: int) -> Decimal:
+    """``x`` rounded half up (away from zero at .5) to a multiple of 10**exponent."""
+    q = Decimal(1).scaleb(exponent)
+    return (_dec(x) / q).quantize(Decimal(1), rounding=ROUND_HALF_UP) * q
+
+
 def round_half_up(x: float, nd: int) -> float:
-    q = 10.0 ** nd
-    return math.floor(x * q + 0.5) / q
+    """``x`` rounded half up to ``nd`` decimals (2.775 → 2.78)."""
+    return float(round_to_exponent(x, -nd))
+
+
+def same_as_stated(value: float, claimed: float) -> bool:
+    """**The one rule for "about / roughly / near / around / ~ N"** (and for a number the
+    article rounded): ``value`` agrees with ``claimed`` when it rounds half up to ``claimed``
+    at the last significant digit ``claimed`` was written with — half a unit either side,
+    lower edge included: "about 103B" holds 102.5 up to (not including) 103.5, "roughly
+    2.78T" 2.775-2.785, "near 1.5TB" 1.45-1.55, "around 1,400W" 1,350-1,450 (trailing zeros
+    of a whole number are not significant). The article chose the digits; the rule reads
+    them, instead of a tolerance picked per claim."""
+    e = stated_exponent(claimed)
+    return round_to_exponent(_num("value", value), e) == round_to_exponent(claimed, e)
 
 
 def format_value(v) -> str:
@@ -68,8 +117,7 @@ def agrees(claim: Claim, value: float, claimed: float | None = None) -> bool:
     if t is None:
         raise ValueError(f"claim {claim.id}: rule {claim.rule!r} needs a tolerance in data/claims.yaml")
     if t.digits:
-        nd = decimals_of(c)
-        return round_half_up(v, nd) == round_half_up(c, nd)
+        return same_as_stated(v, c)
     if t.rel is not None:
         return abs(v - c) <= t.rel * abs(c)
     return abs(v - c) <= t.abs
@@ -95,34 +143,40 @@ def rule_matches(claim, value, correction: str | None = None, **_):
     return "reproduced" if same else ("corrected" if correction else "discrepancy")
 
 
-def rule_holds(claim, holds: bool, correction: str | None = None, **_):
+def rule_holds(claim, holds: bool | None, correction: str | None = None, **_):
     """A stated fact or argument holds (``holds``) given the evidence; else ``corrected``
-    when ``correction`` says what holds instead, ``discrepancy`` otherwise."""
+    when ``correction`` says what holds instead, ``discrepancy`` otherwise. ``holds=None``:
+    the evidence cannot decide (it turns on a setting or a measurement nothing here has):
+    ``not reproducible here``."""
+    if holds is None:
+        return "not reproducible here"
     if not isinstance(holds, bool):
-        raise ValueError(f"rule holds: 'holds' must be True or False, got {holds!r}")
+        raise ValueError(f"rule holds: 'holds' must be True, False or None, got {holds!r}")
     return "reproduced" if holds else ("corrected" if correction else "discrepancy")
 
 
 def rule_rounding(claim, exact, from_rounded=None, **_):
-    """Each exact value, rounded half up to the decimals the article stated, equals the claim.
-    If only the same computation on the article's *rounded* inputs does, the article rounded
-    first: ``consistent``. ``exact`` / ``from_rounded``: a number or a list (one per claimed
-    value)."""
+    """Each exact value, rounded half up at the claim's last stated digit
+    (:func:`same_as_stated`), equals the claim. If only the same computation on the
+    article's *rounded* inputs does, the article rounded first: ``consistent (rounded
+    inputs)``, never the plain ``consistent`` of an exact match. ``exact`` / ``from_rounded``:
+    a number or a list (one per claimed value)."""
     claimed = claim.claimed_numbers
     ex = exact if isinstance(exact, (list, tuple)) else [exact]
     if len(ex) != len(claimed):
         raise ValueError(f"claim {claim.id}: {len(ex)} exact values for {len(claimed)} claimed")
 
     def same(vals):
-        return all(round_half_up(_num("exact", v), decimals_of(c)) == round_half_up(c, decimals_of(c))
-                   for v, c in zip(vals, claimed))
+        return all(same_as_stated(_num("exact", v), c) for v, c in zip(vals, claimed))
 
     if same(ex):
         return "reproduced"
     if from_rounded is not None:
         fr = from_rounded if isinstance(from_rounded, (list, tuple)) else [from_rounded]
+        if len(fr) != len(claimed):
+            raise ValueError(f"claim {claim.id}: {len(fr)} rounded-input values for {len(claimed)} claimed")
         if same(fr):
-            return "consistent"
+            return "consistent (rounded inputs)"
     return "discrepancy"
 
 
@@ -132,11 +186,7 @@ def rule_self_contradiction(claim, value, **_):
     return "reproduced" if agrees(claim, value) else "corrected"
 
 
-def rule_in_range(claim, low, high, x=None, **_):
-    """``x`` (default: the claimed numbers) lies in [low, high]; ``low``/``high`` may be
-    lists, one range per claimed number. For T5: each article price within independent
-    prices of the same kind; for P8: the article's own average rate within the range it
-    states."""
+def _inside(claim, low, high, x=None) -> bool:
     xs = claim.claimed_numbers if x is None else (list(x) if isinstance(x, (list, tuple)) else [x])
     los = list(low) if isinstance(low, (list, tuple)) else [low] * len(xs)
     his = list(high) if isinstance(high, (list, tuple)) else [high] * len(xs)
@@ -148,7 +198,22 @@ def rule_in_range(claim, low, high, x=None, **_):
         if lo > hi:
             raise ValueError(f"rule in_range: low {lo} > high {hi}")
         ok &= lo <= _num("x", v) <= hi
-    return "reproduced" if ok else "discrepancy"
+    return ok
+
+
+def rule_in_range(claim, low, high, x=None, **_):
+    """``x`` (default: the claimed numbers) lies in [low, high]; ``low``/``high`` may be
+    lists, one range per claimed number (P8, P9: a value the article's own numbers imply,
+    within the range it states)."""
+    return "reproduced" if _inside(claim, low, high, x) else "discrepancy"
+
+
+def rule_plausible_range(claim, low, high, x=None, **_):
+    """Like ``in_range``, for a range that can place a number but never establish it (the
+    independent prices a rate could be, from the lowest rental rate less the largest
+    committed-term discount to the highest list price: T5, T18): inside → ``consistent``,
+    outside → ``discrepancy``."""
+    return "consistent" if _inside(claim, low, high, x) else "discrepancy"
 
 
 def rule_ranges_overlap(claim, low, high, claimed_low, claimed_high, **_):
@@ -230,6 +295,11 @@ def rule_cited(claim, values, claimed_value=None, **_):
         return "not reproducible here"
     c = claim.claimed_numbers[0] if claimed_value is None else _num("claimed_value", claimed_value)
     return "reproduced" if any(agrees(claim, v, c) for v in vals) else "discrepancy"
+def rule_lower_bound(claim, limit, **_):
+    """A lower bound ``limit`` the evidence puts on the claimed number (M6: the weights alone
+    are a floor under "weights plus KV state"): a claim at or above it is possible, never
+    confirmed (``not reproducible here``); a claim below it is a ``discrepancy``."""
+    return "discrepancy" if claim.claimed_numbers[0] < _num("limit", limit) else "not reproducible here"
 
 
 def rule_fitted_model(claim, **_):
@@ -249,11 +319,13 @@ RULES = {
     "rounding": rule_rounding,
     "self_contradiction": rule_self_contradiction,
     "in_range": rule_in_range,
+    "plausible_range": rule_plausible_range,
     "ranges_overlap": rule_ranges_overlap,
     "model_band": rule_model_band,
     "upper_bound": rule_upper_bound,
     "validated_model": rule_validated_model,
     "cited": rule_cited,
+    "lower_bound": rule_lower_bound,
     "fitted_model": rule_fitted_model,
     "unchecked": rule_unchecked,
 }
@@ -263,16 +335,19 @@ RULES = {
 CRITERIA = {
     "within_tolerance": "numeric tolerance of data/claims.yaml",
     "matches": "exact: the value found equals the claimed value",
-    "holds": "the stated fact holds given the evidence (yes/no)",
-    "rounding": "exact value rounded half up to the claim's stated decimals",
+    "holds": "the stated fact holds given the evidence (yes/no; undecided: not reproducible here)",
+    "rounding": "exact value rounded half up at the claim's last stated digit (from rounded inputs only: "
+                "consistent (rounded inputs))",
     "self_contradiction": "numeric tolerance of data/claims.yaml",
     "in_range": "the value lies inside the range the evidence gives",
+    "plausible_range": "inside the range of independent figures of the same kind (it places, never establishes)",
     "ranges_overlap": "the recomputed range overlaps the claimed range",
     "model_band": f"inside a model band at most {BAND_MAX_RATIO:g}x wide that excludes no effect",
     "upper_bound": "below the model's upper bound (possible, never confirmed)",
     "validated_model": (f"inside the serving model's validated band (its out-of-source error on public "
                         f"measurements), at most {BAND_MAX_RATIO:g}x wide, inside the validated domain"),
     "cited": "numeric tolerance of data/claims.yaml, against third-party measurements of the same setting",
+    "lower_bound": "at or above the evidence's lower bound (possible, never confirmed)",
     "fitted_model": "none: a model fitted to the article's numbers cannot confirm them",
     "unchecked": "none: nothing here checks it",
 }

@@ -135,9 +135,14 @@ def records(cfg: ModelConfig | None = None, doc: dict | None = None, bench=None)
     s3 = " / ".join(n.removesuffix("_renorm_prob") for n in bound) + (" only" if len(bound) == 1 else "")
     out.append(R("S3", "in the constructed state the 'Did you mean' suggestion needs top_p_renorm_prob bound and "
                        "top_k_renorm_prob unbound in dflash_utils; 0.5.16 binds neither, 0.5.17 both (PR #32641)",
-                 value=s3, notes="emulated; inferred from the article's error text (its suggestion line needs top-p "
-                                 "bound), PR #32641's description (before it the HIP branch imported only the Triton "
-                                 "top-p kernel) and a third-party deployment note; PR #32621's own diff was not readable here"))
+                 value=s3, notes="emulated, but not circular: the state rests on sources independent of the article, "
+                                 "sglang's own ROCm top-p fallback (sgl-project/sglang@71219d32, "
+                                 "python/sglang/kernels/ops/sampling/top_p_renorm_triton.py: 'ROCm-compatible top-p "
+                                 "probability renormalization fallback', top_p_renorm_probs_triton and no top-k) and "
+                                 "PR #32641's description (it renamed that file to renorm_triton.py, added the top-k "
+                                 "kernel and made the is_hip() branch import both); the article's error text agrees "
+                                 "with them (its suggestion line needs top-p bound) but is not needed; PR #32621's own "
+                                 "diff was not readable here"))
     blast = topk_repro.blast_radius_frame(doc)
     dense = blast[blast["path"] == "dense"]["request mix"].tolist()
     sparse = blast[blast["path"] == "sparse"]["request mix"].tolist()
@@ -159,6 +164,59 @@ def records(cfg: ModelConfig | None = None, doc: dict | None = None, bench=None)
                        f"k3lab takes {float(bench['k3lab_over_rank_mask'].iloc[:4].min()):.2f}-"
                        f"{float(bench['k3lab_over_rank_mask'].iloc[:4].max()):.2f}x its time (k in {{1, 20, 50, 1024}}) "
                        "and keeps the ties it drops"))
+    out += _blast_radius_records(doc)
     # the speed-ups, by the serving model validated on public measurements (k3lab.findings.field)
     out.extend(field.spec_records())
     return out
+
+
+def _uniform(mix: str) -> bool:
+    """Whether every request of a mix has the same sampling settings: what a lone request
+    (or a burst of identical ones) puts in a batch."""
+    reqs = topk_repro.MIXES[mix]
+    return len({tuple(sorted(r.items())) for r in reqs}) == 1
+
+
+def _blast_radius_records(doc: dict) -> list[claims.Record]:
+    """S8-S10 from the transcript (PR #32621 state) and the release matrix (CUDA)."""
+    R = claims.judge
+    pr = [r for r in doc["rows"] if r["state"] == "pr32621"]
+    dense = [r for r in pr if r["path"] == "dense"]
+    dense_crash = [r["mix"] for r in dense if r["outcome"] != "ok"]
+    dense_ok = [r["mix"] for r in dense if r["outcome"] == "ok"]
+    out = [R("S8", f"real sglang {doc['sglang_version']} verify in the emulated PR #32621 state: {len(dense_crash)} of "
+                   f"{len(dense)} dense-path mixes raise NameError ({'; '.join(dense_crash)}); "
+                   f"{len(dense_ok)} return the reference target ({'; '.join(dense_ok)})",
+             value=f"{len(dense_crash)} of {len(dense)} dense-path mixes crash", holds=not dense_ok,
+             correction="only a dense-path batch that needs top-k crashes (one top-k request beside an unrestricted "
+                        "or greedy one); top-p-only and unrestricted batches take the dense path and return",
+             notes="emulated: the binding state is the study's (S3); the path choice and the calls are sglang's")]
+    uni = [r for r in pr if _uniform(r["mix"])]
+    uni_crash = [r["mix"] for r in uni if r["outcome"] != "ok"]
+    mixed_crash = [r["mix"] for r in pr if not _uniform(r["mix"]) and r["outcome"] != "ok"]
+    out.append(R("S10", f"in the emulated PR #32621 state every batch of like requests returns ({len(uni) - len(uni_crash)} "
+                        f"of {len(uni)}: {'; '.join(r['mix'] for r in uni)}); the {len(mixed_crash)} crashing mixes all "
+                        f"mix settings ({'; '.join(mixed_crash)})",
+                 value=f"{len(uni_crash)} of {len(uni)} like-request batches crash, {len(mixed_crash)} mixed ones",
+                 holds=bool(uni_crash),
+                 correction="not the first request as such: the scheduler dies on the first batch that mixes a top-k "
+                            "request with an unrestricted or greedy one (a top-k batch whose largest top_k reaches the "
+                            "vocabulary)",
+                 notes="a lone request whose top_k lies in 1..vocabulary-1 (greedy sets top_k = 1) takes the sparse "
+                       "torch.topk path (sglang 0.5.16 dflash_utils.build_dflash_verify_target_probs); one with "
+                       "top_k >= the vocabulary would crash alone, a setting no client sends by default; emulated"))
+    m = release_matrix.load_matrix()
+    runs = {r["sglang"]: r["verify"]["cuda"] for r in m["rows"]}
+    failing = {v: [k for k, o in mixes.items() if o["outcome"] != "ok"] for v, mixes in runs.items()}
+    bad = {v: f for v, f in failing.items() if f}
+    n_mix = len(m["mixes"])
+    out.insert(1, R("S9", f"release matrix, emulated CUDA: sglang {', '.join(runs)} bind both renorms on CUDA "
+                       f"(sgl_kernel or flashinfer, labelled stand-ins here) and the real verify returns on all {n_mix} "
+                       "request mixes in every release"
+                 if not bad else f"release matrix, emulated CUDA: verify fails in {bad}",
+                 value="runs on CUDA unpatched" if not bad else "fails on CUDA", holds=not bad,
+                 correction="; ".join(f"{v}: {', '.join(f)}" for v, f in bad.items()) or None,
+                 notes="emulated: the CUDA platform and its kernels are stand-ins on this CPU; that DSpark itself "
+                       "serves K3 on CUDA needs a GPU (live mode)"))
+    return out
+

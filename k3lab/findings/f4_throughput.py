@@ -11,9 +11,10 @@ judges T1–T16; the sweep functions give the notebook its tables and figures.
 from __future__ import annotations
 
 from . import field
-from .. import claims, crosscheck, memory, prices, roofline
+from .. import claims, crosscheck, data, memory, prices, roofline
 from ..specs import GiB, load_gpu, load_model, parse_layout, scale_out_link
-from ..throughput import article_ratios, article_workload, tok_s_per_dollar_hour, usd_per_million_tokens
+from ..throughput import (article_ratios, article_table, article_workload, tok_s_per_dollar_hour,
+                          usd_per_million_tokens)
 
 NB = "04_throughput_perf_per_dollar"
 CONCURRENCIES = (1, 4, 8, 16, 24, 32, 64, 128)
@@ -129,15 +130,27 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                  notes=f"under aiconfigurator's speed-of-light mode, both GPUs described from their datasheets, B300/MI355X is "
                        f"{lo_r:.2f}-{hi_r:.2f}x: a datasheet-level model explains almost none of the 1.65x (modelled, "
                        "not a verdict)"))
-    pc = prices.price_check()
-    art = [float(pc.set_index("gpu").loc[g, "article_usd_per_gpu_hour"]) for g in ("mi355x", "b300", "b200")]
-    lows = [float(pc.set_index("gpu").loc[g, "other_min"]) for g in ("mi355x", "b300", "b200")]
-    highs = [float(pc.set_index("gpu").loc[g, "other_max"]) for g in ("mi355x", "b300", "b200")]
-    out.append(R("T5", "against independent prices of the same kind (on-demand list prices and rental indices, dated "
-                       "2026): " + "; ".join(f"{g} {a:.2f} vs {lo:.2f}-{hi:.2f}" for g, a, lo, hi in
-                                             zip(("MI355X", "B300", "B200"), art, lows, highs)),
-                 value=" / ".join(f"{a:.2f}" for a in art), low=lows, high=highs,
-                 notes="cost-model tiers (InferenceX) are lower still: they are not rental prices, so they are "
+    gpus = ("mi355x", "b300", "b200")
+    art = [prices.price(g, "article") for g in gpus]
+    rng = {g: prices.rental_rate_range(g) for g in gpus}
+    disc = prices.committed_discounts()
+    top = disc.loc[disc["discount"].idxmax()]
+    dates = sorted({d for g in gpus for d in rng[g]["dates"]})
+    out.append(R("T5", "the article's prices are rental rates (its own 'rate checks' are rental quotes), so they meet "
+                       "independent rental prices (on-demand and committed list prices, market indices and quotes), "
+                       "never cost-model tiers; a negotiated rate below list is no contradiction, so each range runs "
+                       f"from the lowest rental price less the largest committed-term discount in the same data "
+                       f"({top['discount']:.0%}, {top['provider']} {top['gpu']}: {top['on_demand_usd_per_gpu_hour']:.2f} "
+                       f"on demand, {top['reserved_usd_per_gpu_hour']:.2f} for 12 months) to the highest list price: "
+                       + "; ".join(f"{g.upper()} {a:.2f} in {rng[g]['low']:.2f}-{rng[g]['high']:.2f} (lowest "
+                                   f"{rng[g]['lowest']:.2f}, {rng[g]['n_prices']} prices)" for g, a in zip(gpus, art)),
+                 value=" / ".join(f"{a:.2f}" for a in art), low=[rng[g]["low"] for g in gpus],
+                 high=[rng[g]["high"] for g in gpus],
+                 notes=f"a range that places the rates, never establishes them (the MI355X's spans "
+                       f"{rng['mi355x']['high'] / rng['mi355x']['low']:.1f}x); the prices are dated "
+                       f"{', '.join(dates)}, the article {data.load('prices').sources['article'].date}; the article's MI355X 2.50 sits "
+                       f"{1 - art[0] / rng['mi355x']['lowest']:.0%} under the lowest rental quote "
+                       f"({rng['mi355x']['lowest']:.2f}); cost-model tiers (InferenceX) are not rental prices and are "
                        "shown beside, not compared"))
     ppd = rat["perf_per_dollar"]
     out.append(R("T6", "952/(8×2.50), 1568/(8×6.00), 498/(16×4.25) from the article's own table",
@@ -154,7 +167,8 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                  notes="'a third' contradicts the article's own '2.4x cheaper' (1/2.4 = 0.417)"))
     out.append(R("T11", "no dated Vultr MI355X price page exists in any source found (Vultr's pricing page refused the "
                         "2026-09-19 survey); the only public MI355X list price is Oracle's 8.60",
-                 notes="the article's own figure; k3lab has no independent copy to check"))
+                 notes="the article's own figure; k3lab has no independent copy to check; the B300 half of the "
+                       "sentence is T18"))
     mi, b2g, b3g = load_gpu("mi355x"), load_gpu("b200"), load_gpu("b300")
     out.append(R("T12", f"datasheets: MI355X {mi.board_power_w:,.0f} W, HGX B200 {b2g.board_power_w:,.0f} W",
                  value=f"{mi.board_power_w:,.0f} / {b2g.board_power_w:,.0f}".replace(",", ""),
@@ -167,14 +181,27 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
     pp2 = memory.fit(cfg, parse_layout("16xb200 tp8 pp2"))
     pp2_s = silicon[(silicon.gpu == "b200") & (silicon.pp == 2)].set_index("concurrency")["tok_s"]
     ratio64 = float(pp2_s[64] / per_gpu[64])
+    rules = data.load("serving_rules").rules
+    dpp = rules["dspark_pipeline_parallel"]
+    dpp_pd = rules["dspark_pipeline_parallel_pd_prefill"]
+    no_pp = [v for v, h in dpp.holds.items() if not h]
+    pd_ok = [v for v, h in dpp_pd.holds.items() if h]
     out.append(R("T14", f"sglang 0.5.23 layout on 2×8 B200: TP16 holds {tp16.weights_bytes_per_gpu / GiB:.1f} GiB per GPU "
                         f"(the expert intermediate 192 is padded to 256) and {tp16.max_kv_tokens:,} bf16 tokens; TP8×PP2 holds "
                         f"{pp2.weights_bytes_per_gpu / GiB:.1f} GiB and {pp2.max_kv_tokens:,} tokens — both load, so the "
-                        "model's size does not force TP16",
+                        "model's size forces two nodes, not TP16. With the DSpark drafter the article describes, "
+                        f"sglang {', '.join(no_pp)} refuse --pp-size > 1 outside a PD prefill server ({dpp.where})",
                  value="TP16 and TP8×PP2 both load" if tp16.weights_fit and pp2.weights_fit else "only TP16 loads",
-                 holds=not pp2.weights_fit, correction="a TP8×PP2 layout also fits two B200 nodes, with fewer bytes per GPU",
-                 notes=f"modelled ({db}): TP8×PP2 is {ratio64:.1f}x TP16's throughput at c64 over 195 Gb/s per GPU; "
-                       "its cross-node traffic is one activation send per step, not two all-reduces per layer"))
+                 holds=not pp2.weights_fit,
+                 correction="without speculative decoding a TP8×PP2 layout also fits two B200 nodes, with fewer bytes "
+                            "per GPU and no per-layer cross-node all-reduce; with DSpark, TP16 is forced by sglang's "
+                            "DSpark check, a software limit, not by the model's size",
+                 notes=f"the article does not say whether its B200 run used DSpark; the correction holds under both: "
+                       f"without it TP16 is a choice, with it the reason is software (PD prefill servers may pipeline "
+                       f"from sglang {', '.join(pd_ok) or 'none'}; checked against the real releases by "
+                       f"tests/sglang/test_serving_rules.py); modelled ({db}): TP8×PP2 is {ratio64:.1f}x TP16's "
+                       "throughput at c64 over 195 Gb/s per GPU; its cross-node traffic is one activation send per "
+                       "step, not two all-reduces per layer"))
     be = prices.power_breakevens(pue_values=[1.3])
     k = float(be[be.tier == "article"]["breakeven_usd_per_kwh"].iloc[0])
     out.append(R("T15", f"datasheets: MI355X {mi.board_power_w:,.0f} W vs HGX B300 {b3g.board_power_w:,.0f} W, the perf/$ "
@@ -185,4 +212,38 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                         f"{rat['money_saved_pct']:.1f}% less per GPU-hour",
                  value=f"{rat['throughput_given_up_pct']:.1f}% < {rat['money_saved_pct']:.1f}%",
                  holds=rat["throughput_given_up_pct"] < rat["money_saved_pct"]))
+    b2row = article_table()["b200_tp16"]
+    d2 = b2row.deployment
+    out.append(R("T17", f"the text says '{b2row.tok_s:g} tok/s across {d2.num_gpus} GPUs' and the table's "
+                        f"{b2row.tok_s_per_dollar_hour_claimed:g} tok/s/$ follows only from {b2row.tok_s:g} / "
+                        f"({d2.num_gpus} × {b2row.usd_per_gpu_hour:.2f}) = "
+                        f"{b2row.tok_s / (d2.num_gpus * b2row.usd_per_gpu_hour):.1f}: the row is the two-node "
+                        f"deployment's, {b2row.tok_s_per_node:g} tok/s per node",
+                 value=b2row.tok_s_per_node,
+                 notes=f"under the header's per-node reading the row's tok/s/$ would be "
+                       f"{b2row.tok_s / (d2.gpus_per_node * b2row.usd_per_gpu_hour):.1f}, not "
+                       f"{b2row.tok_s_per_dollar_hour_claimed:g}; k3lab reads the 498 as the deployment's "
+                       "(data/article_table.yaml)"))
+    r3 = prices.rental_rate_range("b300")
+    pr = prices.prices()
+    low3 = pr[(pr["gpu"] == "b300") & pr["independent"] & pr["kind"].isin(prices.RENTAL_KINDS)].sort_values(
+        "usd_per_gpu_hour").iloc[0]
+    out.append(R("T18", f"independent B300 rental prices: lowest {r3['lowest']:.2f} ({low3['note']}, {low3['source_date']}), "
+                        f"highest list {r3['highest']:.2f}; with T5's committed-term discount a rate can sit in "
+                        f"{r3['low']:.2f}-{r3['high']:.2f}",
+                 value=f"{prices.price('b300', 'article_rate_check'):.2f}", low=r3["low"], high=r3["high"],
+                 notes=f"the index's source ({data.load('prices').sources[low3['source']].title}) puts B300 rentals "
+                       "on a range whose low end k3lab keeps; 'best rates around $6.00' sits inside it; the MI355X "
+                       "half (Vultr) is T11"))
+    dcp = rules["kimi_k3_dcp"]
+    dcp_rel = [v for v, h in dcp.holds.items() if h]
+    b3row = article_table()["b300_tp8_dcp"]
+    out.append(R("T19", f"sglang {', '.join(dcp_rel) or 'no release read'} {'serves' if len(dcp_rel) == 1 else 'serve'} Kimi K3 with --dcp-size ({dcp.where}); "
+                        f"k3lab's roofline reads the row ({b3row.label}) as DCP{b3row.deployment.dcp} "
+                        "(the article gives no size)",
+                 value="TP8+DCP" if dcp_rel else "no DCP for K3", holds=bool(dcp_rel),
+                 correction=None if dcp_rel else "no sglang release read here serves K3 with DCP",
+                 notes="DCP shards the MLA KV over the ranks: it multiplies the B300's KV tokens (M8), which k3lab's "
+                       "pool sizing and aiconfigurator (T2) leave out; only the roofline divides the KV bytes by the "
+                       "DCP size"))
     return out

@@ -8,7 +8,7 @@ with ``value`` finite and positive; ``source`` names an entry of the file's ``so
 One module per family of files: :mod:`.base` (field types, sources), :mod:`.market`
 (hardware, prices), :mod:`.article` (the article's table, claims, prefill figures),
 :mod:`.serving` (serving model), :mod:`.sglang` (sharding, storage overrides, draft,
-start-up logs, upstream changes). Everything is re-exported here.
+start-up logs, upstream changes, serving rules). Everything is re-exported here.
 """
 
 from __future__ import annotations
@@ -19,6 +19,6 @@ from .article import (ArticlePrefill, ArticleTable, ClaimEntry, Claims, DerivedP
                       Workload)  # noqa: F401
 from .public import Measurement, PublicMeasurements, PublicSource, SpecSetting  # noqa: F401
 from .serving import (Assumed, ExtraDeployment, ServingFit, ServingModel, Speculative)  # noqa: F401
-from .sglang import (DraftModel, Override, ShardOptions, ShardRule, Sharding, StartupLog, StartupLogs, StorageOverrides,
-                     UpstreamChange, UpstreamChanges)  # noqa: F401
+from .sglang import (DraftModel, Override, ServingRule, ServingRules, ShardOptions, ShardRule, Sharding, StartupLog,
+                     StartupLogs, StorageOverrides, UpstreamChange, UpstreamChanges)  # noqa: F401
 

@@ -87,8 +87,9 @@ METHODS = ("measured", "derived", "cited", "arithmetic", "emulated", "modelled",
 
 class Tolerance(_Doc):
     """How close counts as agreement: ``rel`` (fraction of the claimed value) or ``abs`` (in
-    the claim's unit), or ``digits`` (the claim's own stated precision, half a unit in its
-    last digit). ``why`` says why this tolerance."""
+    the claim's unit), or ``digits`` (the one rule for "about N": half a unit in the last
+    significant digit N was written with, :func:`k3lab.claims.same_as_stated`). ``why`` says
+    why this tolerance (for ``digits``, the article's wording)."""
 
     rel: NonNegative | None = None
     abs: NonNegative | None = None

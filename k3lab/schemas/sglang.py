@@ -1,6 +1,6 @@
 """Schemas of what k3lab read from sglang and its users: ``sglang_sharding.yaml``,
 ``model/storage_overrides.yaml``, ``model/kimi_k3_dspark_draft.yaml``,
-``public_startup_logs.yaml``, ``sglang_upstream_changes.yaml``."""
+``public_startup_logs.yaml``, ``sglang_upstream_changes.yaml``, ``sglang_serving_rules.yaml``."""
 
 from __future__ import annotations
 
@@ -124,3 +124,27 @@ class UpstreamChange(_Doc):
 
 class UpstreamChanges(_Sourced):
     changes: list[UpstreamChange]
+
+
+# --------------------------------------------------------------------------- sglang_serving_rules.yaml
+
+
+class ServingRule(_Doc):
+    """One serving rule read from released sglang code: whether ``statement`` holds in each
+    release (``holds``: release → bool), where in the code it is decided, and what follows."""
+
+    statement: Text
+    where: Text
+    holds: dict[str, bool]
+    check: Text
+    source: Text
+
+    @model_validator(mode="after")
+    def _some_release(self):
+        if not self.holds:
+            raise ValueError("holds: name at least one release")
+        return self
+
+
+class ServingRules(_Sourced):
+    rules: dict[str, ServingRule]

@@ -281,6 +281,15 @@ def _fitted_doc():
                              f"{doc.generated.get('model_version')!r}, this code is {MODEL_VERSION!r}; run `make serving-fit`")
     now = input_hashes()
     stale = [k for k in FIT_INPUTS if doc.inputs.get(k) != now[k]]
+    # a changed input that is broken says what is wrong with it (its own file and field) first
+    by_file = {f: name for name, (f, _) in data.SCHEMAS.items()}
+    for k in stale:
+        if k in by_file:
+            data.load(by_file[k])
+        elif k.startswith("model/") and k.endswith(".json"):
+            from ..specs import MODEL_FILES, load_model
+
+            load_model(next(m for m, f in MODEL_FILES.items() if f == k.split("/", 1)[1]))
     if stale:
         raise data.DataError(f"data/serving_fit.yaml: stale, data/{stale[0]} changed since the fit; run `make serving-fit`")
     return doc
