@@ -110,6 +110,21 @@ def decode_table(cfg: ModelConfig):
                           "MI355X_ridge_FLOP_per_byte": ridge} for h in (12, 16)])
 
 
+def _p7_field() -> str:
+    """What a third party measured when decode moved from Triton to padded AITER MLA (a note: another
+    engine, layout and context than the article's, so not a verdict)."""
+    from ..serving.field import figure
+
+    pairs = [(figure(f"vllm_pr51647_triton_c{c}_tpot"), figure(f"vllm_pr51647_aiter_padded_c{c}_tpot")) for c in (16, 24)]
+    t = pairs[0][0]
+    return (f"vLLM PR #51647 (third party, {t.num_gpus}×{t.gpu.upper()} TP{t.tp}/DP{t.dp}/EP{t.ep}, "
+            f"{t.input_len:,}-token shared-prefix prompts) measured decode TPOT "
+            + " and ".join(f"{a.value:.1f} -> {b.value:.1f} ms at c{a.concurrency} ({b.value / a.value - 1:+.0%})"
+                           for a, b in pairs)
+            + " with padded AITER MLA instead of Triton: where decode moves to AITER, it moved (another engine, "
+              "layout and context than the article's: a note, not a verdict)")
+
+
 def records(cfg: ModelConfig | None = None, probe: dict | None = None, matrix: dict | None = None) -> list[claims.Record]:
     """P1–P8, each judged by its rule."""
     cfg = load_model("kimi-k3") if cfg is None else cfg
@@ -175,9 +190,8 @@ def records(cfg: ModelConfig | None = None, probe: dict | None = None, matrix: d
                  holds=None if refused else mem_bound,
                  notes=f"undecided by the article too: with --attention-backend aiter decode moves from Triton to AITER; "
                        f"with --prefill-attention-backend aiter (sglang {split_rel}: prefill and decode backends can "
-                       f"differ, data/sglang_serving_rules.yaml) only prefill does, and the claim would hold; a "
-                       f"third-party decode measurement of Triton against padded AITER MLA is the cited figure beside "
-                       f"P7; live mode compares bench_serving ITL before and after"))
+                       f"differ, data/sglang_serving_rules.yaml) only prefill does, and the claim would hold. "
+                       + _p7_field() + "; live mode compares bench_serving ITL before and after"))
     avg = S / art.ttft_before_s
     after_s = S / art.tok_s_after
     x_after = art.ttft_before_s / after_s

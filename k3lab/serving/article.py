@@ -190,3 +190,24 @@ def prefill_question(context_tokens: int) -> Prediction:
     cfg = load_model("kimi-k3")
     dep = article_table()["mi355x_tp8"].deployment
     return predict(cfg, dep, Workload(context_tokens, 1, 1), NO_SPEC, variants_for(dep))
+
+
+def speedup_curve(taus) -> list[dict]:
+    """DSpark / no DSpark on 8×MI355X TP8 (the article's setting, workload) at each acceptance
+    length of ``taus``: ``single`` (one request) and ``peak`` (each side at its best admitted
+    concurrency), with the peak concurrency of the DSpark side. → list of dicts (tau, single,
+    peak, peak_concurrency)."""
+    cfg = load_model("kimi-k3")
+    dep = article_table()["mi355x_tp8"].deployment
+    w = article_workload()
+    I, O = w["input_len_tokens"], w["output_len_tokens"]
+    var = variants_for(dep)
+    base1 = predict(cfg, dep, Workload(I, O, 1), NO_SPEC, var).output_tok_s
+    base_pk = peak(cfg, dep, I, O, NO_SPEC, var).output_tok_s
+    out = []
+    for t in taus:
+        s1 = predict(cfg, dep, Workload(I, O, 1), Spec("dspark", float(t)), var).output_tok_s
+        sp = peak(cfg, dep, I, O, Spec("dspark", float(t)), var)
+        out.append({"tau": float(t), "single": s1 / base1, "peak": sp.output_tok_s / base_pk,
+                    "peak_concurrency": sp.concurrency})
+    return out

@@ -41,3 +41,12 @@ def accept_lengths(max_input_len: int = 16384) -> list[tuple[str, float]]:
         key = (m.source, m.gpu, m.input_len, m.output_len, m.concurrency, round(float(v), 3))
         out.setdefault(key, (m.id, float(v)))
     return sorted(out.values(), key=lambda x: (x[1], x[0]))
+
+
+def figure(measurement_id: str):
+    """One public measurement by id (a validated entry of ``data/public_measurements.yaml``);
+    DataError naming the file when no entry has that id."""
+    for m in data.load("public_measurements").measurements:
+        if m.id == measurement_id:
+            return m
+    raise data.DataError(f"data/public_measurements.yaml: no measurement with id {measurement_id!r}")
