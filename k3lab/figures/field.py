@@ -98,3 +98,35 @@ def curves_figure(panels):
              ha="center", fontsize=7.5)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig
+
+
+def speedup_figure(curve, band: float, accepts, claimed_single: float, claimed_peak: float):
+    """DSpark's speed-up on 8×MI355X against its acceptance length, by the serving model: one
+    request (solid) and at each side's peak (dashed), shaded by the validated band of the
+    spec / no-spec ratio; the acceptance lengths public runs measured as ticks along the axis, the
+    middle 80% shaded; the article's 2.2× and +18% as horizontal lines. ``curve``: rows of
+    :func:`k3lab.serving.article.speedup_curve`; ``accepts``: measured acceptance lengths."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8.6, 4.8))
+    t = [r["tau"] for r in curve]
+    for key, style, label in (("single", "-", "one request"), ("peak", "--", "at each side's peak concurrency")):
+        y = [r[key] for r in curve]
+        ax.plot(t, y, style, color="#c62828", lw=1.8, label=f"model: {label}")
+        ax.fill_between(t, [v * math.exp(-band) for v in y], [v * math.exp(band) for v in y], color="#c62828",
+                        alpha=0.10, lw=0)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.axhline(claimed_single, color="#1565c0", lw=1.2, ls=":", label=f"article: {claimed_single:g}x single-stream")
+    ax.axhline(claimed_peak, color="#6a1b9a", lw=1.2, ls="-.", label=f"article: +{(claimed_peak - 1) * 100:.0f}% peak")
+    a = sorted(accepts)
+    lo, hi = a[int(0.1 * (len(a) - 1))], a[int(round(0.9 * (len(a) - 1)))]
+    ax.axvspan(lo, hi, color="0.85", alpha=0.5, lw=0, label=f"middle 80% of {len(a)} measured acceptance lengths")
+    ax.plot(a, [0.02] * len(a), "|", color="0.25", ms=12, transform=ax.get_xaxis_transform())
+    ax.set_xlabel("DSpark acceptance length (tokens emitted per verify step)")
+    ax.set_ylabel("DSpark ÷ no DSpark (output tok/s)")
+    ax.set_title("DSpark on 8×MI355X TP8 (K3_OPT), 1,024 in / 400 out: the speed-up hangs on the acceptance",
+                 fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", framealpha=0.9)
+    fig.tight_layout()
+    return fig
