@@ -33,7 +33,6 @@ result bounds a real run from above. Units: bytes, FLOP, seconds, tok/s.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -120,14 +119,14 @@ class StepCost:
         return self.t_allreduce_s + self.t_pp_send_s
 
 
-@functools.lru_cache(maxsize=None)
+@data.cached
 def _stage_layers(cfg: ModelConfig, tp: int, pp: int) -> tuple[int, tuple[int, ...]]:
     stage = heaviest_stage(cfg, tp, pp)
     lo, hi = pp_stages(cfg, pp)[stage]
     return stage, tuple(range(lo, hi))
 
 
-@functools.lru_cache(maxsize=None)
+@data.cached  # shards from data/sglang_sharding.yaml
 def non_expert_read_bytes(cfg: ModelConfig, tp: int, pp: int = 1) -> float:
     """Non-expert weight bytes one rank of the heaviest stage reads per decode step:
     its shard of every checkpoint tensor except the routed experts and the embedding

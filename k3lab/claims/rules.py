@@ -9,10 +9,21 @@ the verdict: only ``measured`` or ``derived`` evidence can read *reproduced*.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .registry import Claim
+
+class Claim(Protocol):
+    """What a rule reads of a claim (:class:`k3lab.claims.registry.Claim` has it; the rules
+    do not import the registry, which imports them)."""
+
+    id: str
+    claimed: object
+    unit: str
+    rule: str
+    tolerance: object
+
+    @property
+    def claimed_numbers(self) -> list[float]: ...
 
 VERDICTS = ("reproduced", "consistent", "discrepancy", "corrected", "not reproducible here")
 INDEPENDENT = ("measured", "derived")
