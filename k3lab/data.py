@@ -108,20 +108,43 @@ def read_yaml(path, where: str | None = None) -> Any:
 # --------------------------------------------------------------------------- checking
 
 
-def _loc(loc) -> str:
-    return ".".join(str(x) for x in loc)
+def _clean_loc(loc, doc) -> tuple:
+    """``loc`` without pydantic's union-member tags (``machine.MachineInfo.cores`` →
+    ``machine.cores``): the parts found by walking ``doc``, and a last part naming a key
+    that is missing or unknown."""
+    out, cur = [], doc
+    for i, part in enumerate(loc):
+        if isinstance(cur, dict) and part in cur:
+            out.append(part)
+            cur = cur[part]
+        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+            out.append(part)
+            cur = cur[part]
+        elif isinstance(cur, (dict, list)) and i == len(loc) - 1:
+            out.append(part)
+    return tuple(out)
 
 
-def _first_error(where: str, e: ValidationError, prefix: str = "") -> DataError:
+def _first_error(where: str, e: ValidationError, doc=None) -> DataError:
+    """One line for a validation error: the first, or the most specific error under the same
+    field (for a union: the member's value rule over another member's "wrong type"), with
+    its field path as in the file."""
     errs = e.errors(include_url=False)
-    err = errs[0]
-    loc = prefix + _loc(err["loc"]) if err["loc"] else prefix.rstrip(".")
+    if doc is None:
+        locs = [tuple(x["loc"]) for x in errs]
+    else:
+        locs = [_clean_loc(x["loc"], doc) for x in errs]
+    # pydantic's first error, or a more specific one below the same field (a union member's)
+    same = [i for i in range(len(errs)) if locs[i][:len(locs[0])] == locs[0]]
+    best = max(same, key=lambda i: (len(locs[i]), not errs[i]["type"].endswith("_type"), -i))
+    err, loc = errs[best], ".".join(str(x) for x in locs[best])
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number",
                        "float_type", "int_type", "float_parsing", "bool_type", "string_type", "literal_error",
                        "string_pattern_mismatch", "string_too_short", "too_short", "too_long"):
         msg = f"{msg} (got {err.get('input')!r})"
-    more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
+    others = {loc for loc in locs if loc != locs[best][:len(loc)]}  # not the same field's union alternatives
+    more = f" (and {len(others)} more)" if others else ""
     return DataError(f"{where}: {loc + ': ' if loc else ''}{msg}{more}")
 
 
@@ -142,11 +165,11 @@ def validate(name: str, doc: Any, where: str | None = None):
         try:
             return schema.model_validate(doc)
         except ValidationError as e:
-            raise _first_error(where, e) from None
+            raise _first_error(where, e, doc) from None
     try:
         adapter(schema.schema).validate_python(doc)
     except ValidationError as e:
-        raise _first_error(where, e) from None
+        raise _first_error(where, e, doc) from None
     try:
         schema.check(doc)
     except ValueError as e:
@@ -191,7 +214,7 @@ def _read_table(schema: type[Table], path, where: str):
         try:
             adapter(schema.row).validate_python(row)
         except ValidationError as e:
-            raise _first_error(f"{where}: line {n}", e) from None
+            raise _first_error(f"{where}: line {n}", e, row) from None
         rows.append((n, row))
     try:
         schema.check(rows)

@@ -27,7 +27,7 @@ from .model import resident
 from .model.capacity import KV_DTYPES, STATE_DTYPES, check_dtype, kda_state_bytes_per_request, kv_bytes_per_token
 from .model.inventory import COMPONENTS, checkpoint_bytes, count_params, inventory, routed_expert_bytes
 from .model._checks import check_size
-from .model.sharding import (VARIANTS, check_parallel, pp_stages, rank_rows, setting_for, shard_table,
+from .model.sharding import (VARIANTS, pp_stages, rank_rows, setting_for, shard_table,
                              stage_weights_bytes)
 from .model.sharding import weights_bytes_per_gpu as _weights
 from .specs import GB, GiB, GPU, Deployment, ModelConfig, known_gpus, known_models, load_gpu, load_model
@@ -196,9 +196,8 @@ def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: 
     variants = tuple(sorted(set(variants) | ({"ep"} if dep.ep else set()) | ({"dp-attention"} if dep.dp_attention else set())))
     setting = setting_for(g.vendor, [v for v in variants if v in VARIANTS], g.arch)
     tp, pp = dep.tp, dep.pp
-    check_parallel(cfg, tp, pp)
     cap = g.usable_hbm_bytes
-    weights = stage_weights_bytes(cfg, tp, pp, setting)
+    weights = stage_weights_bytes(cfg, tp, pp, setting)  # checks tp and pp against the model first
     heavy = max(range(pp), key=lambda s: (weights[s], -s))
     other = vision_tower_bytes(cfg) + (draft_bytes_per_rank(cfg, tp) if draft else 0)
     mm_gib = ps.multimodal_reserve_gib(is_multimodal=other > 0)

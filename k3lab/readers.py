@@ -170,7 +170,8 @@ def parse_json(text: str, where: str, allow_infinity: tuple[str, ...] = ()) -> A
         found = _first_duplicate(text)
         at, key, first, second = found if found else ("", "?", 0, 0)
         name = f"{at}.{key}" if at else key
-        raise DataError(f"{where}: duplicate key {name!r} (lines {first} and {second}); "
+        lines = f"lines {first} and {second}" if first != second else f"twice on line {first}"
+        raise DataError(f"{where}: duplicate key {name!r} ({lines}); "
                         f"JSON readers would keep only the second") from None
     except json.JSONDecodeError as e:
         raise DataError(f"{where}: not valid JSON (line {e.lineno}: {e.msg})") from None
