@@ -364,3 +364,22 @@ def test_every_input_is_checked_by_check_all(monkeypatch):
         assert data.check_all() == list(data.SCHEMAS)
     finally:
         data.clear_cache()
+
+
+def test_a_live_runs_fresh_files_are_checked_like_the_committed_ones(tmp_path):
+    """Live mode hands notebooks 02/03 a fresh folder; the loader checks it with the same schemas."""
+    from k3lab.findings import f2_topk as f2
+    from k3lab.live import kernel_timing
+
+    src = paths.DATA_DIR / "measured" / "cpu-2core"
+    fresh = tmp_path / "live"
+    shutil.copytree(src, fresh)
+    assert f2.transcript(fresh / "sglang_topk_repro.json") == data.load("sglang_topk_repro")
+    assert kernel_timing.load(fresh).equals(data.load("attention_heads"))
+    _edit(fresh / "sglang_topk_repro.json", '"returncode": 1', '"returncode": "1"')
+    with pytest.raises(data.DataError, match=r"^sglang_topk_repro\.json: crash\.returncode: "):
+        f2.transcript(fresh / "sglang_topk_repro.json")
+    _edit(fresh / "topk_renorm_ties.csv", "bf16 logits -> fp32 softmax,1,20,1024,163840,0.438477",
+          "bf16 logits -> fp32 softmax,1,20,1024,163840,1.438477")
+    with pytest.raises(data.DataError, match=r"^topk_renorm_ties\.csv: line 2: share_rows_differ: "):
+        f2.renorm_bench(fresh)
