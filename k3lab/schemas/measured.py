@@ -8,11 +8,10 @@ The sglang transcripts (JSON documents written by ``benchmarks/sglang_*.py``) ar
 from __future__ import annotations
 
 import math
-import re
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from .files import JsonFile, Lines, Table, closed
 
