@@ -1,45 +1,55 @@
-"""The one loader of ``data/*.yaml``: every file parsed once, validated by its schema (:mod:`k3lab.schemas`).
+"""The one loader of ``data/``: every input parsed once, checked by its schema (:mod:`k3lab.schemas`).
 
-``load("hardware")`` → the validated document of ``data/hardware.yaml`` (a frozen pydantic
-model). Every file goes through the same steps, and a mistake in any of them raises
+``load("hardware")`` → the checked document of ``data/hardware.yaml``; every file of
+``data/`` that k3lab reads has a name in :data:`SCHEMAS` (name → (path under ``data/``,
+schema)) and goes through the same steps. A mistake in any of them raises
 :class:`DataError` with one line naming the file and the field:
 
-1. read as UTF-8 and parse as YAML (``data/hardware.yaml: not valid YAML (line 12: ...)``);
-2. validate against the file's schema below: finite numbers, positive where physical,
-   units in the field names or checked against a fixed unit, no unknown keys
-   (``data/hardware.yaml: gpus.mi355x.hbm_bw_tb_s.value: must be a finite number > 0``);
-3. check that every ``source:`` names an entry of the file's ``sources`` with a date.
+1. read (:mod:`k3lab.readers`): UTF-8 text, valid YAML / JSON / JSONL / CSV, **no key twice**
+   in any mapping (``data/prices.yaml: duplicate key 'usd_per_gpu_hour' (lines 40 and 41)``),
+   in JSON every number finite and every byte count a non-negative integer;
+2. check against the file's schema: finite numbers, signs and ranges, required keys,
+   types, no unknown keys (``data/hardware.yaml: gpus.mi355x.hbm_bw_tb_s.value: must be a
+   finite number > 0``), rules across fields;
+3. facts that two files hold must agree (:func:`cross_checks`).
 
-Facts are stored once. Where two files must agree (the article's numbers as claims in
-``claims.yaml`` and as model inputs in ``article_table.yaml``), :func:`cross_checks` says
-so in one place; :func:`load` runs it for every file that takes part.
+What a load returns, by kind: a YAML document → its frozen pydantic model; a JSON
+document → the parsed dict, typed by its schema's ``TypedDict`` (treat it as read-only:
+it is cached); a CSV table → a pandas DataFrame of the converted rows (a copy); a JSONL
+stream → its list of records. Consumers trust these and do not check them again.
+
+:func:`read` checks a file of a known kind at any path (a live run's fresh measurement)
+the same way; :func:`check_all` loads every input (``reproduce`` does it before any
+notebook runs). Files under ``data/`` that are not inputs are listed in :data:`NOT_INPUTS`.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import re
+import typing
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from . import readers
 from .paths import REPO_ROOT, data_dir
-
-
-class DataError(ValueError):
-    """A data file that cannot be used as it is; the message names the file and the field."""
-
-
+from .readers import DataError  # noqa: F401  (the loader's error, raised by every step)
 from .schemas import (METHODS, PRICE_KINDS, PRICE_UNIT, ArticlePrefill, ArticleTable, Claims,  # noqa: F401
                       DraftModel, Hardware, Prices, PublicMeasurements, ServingFit, ServingModel, ServingRules,
                       Sharding, StartupLogs, StorageOverrides, UpstreamChanges)
+from .schemas.files import JsonFile, Lines, Table, adapter
+from .schemas.measured import AttentionHeads, BenchServing, Meta, TopkRenorm, TopkTies
+from .schemas.model import ModelConfigFile
+from .schemas.transcripts import AiterProbe, RankBytes, ReleaseMatrix, TopkRepro
 
+# --------------------------------------------------------------------------- the inputs
 
-# --------------------------------------------------------------------------- loading
+MEASURED = "measured/cpu-2core"
 
-SCHEMAS: dict[str, tuple[str, type[BaseModel]]] = {
+SCHEMAS: dict[str, tuple[str, type]] = {
     "hardware": ("hardware.yaml", Hardware),
     "prices": ("prices.yaml", Prices),
     "article_table": ("article_table.yaml", ArticleTable),
@@ -54,69 +64,235 @@ SCHEMAS: dict[str, tuple[str, type[BaseModel]]] = {
     "public_measurements": ("public_measurements.yaml", PublicMeasurements),
     "serving_fit": ("serving_fit.yaml", ServingFit),
     "serving_rules": ("sglang_serving_rules.yaml", ServingRules),
+    # the published model configs (k3lab.specs.MODEL_FILES)
+    "kimi_k3_config": ("model/kimi_k3_config.json", ModelConfigFile),
+    "kimi_k2_config": ("model/kimi_k2_config.json", ModelConfigFile),
+    "deepseek_v3_config": ("model/deepseek_v3_config.json", ModelConfigFile),
+    # measured here (benchmarks/), each with the meta file of the run that wrote it
+    "attention_heads": (f"{MEASURED}/attention_heads.csv", AttentionHeads),
+    "attention_heads_meta": (f"{MEASURED}/attention_heads.meta.json", Meta),
+    "bench_live_smoke": (f"{MEASURED}/bench_live_smoke.jsonl", BenchServing),
+    "bench_live_smoke_meta": (f"{MEASURED}/bench_live_smoke.meta.json", Meta),
+    "topk_renorm": (f"{MEASURED}/topk_renorm.csv", TopkRenorm),
+    "topk_renorm_ties": (f"{MEASURED}/topk_renorm_ties.csv", TopkTies),
+    "topk_renorm_meta": (f"{MEASURED}/topk_renorm.meta.json", Meta),
+    "sglang_topk_repro": (f"{MEASURED}/sglang_topk_repro.json", TopkRepro),
+    "sglang_topk_repro_meta": (f"{MEASURED}/sglang_topk_repro.meta.json", Meta),
+    "sglang_aiter_probe": (f"{MEASURED}/sglang_aiter_probe.json", AiterProbe),
+    "sglang_release_matrix": (f"{MEASURED}/sglang_release_matrix.json", ReleaseMatrix),
+    "sglang_release_matrix_meta": (f"{MEASURED}/sglang_release_matrix.meta.json", Meta),
+    "sglang_k3_rank_bytes": (f"{MEASURED}/sglang_0523_k3_rank_bytes.json", RankBytes),
+    "sglang_k3_rank_bytes_meta": (f"{MEASURED}/sglang_0523_k3_rank_bytes.meta.json", Meta),
+}
+
+#: files under ``data/`` that k3lab never reads, and why
+NOT_INPUTS: dict[str, str] = {
+    "model/README.md": "documentation of data/model/ for people; no k3lab code reads it",
 }
 
 
-def _where(path: Path) -> str:
-    """How errors name a data file: ``data/<name>`` (also for a copy under K3LAB_DATA)."""
-    try:
-        return str(Path(path).resolve().relative_to(REPO_ROOT))
-    except ValueError:
-        return f"data/{Path(path).name}"
+def _where(path) -> str:
+    """How errors name a file: ``data/<path under the data folder>`` (also for a copy under
+    K3LAB_DATA), else its path in the repository, else its name (never an absolute path)."""
+    p = Path(path).resolve()
+    for root, prefix in ((data_dir(), "data/"), (REPO_ROOT, "")):
+        try:
+            return prefix + str(p.relative_to(root))
+        except ValueError:
+            pass
+    return p.name
 
 
-def read_yaml(path: Path) -> Any:
-    """Parse one YAML file; DataError naming the file for missing, non-UTF-8 or bad YAML."""
-    where = _where(path)
-    try:
-        text = Path(path).read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{where}: file missing") from None
-    except UnicodeDecodeError as e:
-        raise DataError(f"{where}: not UTF-8 text (byte {e.start})") from None
-    try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: 5x faster
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f"line {mark.line + 1}: " if mark is not None else ""
-        raise DataError(f"{where}: not valid YAML ({line}{getattr(e, 'problem', None) or e})") from None
+def read_yaml(path, where: str | None = None) -> Any:
+    """Parse one YAML file (UTF-8, valid YAML, no duplicate keys); DataError naming it."""
+    return readers.read_yaml(path, where or _where(path))
 
 
-def _first_error(where: str, e: ValidationError) -> DataError:
+# --------------------------------------------------------------------------- checking
+
+
+def _clean_loc(loc, doc) -> tuple:
+    """``loc`` without pydantic's union-member tags (``machine.MachineInfo.cores`` →
+    ``machine.cores``): the parts found by walking ``doc``, and a last part naming a key
+    that is missing or unknown."""
+    out, cur = [], doc
+    for i, part in enumerate(loc):
+        if isinstance(cur, dict) and part in cur:
+            out.append(part)
+            cur = cur[part]
+        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+            out.append(part)
+            cur = cur[part]
+        elif isinstance(cur, (dict, list)) and i == len(loc) - 1:
+            out.append(part)
+    return tuple(out)
+
+
+def _first_error(where: str, e: ValidationError, doc=None) -> DataError:
+    """One line for a validation error: the first, or the most specific error under the same
+    field (for a union: the member's value rule over another member's "wrong type"), with
+    its field path as in the file."""
     errs = e.errors(include_url=False)
-    err = errs[0]
-    loc = ".".join(str(x) for x in err["loc"])
+    if doc is None:
+        locs = [tuple(x["loc"]) for x in errs]
+    else:
+        locs = [_clean_loc(x["loc"], doc) for x in errs]
+    # pydantic's first error, or a more specific one below the same field (a union member's)
+    same = [i for i in range(len(errs)) if locs[i][:len(locs[0])] == locs[0]]
+    best = max(same, key=lambda i: (len(locs[i]), not errs[i]["type"].endswith("_type"), -i))
+    err, loc = errs[best], ".".join(str(x) for x in locs[best])
     msg = err["msg"].removeprefix("Value error, ")
-    if err["type"] in ("greater_than", "finite_number", "float_type", "int_type", "float_parsing"):
+    if err["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number",
+                       "float_type", "int_type", "float_parsing", "bool_type", "string_type", "literal_error",
+                       "string_pattern_mismatch", "string_too_short", "too_short", "too_long"):
         msg = f"{msg} (got {err.get('input')!r})"
-    more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
+    others = {loc for loc in locs if loc != locs[best][:len(loc)]}  # not the same field's union alternatives
+    more = f" (and {len(others)} more)" if others else ""
     return DataError(f"{where}: {loc + ': ' if loc else ''}{msg}{more}")
 
 
-def validate(name: str, doc: Any, where: str | None = None) -> BaseModel:
-    """Validate an already-parsed document against the schema of ``name`` (see :data:`SCHEMAS`)."""
+def _rule(where: str, e: ValueError) -> DataError:
+    return DataError(f"{where}: {e}")
+
+
+def validate(name: str, doc: Any, where: str | None = None):
+    """Check an already-parsed document (a YAML or JSON file's) against the schema of
+    ``name`` (see :data:`SCHEMAS`) → the model (YAML) or ``doc`` itself (JSON)."""
     if name not in SCHEMAS:
         raise DataError(f"unknown data file {name!r}; known: {', '.join(SCHEMAS)}")
     fname, schema = SCHEMAS[name]
     where = where or f"data/{fname}"
     if not isinstance(doc, dict):
         raise DataError(f"{where}: expected a mapping at the top level, got {type(doc).__name__}")
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        try:
+            return schema.model_validate(doc)
+        except ValidationError as e:
+            raise _first_error(where, e, doc) from None
     try:
-        return schema.model_validate(doc)
+        adapter(schema.schema).validate_python(doc)
     except ValidationError as e:
-        raise _first_error(where, e) from None
+        raise _first_error(where, e, doc) from None
+    try:
+        schema.check(doc)
+    except ValueError as e:
+        raise _rule(where, e) from None
+    return doc
 
 
-@functools.lru_cache(maxsize=None)
-def _load_one(name: str) -> BaseModel:
+def _cell(value: str, hint, where: str, col: str):
+    """One CSV cell → the type its column declares (int, float, bool, str)."""
+    base = typing.get_origin(hint) is typing.Annotated and typing.get_args(hint)[0] or hint
+    try:
+        if base is bool:
+            if value not in ("True", "False"):
+                raise ValueError
+            return value == "True"
+        if base is int:
+            return int(value)
+        if base is float:  # an integer-looking cell stays an int, as pandas reads it (1 → int64 column)
+            return int(value) if re.fullmatch(r"[+-]?\d+", value) else float(value)
+    except ValueError:
+        want = {bool: "True or False", int: "an integer", float: "a number"}[base]
+        raise DataError(f"{where}: {col}: must be {want} (got {value!r})") from None
+    return value
+
+
+def _read_table(schema: type[Table], path, where: str):
+    import pandas as pd
+
+    header, body = readers.read_csv(path, where)
+    hints = typing.get_type_hints(schema.row, include_extras=True)
+    cols = list(hints)
+    missing = [c for c in cols if c not in header]
+    if missing:
+        raise DataError(f"{where}: line 1: missing column(s) {missing}")
+    unknown = [c for c in header if c not in hints]
+    if unknown:
+        raise DataError(f"{where}: line 1: unknown column(s) {unknown} (known: {', '.join(cols)})")
+    rows = []
+    for n, cells in body:
+        raw = dict(zip(header, cells))
+        row = {c: _cell(raw[c], hints[c], f"{where}: line {n}", c) for c in cols}
+        try:
+            adapter(schema.row).validate_python(row)
+        except ValidationError as e:
+            raise _first_error(f"{where}: line {n}", e, row) from None
+        rows.append((n, row))
+    try:
+        schema.check(rows)
+    except ValueError as e:
+        raise _rule(where, e) from None
+    return pd.DataFrame([r for _, r in rows], columns=cols)
+
+
+def read(name: str, path=None):
+    """The file of kind ``name`` at ``path`` (default: its place under ``data/``), read and
+    checked (not cached, no cross-checks) → model / dict / DataFrame / list of records."""
     if name not in SCHEMAS:
         raise DataError(f"unknown data file {name!r}; known: {', '.join(SCHEMAS)}")
-    path = data_dir() / SCHEMAS[name][0]
-    return validate(name, read_yaml(path), _where(path))
+    rel, schema = SCHEMAS[name]
+    path = data_dir() / rel if path is None else Path(path)
+    where = _where(path)
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return validate(name, readers.read_yaml(path, where), where)
+    if issubclass(schema, Table):
+        return _read_table(schema, path, where)
+    if issubclass(schema, Lines):
+        return parse_lines(name, readers.read_text(path, where).splitlines(), where)
+    if issubclass(schema, JsonFile):
+        return validate(name, readers.read_json(path, where, schema.allow_infinity), where)
+    raise TypeError(f"SCHEMAS[{name!r}]: unknown schema kind {schema!r}")
+
+
+def parse_lines(name: str, lines, where: str) -> list[dict]:
+    """JSONL ``lines`` (text) checked as the stream kind ``name`` (e.g. ``bench_live_smoke``)."""
+    schema = SCHEMAS[name][1]
+    out = []
+    for n, rec in readers.parse_jsonl(lines, where, schema.allow_infinity):
+        try:
+            out.append(schema.check_record(rec, f"{where}:line {n}"))
+        except ValueError as e:
+            raise DataError(str(e)) from None
+    if not out:
+        raise DataError(f"{where}: {schema.empty}")
+    return out
+
+
+def required_keys(name: str) -> list[str]:
+    """The keys (columns, for a table) a file of kind ``name`` must have at its top level."""
+    schema = SCHEMAS[name][1]
+    if issubclass(schema, BaseModel):
+        return [k for k, f in schema.model_fields.items() if f.is_required()]
+    return schema.required()
+
+
+# --------------------------------------------------------------------------- cached loads
+
+_CACHES: list = []
+
+
+def cached(fn):
+    """``functools.lru_cache`` for something derived from ``data/``: cleared with the
+    loader's own cache by :func:`clear_cache` (tests point K3LAB_DATA at edited copies)."""
+    c = functools.lru_cache(maxsize=None)(fn)
+    _CACHES.append(c)
+    return c
+
+
+_LOADED: dict[str, Any] = {}
+
+
+def _load_one(name: str):
+    if name not in SCHEMAS:
+        raise DataError(f"unknown data file {name!r}; known: {', '.join(SCHEMAS)}")
+    if name not in _LOADED:
+        _LOADED[name] = read(name)
+    return _LOADED[name]
 
 
 #: Files whose facts are used by other files (see :func:`cross_checks`).
-CROSS_CHECKED = ("hardware", "prices", "article_table", "claims")
+CROSS_CHECKED = ("hardware", "prices", "article_table", "article_prefill", "claims")
 
 
 @functools.lru_cache(maxsize=None)
@@ -125,12 +301,22 @@ def _cross_checked() -> bool:
     return True
 
 
-def load(name: str) -> BaseModel:
-    """The validated document of ``data/<file>`` for ``name`` (cached; see :data:`SCHEMAS`)."""
+def load(name: str):
+    """The checked contents of ``data/<file>`` for ``name`` (cached; see :data:`SCHEMAS`).
+    A DataFrame comes as a copy; a dict is the cached one (read-only by convention)."""
     doc = _load_one(name)
     if name in CROSS_CHECKED:
         _cross_checked()
-    return doc
+    return doc.copy() if hasattr(doc, "iloc") else doc
+
+
+def check_all() -> list[str]:
+    """Load every input of :data:`SCHEMAS` and run the cross-checks (the door of ``reproduce``:
+    a broken file stops it before anything runs) → the names checked."""
+    for name in SCHEMAS:
+        _load_one(name)
+    _cross_checked()
+    return list(SCHEMAS)
 
 
 def cross_checks(**given) -> None:
@@ -139,8 +325,9 @@ def cross_checks(**given) -> None:
     - every GPU named in prices.yaml, article_table.yaml and serving_model.yaml exists in
       hardware.yaml;
     - the article's numbers that are claims (claims.yaml) and model inputs
-      (article_table.yaml: tok/s per node, tok/s per $/hour; prices.yaml: $/GPU-hour) agree,
-      so editing one without the other fails here.
+      (article_table.yaml: tok/s per node, tok/s per $/hour; prices.yaml: $/GPU-hour;
+      article_prefill.yaml: the prefill rates and the TTFT speed-up) agree, so editing one
+      without the other fails here.
     ``given`` holds documents being validated (so a file is not loaded while loading itself).
     """
     def get(n):
@@ -174,6 +361,17 @@ def cross_checks(**given) -> None:
         if str(reg["T6"].claimed) != want:
             raise DataError(f"data/claims.yaml: T6.claimed ({reg['T6'].claimed}) disagrees with "
                             f"data/article_table.yaml tok_s_per_dollar_hour ({want})")
+    ap = get("article_prefill")
+    pre = {"P5": [ap.prefill_tok_s_before_low, ap.prefill_tok_s_before_high, ap.prefill_tok_s_after],
+           "P6": [ap.ttft_speedup_low, ap.ttft_speedup_high],
+           "P8": [ap.prefill_tok_s_before_low, ap.prefill_tok_s_before_high]}
+    for cid, quoted in pre.items():
+        if cid in reg:
+            want = [q.value for q in quoted]
+            got = stated_numbers(reg[cid].claimed)
+            if got != want:
+                raise DataError(f"data/claims.yaml: {cid}.claimed ({reg[cid].claimed}) disagrees with "
+                                f"data/article_prefill.yaml ({' / '.join(f'{v:g}' for v in want)})")
     if "T5" in reg:
         art = {p.gpu: p.usd_per_gpu_hour for p in pr.prices if p.tier == table.price_tier}
         want = " / ".join(f"{art[g]:.2f}" for g in ("mi355x", "b300", "b200") if g in art)
@@ -182,23 +380,30 @@ def cross_checks(**given) -> None:
                             f"data/prices.yaml tier {table.price_tier!r} ({want})")
 
 
-#: caches of other modules built from data files (registered with :func:`on_clear_cache`)
-_DEPENDENT_CACHES: list = []
+_STATED = re.compile(r"^~?(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))?(k?)$")
 
 
-def on_clear_cache(fn):
-    """Register ``fn`` (an ``lru_cache``'d function, or any callable with ``cache_clear``) to be
-    cleared with the data caches; returns ``fn`` (usable as a decorator under ``lru_cache``)."""
-    _DEPENDENT_CACHES.append(fn)
-    return fn
+def stated_numbers(claimed) -> list[float] | None:
+    """The numbers in an article's wording of a range: ``"4-7k / ~13k"`` → [4000, 7000,
+    13000], ``"2-3"`` → [2, 3]; None for other wording."""
+    out = []
+    for part in str(claimed).split(" / "):
+        m = _STATED.match(part.strip())
+        if not m:
+            return None
+        scale = 1000 if m.group(3) else 1
+        out += [float(g) * scale for g in m.groups()[:2] if g is not None]
+    return out
 
 
-def clear_cache() -> None:
-    """Forget every loaded file and every cache built from one (tests that edit data files call this)."""
-    _load_one.cache_clear()
+def clear_cache(*names: str) -> None:
+    """Forget the loaded files (all, or only ``names``), the cross-checks, and everything
+    :func:`cached` derived from them (tests that edit data files call this)."""
+    for n in names or list(_LOADED):
+        _LOADED.pop(n, None)
     _cross_checked.cache_clear()
-    for fn in _DEPENDENT_CACHES:
-        fn.cache_clear()
+    for c in _CACHES:
+        c.cache_clear()
 
 
 def check_finite(name: str, v, positive: bool = True) -> float:

@@ -9,7 +9,6 @@ The public API of the study (names other code and notebooks rely on):
 - :func:`plan` / :func:`fit` → :class:`Plan`: weights per GPU, and the KV pool as sglang
   0.5.23 sizes it at start-up (:mod:`k3lab.model.pool_sizing`): ``max_kv_tokens`` is the
   ``max_total_num_tokens`` a server would log;
-- :func:`cli_main`: ``python -m k3lab fit`` (:mod:`k3lab.fit_cli`).
 
 Units: bytes unless a name says otherwise (GB = 1e9 B, GiB = 2**30 B); tokens; requests.
 """
@@ -25,14 +24,14 @@ from .model import quant, resident
 from .model.capacity import KV_DTYPES, STATE_DTYPES, check_dtype, kda_state_bytes_per_request, kv_bytes_per_token
 from .model.inventory import COMPONENTS, checkpoint_bytes, count_params, inventory, layer_sets, routed_expert_bytes
 from .model._checks import check_size
-from .model.sharding import (VARIANTS, check_parallel, pp_stages, rank_rows, setting_for, shard_table,
+from .model.sharding import (VARIANTS, pp_stages, rank_rows, setting_for, shard_table,
                              stage_weights_bytes)
 from .model.sharding import weights_bytes_per_gpu as _weights
 from .specs import GiB, GPU, Deployment, ModelConfig, load_gpu
 
 __all__ = ["COMPONENTS", "count_params", "checkpoint_bytes", "routed_expert_bytes", "inventory",
            "weights_bytes_per_gpu", "kv_bytes_per_token", "kda_state_bytes_per_request", "shard_table",
-           "pp_stages", "VARIANTS", "FIT_VARIANTS", "Plan", "plan", "fit", "cli_main"]
+           "pp_stages", "VARIANTS", "FIT_VARIANTS", "Plan", "plan", "fit"]
 
 #: sglang 0.5.23 defaults that enter the pool sizing (each cited in k3lab.model.pool_sizing)
 SLOTS_PER_REQUEST = ps.mamba_slots_per_request()  # extra_buffer with the radix cache: 5
@@ -293,12 +292,11 @@ def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: 
     variants = tuple(sorted(set(variants) | ({"ep"} if dep.ep else set()) | ({"dp-attention"} if dep.dp_attention else set())))
     setting = setting_for(g.vendor, [v for v in variants if v in VARIANTS], g.arch)
     tp, pp = dep.tp, dep.pp
-    check_parallel(cfg, tp, pp)
     if slots_per_request is None:
         slots_per_request = SLOTS_PER_REQUEST_PP if pp > 1 else SLOTS_PER_REQUEST
     data.check_count("slots_per_request", slots_per_request)
     cap = g.usable_hbm_bytes
-    weights = stage_weights_bytes(cfg, tp, pp, setting)
+    weights = stage_weights_bytes(cfg, tp, pp, setting)  # checks tp and pp against the model first
     heavy = max(range(pp), key=lambda s: (weights[s], -s))
     vision = vision_tower_bytes(cfg)
     draft_w = draft_bytes_per_rank(cfg, tp) if draft else 0
@@ -402,13 +400,3 @@ def plan(cfg: ModelConfig, gpu, num_gpus: int, tp: int, mem_fraction: float = 0.
                init_overhead_bytes=init_overhead_bytes, max_running_requests=max_running_requests,
                mamba_full_memory_ratio=mamba_full_memory_ratio, max_mamba_cache_size=max_mamba_cache_size,
                disable_radix_cache=disable_radix_cache)
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def cli_main(argv: list[str] | None = None) -> int:
-    """``python -m k3lab fit …`` (:func:`k3lab.fit_cli.main`)."""
-    from .fit_cli import main
-
-    return main(argv)

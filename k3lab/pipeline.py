@@ -15,21 +15,26 @@ A second run while one is active fails at once (``.lock`` holds the pid).
 
 The study's profiles (``what_if: false``) write ``results/``. A what-if profile runs only
 the notebooks it names and writes ``results/runs/<profile>/``, never over the study's
-results.
+results. A profile may also be a file anywhere, given as a path (``--profile
+/tmp/x/yours`` or ``.../yours.yaml``): its results always go to ``results/runs/<its
+stem>/`` (``$K3LAB_RESULTS``), never over the study's results nor outside the results
+folder; a name that would leave ``results/runs/`` is refused.
 
-Every parameter is checked against the notebook's ``parameters`` cell before anything
-runs; the notebooks check them again themselves (``k3lab.nbparams``), so a notebook run
-by hand fails the same way.
+Before anything runs, every parameter is checked against the notebook's ``parameters``
+cell (the notebooks check them again themselves, ``k3lab.nbparams``, so a notebook run by
+hand fails the same way) and every input of ``data/`` is loaded and checked
+(:func:`k3lab.data.check_all`): a broken file stops the run in one line, with nothing
+written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -39,18 +44,13 @@ from pathlib import Path
 
 from . import data, io, nbparams
 from .aiter_release import installed_release
+from .manifest import FAILED, MANIFEST, REBUILDABLE, PipelineError, _managed, read_manifest, sha256, verify  # noqa: F401
 from .paths import NOTEBOOKS_DIR, PARAMS_DIR, REPO_ROOT, results_root
 
 KERNEL_NAME = "k3lab"
 REQUIRED_PARAMETERS = ("mode", "smoke")
 MODES = ("offline", "live")
-MANIFEST = "manifest.json"
 LOCK = ".lock"
-FAILED = "failed"
-
-
-class PipelineError(ValueError):
-    """A profile, notebook or run that cannot go ahead as asked (one line for the user)."""
 
 
 @dataclass(frozen=True)
@@ -72,34 +72,68 @@ def notebooks(notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
     return sorted(p for p in Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb"))
 
 
+#: a profile's name, and the folder name of its results under ``results/runs/``
+PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def is_path(profile: str) -> bool:
+    """A profile given as a file (it has a folder in it, or ends in .yaml / .yml), not a name of params/."""
+    s = str(profile)
+    return "/" in s or os.sep in s or s.endswith((".yaml", ".yml"))
+
+
+def profile_file(profile: str, params_dir: Path = PARAMS_DIR) -> tuple[Path, str, str]:
+    """(the profile's file, its name, how errors show the file) for a name of ``params/`` or a
+    path (with or without ``.yaml``). PipelineError for an unknown one or a name that could
+    not be a folder of ``results/runs/``."""
+    s = str(profile)
+    if not is_path(s):
+        if not PROFILE_NAME.match(s):
+            raise PipelineError(f"profile name {s!r}: use letters, digits, '.', '-' and '_' (a name of params/), "
+                                f"or give the profile's file as a path")
+        path = Path(params_dir) / f"{s}.yaml"
+        if not path.exists():
+            raise PipelineError(f"unknown profile {s!r}; known profiles: {', '.join(known_profiles(params_dir))}")
+        return path, s, f"params/{path.name}"
+    p = Path(s).expanduser()
+    path = p if p.is_file() or p.suffix in (".yaml", ".yml") else p.with_name(p.name + ".yaml")
+    name = path.stem
+    if not PROFILE_NAME.match(name):
+        raise PipelineError(f"profile {s!r}: its name {name!r} cannot name a folder of results/runs/ "
+                            f"(use letters, digits, '.', '-' and '_', not starting with '.')")
+    if not path.is_file():
+        raise PipelineError(f"profile {s!r}: no such file ({path})")
+    return path, name, s
+
+
 def load_profile(name: str, params_dir: Path = PARAMS_DIR) -> dict:
-    """Read and shape-check ``params/<name>.yaml`` → {defaults, notebooks, what_if}."""
-    path = Path(params_dir) / f"{name}.yaml"
-    if not path.exists():
-        raise PipelineError(f"unknown profile {name!r}; known profiles: {', '.join(known_profiles(params_dir))}")
+    """Read and shape-check a profile (a name of ``params/`` or a path, :func:`profile_file`)
+    → {defaults, notebooks, what_if, name, file, from_path}."""
+    path, stem, shown = profile_file(name, params_dir)
     try:
-        prof = data.read_yaml(path)
+        prof = data.read_yaml(path, where=shown)
     except data.DataError as e:
-        raise PipelineError(str(e).replace("data/", "params/", 1)) from None
+        raise PipelineError(str(e)) from None
     prof = prof or {}
     if not isinstance(prof, dict) or set(prof) - {"defaults", "notebooks", "what_if", "description"}:
-        raise PipelineError(f"params/{path.name}: top-level keys must be 'defaults', 'notebooks' and "
+        raise PipelineError(f"{shown}: top-level keys must be 'defaults', 'notebooks' and "
                             f"optionally 'what_if', 'description'; got "
                             f"{sorted(prof) if isinstance(prof, dict) else type(prof).__name__}")
     defaults = prof.get("defaults") or {}
     per_nb = prof.get("notebooks") or {}
     what_if = prof.get("what_if", False)
     if not isinstance(defaults, dict) or not isinstance(per_nb, dict) or not isinstance(what_if, bool):
-        raise PipelineError(f"params/{path.name}: 'defaults' and 'notebooks' must be mappings, 'what_if' true/false")
+        raise PipelineError(f"{shown}: 'defaults' and 'notebooks' must be mappings, 'what_if' true/false")
     for nb, p in per_nb.items():
         if p is not None and not isinstance(p, dict):
-            raise PipelineError(f"params/{path.name}: notebooks.{nb} must be a mapping of parameters")
+            raise PipelineError(f"{shown}: notebooks.{nb} must be a mapping of parameters")
     mode = defaults.get("mode", "offline")
     if mode not in MODES:
-        raise PipelineError(f"params/{path.name}: mode must be one of {MODES}, got {mode!r}")
+        raise PipelineError(f"{shown}: mode must be one of {MODES}, got {mode!r}")
     if what_if and not per_nb:
-        raise PipelineError(f"params/{path.name}: a what-if profile must name the notebooks it runs")
-    return {"defaults": defaults, "notebooks": per_nb, "what_if": what_if}
+        raise PipelineError(f"{shown}: a what-if profile must name the notebooks it runs")
+    return {"defaults": defaults, "notebooks": per_nb, "what_if": what_if, "name": stem, "file": shown,
+            "from_path": is_path(name)}
 
 
 def declared_parameters(notebook: Path) -> dict:
@@ -147,17 +181,17 @@ def plan(profile: str, params_dir: Path = PARAMS_DIR, notebooks_dir: Path = NOTE
 # --------------------------------------------------------------------------- the transaction
 
 
-def target_dir(profile: str, what_if: bool) -> Path:
-    """Where a profile's results land: ``results/`` or ``results/runs/<profile>/``."""
-    return results_root() / "runs" / profile if what_if else results_root()
-
-
-def _managed(target: Path) -> list[Path]:
-    """Entries of a results folder that a run owns (never README.md, runs/, failed/, dot-files)."""
-    if not target.exists():
-        return []
-    return sorted(p for p in target.iterdir()
-                  if not p.name.startswith(".") and p.name not in ("README.md", "runs", FAILED))
+def target_dir(profile: str, what_if: bool, from_path: bool = False) -> Path:
+    """Where a profile's results land: ``results/`` for the study's own profiles, else
+    ``results/runs/<profile>/`` (a what-if profile, or one given as a path). PipelineError
+    if that folder would not lie inside ``results/runs/``."""
+    if not (what_if or from_path):
+        return results_root()
+    runs = results_root() / "runs"
+    target = runs / profile
+    if not PROFILE_NAME.match(str(profile)) or runs.resolve() not in target.resolve().parents:
+        raise PipelineError(f"profile {profile!r}: its results would land outside {runs}")
+    return target
 
 
 def _pid_alive(pid: int) -> bool:
@@ -254,14 +288,6 @@ def commit(staging: Path, target: Path, run_id: str) -> None:
     staging.rmdir()
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def git_commit() -> str:
     try:
         out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True,
@@ -300,47 +326,6 @@ def manifest(staging: Path, run_id: str, profile: str, jobs: list[Job], started:
             "notebooks": {j.notebook_id: j.parameters for j in jobs}, "files": files}
 
 
-def read_manifest(target: Path | None = None) -> dict:
-    """The manifest of the complete run in ``target`` (default ``results/``)."""
-    path = (target or results_root()) / MANIFEST
-    if not path.exists():
-        raise PipelineError(f"{path} is missing: no complete run there (make reproduce)")
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-#: rebuilt on demand (``python -m k3lab.report``) from the results it shows: not checked
-REBUILDABLE = ("report.html",)
-
-
-def verify(target: Path | None = None) -> list[str]:
-    """What in ``target`` (default ``results/``) differs from its manifest → one line each.
-
-    A listed file that is missing or whose sha256 changed, or a file in a run-owned entry the
-    run did not write (a notebook run by hand in JupyterLab writes straight into
-    ``results/<nb>/``; a stray folder) — everything :func:`_managed` covers except
-    ``manifest.json`` itself and :data:`REBUILDABLE`. Empty: the folder is exactly the
-    run's. PipelineError when there is no manifest (no complete run there)."""
-    target = Path(target or results_root())
-    man = read_manifest(target)
-    listed = man.get("files", {})
-    out = []
-    for rel, digest in sorted(listed.items()):
-        p = target / rel
-        if rel in REBUILDABLE:
-            continue
-        if not p.is_file():
-            out.append(f"{rel}: missing (listed by run {man.get('run_id')})")
-        elif sha256(p) != digest:
-            out.append(f"{rel}: changed since run {man.get('run_id')} wrote it")
-    for entry in _managed(target):
-        files = [entry] if entry.is_file() else sorted(q for q in entry.rglob("*") if q.is_file())
-        for q in files:
-            rel = str(q.relative_to(target))
-            if rel not in listed and rel not in (MANIFEST, *REBUILDABLE):
-                out.append(f"{rel}: not written by run {man.get('run_id')}")
-    return out
-
-
 def _error_line(e) -> str:
     """One line for a failed notebook cell (papermill's PapermillExecutionError)."""
     ename = getattr(e, "ename", type(e).__name__)
@@ -368,8 +353,10 @@ def run(profile: str = "offline", kernel_name: str = KERNEL_NAME, report: bool =
         params_dir: Path = PARAMS_DIR, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[tuple[str, float]]:
     """Run a profile as one transaction; returns (notebook id, seconds) per notebook."""
     jobs = plan(profile, params_dir, notebooks_dir)
-    what_if = load_profile(profile, params_dir)["what_if"]
-    target = target_dir(profile, what_if)
+    prof = load_profile(profile, params_dir)
+    what_if, profile = prof["what_if"], prof["name"]
+    target = target_dir(profile, what_if, prof["from_path"])
+    data.check_all()  # every input of data/, before anything runs or is written
     timings = []
     with run_lock(target):
         for line in recover(target):
@@ -436,7 +423,8 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m k3lab reproduce", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default=os.environ.get("PROFILE", "offline"),
-                    help="a file of params/ (default: offline; PROFILE= in make)")
+                    help="a name of params/ (default: offline; PROFILE= in make), or a profile file's path "
+                         "(its results go to results/runs/<its name>/)")
     ap.add_argument("--kernel", default=KERNEL_NAME)
     ap.add_argument("--no-report", action="store_true")
     a = ap.parse_args(argv)

@@ -26,6 +26,7 @@ from . import claims, io, roofline
 from .report_tables import html_table, inline_markdown, restyle_html, table_html
 from .compare import HOUR_PREFIX, MTOK_PREFIX, fit_matrix_html, tier_columns
 from .decision import decide
+from .manifest import MANIFEST, verify
 from .nbparams import RUN_ENV
 from .paths import results_root
 from .prices import perf_per_dollar_by_tier
@@ -459,10 +460,8 @@ _CSS = (
 
 
 def _drift(root: Path) -> list[str]:
-    """:func:`k3lab.pipeline.verify` of a committed run folder; nothing for a folder without a
+    """:func:`k3lab.manifest.verify` of a committed run folder; nothing for a folder without a
     manifest (the pipeline's staging folder, where the report is built before the manifest)."""
-    from .pipeline import MANIFEST, verify  # the pipeline imports this module when it builds a report
-
     return verify(root) if (root / MANIFEST).exists() else []
 
 

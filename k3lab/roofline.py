@@ -140,6 +140,7 @@ class StepCost:
         return self.t_allreduce_s + self.t_pp_send_s
 
 
+@data.cached  # shards from data/sglang_sharding.yaml
 def non_expert_read_bytes(cfg: ModelConfig, tp: int, pp: int = 1) -> float:
     """Non-expert weight bytes one rank of the heaviest stage reads per decode step:
     its shard of every checkpoint tensor except the routed experts and the embedding

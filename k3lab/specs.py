@@ -12,37 +12,22 @@ switches.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 from dataclasses import dataclass, field
 
 from . import data
-from .paths import data_path
+from .schemas.model import INT_FIELDS, text_config_fields
 
 GB = 10**9
 GiB = 2**30
 
-#: model name → (file under data/model/). Each file carries its ``_provenance``.
+#: model name → its config's name in :data:`k3lab.data.SCHEMAS` (``data/model/*_config.json``;
+#: each file carries its ``_provenance``).
 MODEL_FILES = {
-    "kimi-k3": "kimi_k3_config.json",
-    "kimi-k2": "kimi_k2_config.json",
-    "deepseek-v3": "deepseek_v3_config.json",
+    "kimi-k3": "kimi_k3_config",
+    "kimi-k2": "kimi_k2_config",
+    "deepseek-v3": "deepseek_v3_config",
 }
-
-# Published configs name the same field differently (DeepSeek-V3 / Kimi K2 vs Kimi K3).
-_ALIASES = {
-    "num_experts": ("num_experts", "n_routed_experts"),
-    "num_experts_per_token": ("num_experts_per_token", "num_experts_per_tok"),
-    "num_shared_experts": ("num_shared_experts", "n_shared_experts"),
-}
-_INT_FIELDS = (
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-    "num_key_value_heads", "max_position_embeddings", "intermediate_size",
-    "first_k_dense_replace", "num_experts", "num_experts_per_token", "num_shared_experts",
-    "moe_intermediate_size", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
-    "qk_rope_head_dim", "v_head_dim",
-)
-
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -120,70 +105,28 @@ class ModelConfig:
         return self.qk_nope_head_dim + self.qk_rope_head_dim
 
 
-def _field(tc: dict, key: str, where: str):
-    for k in _ALIASES.get(key, (key,)):
-        if k in tc:
-            return tc[k]
-    raise ValueError(f"{where}: missing required field {key!r}")
-
-
-def _positive_int(v, key: str, where: str, zero_ok: bool = False) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise ValueError(f"{where}: field {key!r} must be an integer, got {v!r}")
-    if v < 0 or (v == 0 and not zero_ok):
-        raise ValueError(f"{where}: field {key!r} must be positive, got {v}")
-    return v
-
-
 def model_from_dict(raw: dict, name: str = "model", where: str | None = None) -> ModelConfig:
-    """Validate a published HF config dict (with or without ``text_config``).
+    """A published HF config dict (with or without ``text_config``) → :class:`ModelConfig`.
 
-    ValueError naming ``where`` (the file) and the field for anything the inventory cannot
-    use: a missing or non-integer size, layer lists that do not partition the layers, a
-    top-k above the expert count.
+    Checked by :func:`k3lab.schemas.model.text_config_fields` (the loader runs the same
+    check on ``data/model/*.json``): ValueError naming ``where`` (the file) and the field for
+    anything the inventory cannot use — a missing or non-integer size, layer lists that do
+    not partition the layers, a top-k above the expert count.
     """
     where = where or f"model config {name!r}"
-    if not isinstance(raw, dict):
-        raise ValueError(f"{where}: expected a JSON object")
-    tc = raw.get("text_config", raw)
-    ints = {k: _positive_int(_field(tc, k, where), k, where, zero_ok=(k == "first_k_dense_replace"))
-            for k in _INT_FIELDS}
-    n = ints["num_hidden_layers"]
-    nextn = _positive_int(tc.get("num_nextn_predict_layers", 0), "num_nextn_predict_layers", where, zero_ok=True)
-    lac = tc.get("linear_attn_config")
-    if lac is None:
-        full, kda, lin = tuple(range(1, n + 1)), (), (0, 0, 0)
-    else:
-        if not isinstance(lac, dict):
-            raise ValueError(f"{where}: field 'linear_attn_config' must be an object")
-        full = tuple(int(i) for i in lac.get("full_attn_layers", ()))
-        kda = tuple(int(i) for i in lac.get("kda_layers", ()))
-        if sorted(full + kda) != list(range(1, n + 1)):
-            raise ValueError(f"{where}: linear_attn_config.full_attn_layers ({len(full)}) and "
-                             f"kda_layers ({len(kda)}) must partition layers 1..{n} exactly once each")
-        lin = tuple(_positive_int(lac.get(k), f"linear_attn_config.{k}", where)
-                    for k in ("num_heads", "head_dim", "short_conv_kernel_size"))
-    latent = tc.get("routed_expert_hidden_size", ints["hidden_size"])
-    latent = _positive_int(latent, "routed_expert_hidden_size", where)
-    if ints["num_attention_heads"] % ints["num_key_value_heads"]:
-        raise ValueError(f"{where}: num_key_value_heads must divide num_attention_heads")
-    if ints["num_experts_per_token"] > ints["num_experts"]:
-        raise ValueError(f"{where}: num_experts_per_token ({ints['num_experts_per_token']}) exceeds "
-                         f"num_experts ({ints['num_experts']})")
-    if ints["first_k_dense_replace"] > n:
-        raise ValueError(f"{where}: first_k_dense_replace exceeds num_hidden_layers")
-    quant = tc.get("quantization_config", raw.get("quantization_config")) or {}
-    if not isinstance(quant, dict):
-        raise ValueError(f"{where}: field 'quantization_config' must be an object")
+    try:
+        f = text_config_fields(raw)
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    ints = {k: f[k] for k in INT_FIELDS}
+    lin = f["linear_attn"]
+    quant = f["quantization"]
     return ModelConfig(
-        name=name, **ints, routed_expert_hidden_size=latent, num_nextn_predict_layers=nextn,
-        mla_use_output_gate=bool(tc.get("mla_use_output_gate", False)),
-        mla_use_nope=bool(tc.get("mla_use_nope", False)),
-        latent_moe_use_norm=bool(tc.get("latent_moe_use_norm", False)),
-        tie_word_embeddings=bool(raw.get("tie_word_embeddings", tc.get("tie_word_embeddings", False))),
-        attn_res=tc.get("attn_res_block_size") is not None,
+        name=name, **ints, routed_expert_hidden_size=f["routed_expert_hidden_size"],
+        num_nextn_predict_layers=f["num_nextn_predict_layers"], **f["switches"],
+        tie_word_embeddings=f["tie_word_embeddings"], attn_res=f["attn_res"],
         linear_attn_num_heads=lin[0], linear_attn_head_dim=lin[1], short_conv_kernel_size=lin[2],
-        full_attn_layers=full, kda_layers=kda, quantization=dict(quant),
+        full_attn_layers=f["full_attn_layers"], kda_layers=f["kda_layers"], quantization=dict(quant),
         quant_key=json.dumps(quant, sort_keys=True, default=str), raw=raw,
         provenance=str(raw.get("_provenance", "")),
     )
@@ -193,19 +136,19 @@ def known_models() -> list[str]:
     return sorted(MODEL_FILES)
 
 
-@functools.lru_cache(maxsize=None)
 def load_model(name: str = "kimi-k3") -> ModelConfig:
-    """Load a model config from ``data/model`` (:data:`MODEL_FILES`)."""
+    """A model config from ``data/model`` (:data:`MODEL_FILES`), read and checked by
+    :mod:`k3lab.data` (one line naming the file and field for a broken one)."""
     key = str(name).lower()
     if key not in MODEL_FILES:
         raise ValueError(f"unknown model {name!r}; known models: {', '.join(known_models())}")
-    path = data_path("model", MODEL_FILES[key])
-    where = f"data/model/{MODEL_FILES[key]}"
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{where}: not valid JSON ({e})") from None
-    return model_from_dict(raw, name=key, where=where)
+    return _model(key)
+
+
+@data.cached
+def _model(key: str) -> ModelConfig:
+    """Cached until :func:`k3lab.data.clear_cache` (the loader's copy is validated once)."""
+    return model_from_dict(data.load(MODEL_FILES[key]), name=key, where=f"data/{data.SCHEMAS[MODEL_FILES[key]][0]}")
 
 
 # --------------------------------------------------------------------------- GPUs

@@ -29,3 +29,16 @@ def previous(baseline):
 
     shutil.copytree(baseline, results_root())
     return snapshot(results_root())
+
+
+@pytest.fixture(scope="session")
+def ci_run(tmp_path_factory):
+    """One ``reproduce --profile ci`` of the real study (``PROFILE=ci make reproduce``, the
+    README's smoke run), made once per session → its results folder."""
+    from k3lab import pipeline
+    from study_helpers import results_at
+
+    root = tmp_path_factory.mktemp("ci_run")
+    with results_at(root):
+        pipeline.run("ci")
+    return root

@@ -221,6 +221,7 @@ def test_bad_layouts_fail_clearly(args, match):
 def test_missing_package_gives_one_clear_import_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "aiconfigurator_core", None)
     monkeypatch.delitem(sys.modules, "k3lab.crosscheck")
+    monkeypatch.delitem(sys.modules, "k3lab.crosscheck._aic")  # the one module that imports it
     with pytest.raises(ImportError, match=r"needs NVIDIA's aiconfigurator.*pip install aiconfigurator-core==0\.12\.0"):
         importlib.import_module("k3lab.crosscheck")
 

@@ -6,6 +6,7 @@ the repository's data is never touched. Expected field paths are written out by 
 the files' layout, not taken from the loader.
 """
 
+import json
 import os
 import random
 import re
@@ -248,3 +249,137 @@ def test_upstream_changes_by_release():
     assert sorted(prefill) == ["0.5.19", "0.5.22"]
     assert prefill["0.5.19"].startswith("PR #34647 (confirmed): ") and "PR #36356 (confirmed)" in prefill["0.5.19"]
     assert changes_by_release("memory")["0.5.17"].startswith("PR not found: SGLANG_AITER_K3_OPT")
+
+
+# --------------------------------------------------------------------------- issue 23: every input as strict
+
+
+def test_a_yaml_key_written_twice_names_the_file_the_key_and_both_lines(data_copy):
+    hw = data_copy / "hardware.yaml"
+    lines = hw.read_text(encoding="utf-8").splitlines(keepends=True)
+    n = next(i for i, l in enumerate(lines) if BW_LINE in l)
+    indent = lines[n][: len(lines[n]) - len(lines[n].lstrip())]
+    lines.insert(n + 1, f"{indent}hbm_bw_tb_s: {{value: 80.0, source: amd_mi355x}}\n")  # PyYAML keeps the last
+    hw.write_text("".join(lines), encoding="utf-8")
+    msg = _one_line_error("hardware")
+    assert msg == (f"data/hardware.yaml: duplicate key 'hbm_bw_tb_s' (lines {n + 1} and {n + 2}); "
+                   "YAML would keep only the second"), msg
+
+
+def test_a_json_key_written_twice_names_its_path_and_both_lines(data_copy):
+    cfg = data_copy / "model" / "kimi_k3_config.json"
+    lines = cfg.read_text(encoding="utf-8").splitlines(keepends=True)
+    n = next(i for i, l in enumerate(lines) if l.strip().startswith('"num_hidden_layers"'))
+    lines.insert(n + 1, lines[n].replace("93", "61"))
+    cfg.write_text("".join(lines), encoding="utf-8")
+    data.clear_cache()
+    with pytest.raises(data.DataError) as ei:
+        data.load("kimi_k3_config")
+    assert str(ei.value) == (f"data/model/kimi_k3_config.json: duplicate key 'text_config.num_hidden_layers' "
+                             f"(lines {n + 1} and {n + 2}); JSON readers would keep only the second")
+    # and the command that reads it says so in one line
+    from k3lab import specs
+    data.clear_cache()
+    with pytest.raises(ValueError, match=r"^data/model/kimi_k3_config\.json: duplicate key"):
+        specs.load_model("kimi-k3")
+
+
+def test_a_profile_with_a_key_twice_is_refused(tmp_path):
+    from k3lab import pipeline
+
+    (tmp_path / "twice.yaml").write_text("defaults: {mode: offline}\ndefaults: {mode: live}\n")
+    with pytest.raises(pipeline.PipelineError, match=r"^params/twice\.yaml: duplicate key 'defaults' \(lines 1 and 2\)"):
+        pipeline.load_profile("twice", tmp_path)
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
+def test_json_numbers_must_be_finite(data_copy, token):
+    p = data_copy / "measured" / "cpu-2core" / "sglang_aiter_probe.json"
+    _edit(p, '"max_abs_diff": 0.0', f'"max_abs_diff": {token}')
+    with pytest.raises(data.DataError, match=r"^data/measured/cpu-2core/sglang_aiter_probe\.json: "
+                                             r"prefill_12_heads_patched\.max_abs_diff: must be a finite number"):
+        data.read("sglang_aiter_probe")
+
+
+def test_bench_serving_may_say_request_rate_infinity_and_nothing_else(data_copy):
+    p = data_copy / "measured" / "cpu-2core" / "bench_live_smoke.jsonl"
+    text = p.read_text(encoding="utf-8")
+    assert '"request_rate": Infinity' in text          # sglang's own encoding of --request-rate inf
+    assert len(data.read("bench_live_smoke")) == 2
+    for bad, key in (('"request_rate": -Infinity', "request_rate"), ('"request_rate": NaN', "request_rate")):
+        p.write_text(text.replace('"request_rate": Infinity', bad, 1), encoding="utf-8")
+        with pytest.raises(data.DataError, match=rf"bench_live_smoke\.jsonl:line 1: {key}: must be a finite number"):
+            data.read("bench_live_smoke")
+    p.write_text(text.replace('"random_range_ratio": 1.0', '"random_range_ratio": Infinity', 1), encoding="utf-8")
+    with pytest.raises(data.DataError, match=r"line 1: random_range_ratio: must be a finite number"):
+        data.read("bench_live_smoke")
+
+
+def test_a_negative_byte_count_deep_in_the_rank_transcript(data_copy):
+    p = data_copy / "measured" / "cpu-2core" / "sglang_0523_k3_rank_bytes.json"
+    doc = json.loads(p.read_text(encoding="utf-8"))
+    key = sorted(doc["rank_checks"])[0]
+    doc["rank_checks"][key]["bytes_per_world_rank"]["3"] = -1   # a part no schema field names
+    p.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(data.DataError, match=rf"rank_checks\.{re.escape(key)}\.bytes_per_world_rank\.3: a byte count "
+                                             r"must be a non-negative integer \(got -1\)"):
+        data.read("sglang_k3_rank_bytes")
+
+
+@pytest.mark.parametrize("old, new, match", [
+    ("      digits: true\n      why: '''about 103B'''", "      rel: 1.5\n      why: x", r"claims\.1\.tolerance\.rel: Input should be less than 1"),
+    ("      digits: true\n      why: '''about 103B'''", "      rel: .nan\n      why: x", r"claims\.1\.tolerance\.rel: Input should be a finite number"),
+    ("      digits: true\n      why: '''about 103B'''", "      rel: 0\n      why: x", r"claims\.1\.tolerance\.rel: Input should be greater than 0"),
+    ("    claimed: 103\n", "    claimed: -103\n", r"claims\.1: claim M2: claimed: must be a finite number > 0, got -103"),
+    ("    claimed: 103\n", "    claimed: .inf\n", r"claims\.1\.claimed: Input should be a finite number"),
+    ("    claimed: 103\n", "    claimed: about a hundred\n", r"claim M2: claimed: rule 'within_tolerance' compares the claimed"),
+])
+def test_claimed_values_and_tolerances_are_finite_signed_and_in_range(data_copy, old, new, match):
+    _edit(data_copy / "claims.yaml", old, new)
+    msg = _one_line_error("claims")
+    assert msg.startswith("data/claims.yaml: ") and re.search(match, msg), msg
+
+
+def test_a_claimed_range_must_agree_with_the_article_prefill_figures(data_copy):
+    """P6 is the article's '2-3x': claims.yaml holds the words, article_prefill.yaml the numbers."""
+    _edit(data_copy / "article_prefill.yaml", 'ttft_speedup_high: {value: 3,', 'ttft_speedup_high: {value: 4,')
+    msg = _one_line_error("claims")
+    assert msg == "data/claims.yaml: P6.claimed (2-3) disagrees with data/article_prefill.yaml (2 / 4)", msg
+
+
+def test_csv_tables_read_as_pandas_reads_them():
+    """The loader converts every cell by its column's type; the frame a consumer gets equals
+    what pandas makes of the committed file (so notebook outputs do not move)."""
+    import pandas as pd
+
+    for name, (rel, _) in data.SCHEMAS.items():
+        if rel.endswith(".csv"):
+            pd.testing.assert_frame_equal(data.load(name), pd.read_csv(paths.DATA_DIR / rel), check_exact=True)
+
+
+def test_every_input_is_checked_by_check_all(monkeypatch):
+    monkeypatch.delenv("K3LAB_DATA", raising=False)
+    data.clear_cache()
+    try:
+        assert data.check_all() == list(data.SCHEMAS)
+    finally:
+        data.clear_cache()
+
+
+def test_a_live_runs_fresh_files_are_checked_like_the_committed_ones(tmp_path):
+    """Live mode hands notebooks 02/03 a fresh folder; the loader checks it with the same schemas."""
+    from k3lab.findings import f2_topk as f2
+    from k3lab.live import kernel_timing
+
+    src = paths.DATA_DIR / "measured" / "cpu-2core"
+    fresh = tmp_path / "live"
+    shutil.copytree(src, fresh)
+    assert f2.transcript(fresh / "sglang_topk_repro.json") == data.load("sglang_topk_repro")
+    assert kernel_timing.load(fresh).equals(data.load("attention_heads"))
+    _edit(fresh / "sglang_topk_repro.json", '"returncode": 1', '"returncode": "1"')
+    with pytest.raises(data.DataError, match=r"^sglang_topk_repro\.json: crash\.returncode: "):
+        f2.transcript(fresh / "sglang_topk_repro.json")
+    _edit(fresh / "topk_renorm_ties.csv", "bf16 logits -> fp32 softmax,1,20,1024,163840,0.438477",
+          "bf16 logits -> fp32 softmax,1,20,1024,163840,1.438477")
+    with pytest.raises(data.DataError, match=r"^topk_renorm_ties\.csv: line 2: share_rows_differ: "):
+        f2.renorm_bench(fresh)

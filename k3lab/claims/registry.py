@@ -3,11 +3,11 @@ columns the records and the ledger carry."""
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from .. import data
-from .rules import CRITERIA, INDEPENDENT, RULES, VERDICTS  # noqa: F401  (re-exported)
+from ..schemas.article import claimed_numbers
+from .rules import CRITERIA, INDEPENDENT, RULES, VERDICTS  # noqa: F401  (VERDICTS, INDEPENDENT: re-exported)
 
 METHODS = data.METHODS
 RECORD_COLUMNS = ["claim_id", "method", "reproduced", "bound", "verdict", "rule", "evidence", "notes"]
@@ -36,15 +36,11 @@ class Claim:
     @property
     def claimed_numbers(self) -> list[float]:
         """The claimed value as numbers: ``2.78`` → [2.78]; ``"48 / 33 / 7"`` → [48, 33, 7]."""
-        if isinstance(self.claimed, bool):
-            raise ValueError(f"claim {self.id}: claimed value {self.claimed!r} is not a number")
-        if isinstance(self.claimed, (int, float)):
-            return [float(self.claimed)]
-        try:
-            return [float(x) for x in str(self.claimed).split(" / ")]
-        except ValueError:
+        nums = claimed_numbers(self.claimed)
+        if nums is None:
             raise ValueError(f"claim {self.id}: claimed value {self.claimed!r} is not a number "
-                             f"(or numbers separated by ' / ')") from None
+                             f"(or numbers separated by ' / ')")
+        return nums
 
     def tolerance_text(self) -> str:
         """The numeric tolerance, or how the claim's rule decides agreement (:data:`CRITERIA`)."""
@@ -58,11 +54,11 @@ class Claim:
 
 def registry() -> dict[str, Claim]:
     """All claims of ``data/claims.yaml``, by ID, in the file's order (validated, cached)."""
-    return _registry(id(data.load("claims")))
+    return _registry()
 
 
-@functools.lru_cache(maxsize=4)
-def _registry(_doc_id) -> dict[str, Claim]:
+@data.cached
+def _registry() -> dict[str, Claim]:
     doc = data.load("claims")
     out = {}
     for c in doc.claims:

@@ -12,10 +12,21 @@ from __future__ import annotations
 
 import math
 from decimal import ROUND_HALF_UP, Decimal
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .registry import Claim
+
+class Claim(Protocol):
+    """What a rule reads of a claim (:class:`k3lab.claims.registry.Claim` has it; the rules
+    do not import the registry, which imports them)."""
+
+    id: str
+    claimed: object
+    unit: str
+    rule: str
+    tolerance: object
+
+    @property
+    def claimed_numbers(self) -> list[float]: ...
 
 #: the five verdicts every rule decides between
 BASE_VERDICTS = ("reproduced", "consistent", "discrepancy", "corrected", "not reproducible here")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.resources
 import json
 
-from ..paths import data_path
+from .. import data
 
 
 def aic_model_config() -> dict:
@@ -21,8 +21,7 @@ def config_differences(published: dict | None = None) -> list[tuple[str, object,
     copy carries (generation defaults, token ids) are left out; ``quantization_config``
     is compared whole."""
     if published is None:
-        with open(data_path("model", "kimi_k3_config.json"), encoding="utf-8") as f:
-            published = json.load(f)
+        published = data.load("kimi_k3_config")
     a = aic_model_config().get("text_config", {})
     p = published.get("text_config", published)
     return [(k, a.get(k, "<absent>"), v) for k, v in sorted(p.items()) if a.get(k, "<absent>") != v]

@@ -17,7 +17,7 @@ from collections import Counter
 
 import pandas as pd
 
-from . import (TOOL, TOOL_VERSION, _aic_build_model_config, _aic_common, _aic_get_backend, _aic_get_model,
+from ._aic import (TOOL, TOOL_VERSION, _aic_build_model_config, _aic_common, _aic_get_backend, _aic_get_model,
                _aic_k3_moe_mode, _aic_kv_cache_budget_bytes, _aic_sglang_mem_fraction, _AicRuntimeConfig)
 from .results import AicMemory, AicThroughput
 from .systems import HardwareSpec, Target, database_view, resolve_target

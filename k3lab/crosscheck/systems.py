@@ -28,7 +28,7 @@ import yaml
 
 from ..data import check_count
 from ..specs import load_gpu
-from . import TOOL, TOOL_VERSION, _aic_pdb
+from ._aic import TOOL, TOOL_VERSION, _aic_pdb
 
 MODES = ("silicon", "hybrid", "empirical", "sol")
 BACKENDS = ("sglang", "vllm", "trtllm")

@@ -9,20 +9,18 @@ from the functions below.
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 
 import torch
 
 from . import field
-from .. import claims, sampling, spec_decode
-from ..paths import data_path
+from .. import claims, data, release_status, sampling, spec_decode
 from ..probes import release_matrix, topk_repro
 from ..specs import ModelConfig, load_model
 from ..throughput import measured_points
 from .upstream import with_upstream_column
 
 NB = "02_topk_renorm_fix"
-MEASURED = ("measured", "cpu-2core")
 #: the chi-square example: one context over 10 tokens, a three-way tie at the top-2 pivot
 CHI_PROBS = (0.30, 0.15, 0.15, 0.15, 0.09, 0.06, 0.04, 0.03, 0.02, 0.01)
 CHI_DRAFT = (3, 1, 0)
@@ -34,18 +32,19 @@ def transcript(path=None) -> dict:
 
 
 def renorm_bench(folder=None):
-    """(timings, tie shares) of the CPU top-k renorm benchmark (``benchmarks/topk_renorm.py``)."""
-    import pandas as pd
-
-    d = data_path(*MEASURED) if folder is None else folder
-    meta = json.loads((d / "topk_renorm.meta.json").read_text()) if (d / "topk_renorm.meta.json").exists() else {}
-    return pd.read_csv(d / "topk_renorm.csv"), pd.read_csv(d / "topk_renorm_ties.csv"), meta
+    """(timings, tie shares, meta) of the CPU top-k renorm benchmark (``benchmarks/topk_renorm.py``):
+    the committed run, or a fresh one in ``folder`` — checked by :mod:`k3lab.data` either way."""
+    if folder is None:
+        return data.load("topk_renorm"), data.load("topk_renorm_ties"), data.load("topk_renorm_meta")
+    d = Path(folder)
+    return (data.read("topk_renorm", d / "topk_renorm.csv"), data.read("topk_renorm_ties", d / "topk_renorm_ties.csv"),
+            data.read("topk_renorm_meta", d / "topk_renorm.meta.json"))
 
 
 def versions_table(doc: dict | None = None):
     """Finding 2's half of the release matrix: per sglang release, what the renorm names bind
     to on CUDA / HIP / CPU and what the real verify call does with the request mixes."""
-    doc = release_matrix.load_matrix() if doc is None else doc
+    doc = release_status.load_matrix() if doc is None else doc
     df = release_matrix.summary_frame(doc)
     df = df[["sglang"] + [c for c in df.columns if c.endswith("top_k / top_p") or c.endswith("verify")]]
     return with_upstream_column(df, "spec_decode")

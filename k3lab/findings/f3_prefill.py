@@ -10,26 +10,24 @@ judges P1–P8.
 
 from __future__ import annotations
 
-import json
-
 import torch
 
 from . import field
 from .. import aiter_release, claims, data, mla_kernels
 from .. import attention as A
 from .. import prefill as P
-from ..paths import data_path
+from .. import release_status
 from ..probes import release_matrix
 from ..specs import ModelConfig, load_gpu, load_model
 from .upstream import with_upstream_column
 
 NB = "03_head_padding_prefill"
-MEASURED = ("measured", "cpu-2core")
 
 
 def aiter_probe() -> dict:
-    """sglang 0.5.16's AITER backend on CPU, unpatched and patched (``sglang_aiter_probe.json``)."""
-    return json.loads(data_path(*MEASURED, "sglang_aiter_probe.json").read_text())
+    """sglang 0.5.16's AITER backend on CPU, unpatched and patched (``sglang_aiter_probe.json``,
+    checked by :mod:`k3lab.data`)."""
+    return data.load("sglang_aiter_probe")
 
 
 def exactness_table(smoke: bool = False, probe: dict | None = None):
@@ -219,14 +217,14 @@ def versions_table(doc: dict | None = None):
     """Finding 3's half of the release matrix: per sglang release, the AITER backend with 12
     heads per rank, the attention backend sglang picks by default for K3 at TP8 on ROCm, the
     prefill output against :func:`k3lab.attention.with_head_padding`, and whether it ships K3."""
-    doc = release_matrix.load_matrix() if doc is None else doc
+    doc = release_status.load_matrix() if doc is None else doc
     cols = ["sglang", "AITER 12 heads", "ROCm default backend, K3 TP8", "prefill == with_head_padding", "kimi_k3.py"]
     return with_upstream_column(release_matrix.summary_frame(doc)[cols], "prefill")
 
 
 def _p3(doc: dict | None, probe: dict, heads: int) -> dict:
     """P3 on the releases that serve K3 (the first with a Kimi K3 model file onwards)."""
-    doc = release_matrix.load_matrix() if doc is None else doc
+    doc = release_status.load_matrix() if doc is None else doc
     k3 = [r for r in doc["rows"] if r["kimi_k3"]["model_file"]]
     first = k3[0]
     key = f"{cfg_heads(heads)}"

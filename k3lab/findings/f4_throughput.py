@@ -20,6 +20,8 @@ NB = "04_throughput_perf_per_dollar"
 CONCURRENCIES = (1, 4, 8, 16, 24, 32, 64, 128)
 #: beyond the article's sweep, to find where the tool's KV pool runs out
 KV_LIMIT_CONCURRENCIES = (160, 176, 192, 256)
+#: the concurrencies T2, T3 and T14 read from the silicon sweep (a smoke sweep stops below them)
+JUDGED_CONCURRENCIES = (64, 128)
 
 
 def held_concurrency(cfg, dep, mem_fraction: float = 0.9, kv_dtype: str = "bf16",
@@ -102,6 +104,14 @@ def sol_ratio(sol) -> tuple[float, float]:
     return float(r.min()), float(r.max())
 
 
+def _with_judged_points(silicon):
+    """``silicon`` with the :data:`JUDGED_CONCURRENCIES` it lacks swept and added."""
+    import pandas as pd
+
+    missing = [c for c in JUDGED_CONCURRENCIES if c not in set(silicon["concurrency"])]
+    return pd.concat([silicon, aic_silicon(missing)], ignore_index=True) if missing else silicon
+
+
 def roofline_curves(concurrencies=(1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128)):
     import pandas as pd
 
@@ -112,7 +122,7 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
     """T1–T16, each judged by its rule. ``silicon``/``sol``/``kv_limit``: precomputed
     aiconfigurator sweeps (computed here when None)."""
     cfg = load_model("kimi-k3") if cfg is None else cfg
-    silicon = aic_silicon() if silicon is None else silicon
+    silicon = aic_silicon() if silicon is None else _with_judged_points(silicon)
     sol = aic_sol() if sol is None else sol
     kv_limit = crosscheck.sweep([("b300", 8, 8, 1)], KV_LIMIT_CONCURRENCIES, mode="silicon") if kv_limit is None else kv_limit
     R = claims.judge

@@ -2,12 +2,12 @@
 
 ``python -m sglang.bench_serving … --output-file F`` appends one JSON object per run to
 ``F`` (sglang 0.5.16 ``sglang/benchmark/serving.py``, the ``result`` dict written in
-``benchmark``). :func:`read_jsonl` reads such a file and validates every line: the keys
-k3lab uses must be there with the right types and units (``*_ms`` in milliseconds,
-``duration`` in seconds, ``*_throughput`` in tok/s or req/s), and the units must agree
-with each other (``output_throughput`` = ``total_output_tokens`` / ``duration``; a TTFT
-cannot exceed the end-to-end latency). A malformed line is a ValueError naming the file
-and the line number.
+``benchmark``). :func:`read_jsonl` reads such a file through :mod:`k3lab.data` (the schema
+is :class:`k3lab.schemas.measured.BenchServing`) and validates every line: the keys k3lab
+uses must be there with the right types and units (``*_ms`` in milliseconds, ``duration``
+in seconds, ``*_throughput`` in tok/s or req/s), and the units must agree with each other
+(``output_throughput`` = ``total_output_tokens`` / ``duration``; a TTFT cannot exceed the
+end-to-end latency). A malformed line is a ValueError naming the file and the line number.
 
 :func:`sweep` (``python -m k3lab bench --base-url … --concurrency 1,4,16,24,64``) runs
 ``python -m sglang.bench_serving`` once per concurrency (``random-ids``, 1,024 in /
@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import json
-import math
 import os
 import shlex
 import subprocess
@@ -29,44 +27,16 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
-from .. import io
+from .. import data, io
 from ..data import check_count
 from ..paths import results_dir
+from ..schemas.measured import OPTIONAL_KEYS, REQUIRED_KEYS, UNIT_REL_TOL, validate_bench_record  # noqa: F401
 
 NOTEBOOK_ID = "04_throughput_perf_per_dollar"
+#: the loader's name for a bench_serving JSONL (:data:`k3lab.data.SCHEMAS`)
+BENCH_KIND = "bench_live_smoke"
 DEFAULT_CONCURRENCIES = (1, 4, 16, 24, 64)
 
-#: key → (python types, unit, minimum). Units: ms, s, tok/s, req/s, tokens, requests.
-REQUIRED_KEYS: dict[str, tuple[tuple[type, ...], str, float]] = {
-    "completed": ((int,), "requests", 0),
-    "duration": ((int, float), "s", 0),
-    "total_input_tokens": ((int,), "tokens", 0),
-    "total_output_tokens": ((int,), "tokens", 0),
-    "request_throughput": ((int, float), "req/s", 0),
-    "input_throughput": ((int, float), "tok/s", 0),
-    "output_throughput": ((int, float), "tok/s", 0),
-    "total_throughput": ((int, float), "tok/s", 0),
-    "mean_e2e_latency_ms": ((int, float), "ms", 0),
-    "median_e2e_latency_ms": ((int, float), "ms", 0),
-    "mean_ttft_ms": ((int, float), "ms", 0),
-    "median_ttft_ms": ((int, float), "ms", 0),
-    "p99_ttft_ms": ((int, float), "ms", 0),
-    "mean_itl_ms": ((int, float), "ms", 0),
-    "median_itl_ms": ((int, float), "ms", 0),
-    "mean_tpot_ms": ((int, float), "ms", 0),
-    "random_input_len": ((int,), "tokens", 0),
-    "random_output_len": ((int,), "tokens", 0),
-}
-#: may be null (no --max-concurrency; no speculative decoding)
-OPTIONAL_KEYS: dict[str, tuple[tuple[type, ...], str, float]] = {
-    "max_concurrency": ((int,), "requests", 1),
-    "concurrency": ((int, float), "requests", 0),
-    "accept_length": ((int, float), "tokens/step", 0),
-    "random_range_ratio": ((int, float), "ratio", 0),
-}
-#: relative tolerance of the unit cross-checks (bench_serving rounds nothing, but
-#: ``duration`` is measured separately from the token counts)
-UNIT_REL_TOL = 0.02
 SUMMARY_COLUMNS = ["max_concurrency", "completed", "output_tok_s", "total_tok_s",
                    "median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "mean_tpot_ms",
                    "random_input_len", "random_output_len", "accept_length"]
@@ -75,81 +45,16 @@ SUMMARY_COLUMNS = ["max_concurrency", "completed", "output_tok_s", "total_tok_s"
 # --------------------------------------------------------------------------- reading
 
 
-def _check_number(where: str, key: str, v, types, minimum) -> None:
-    if isinstance(v, bool) or not isinstance(v, types):
-        want = "an integer" if types == (int,) else "a number"
-        raise ValueError(f"{where}: {key!r} must be {want}, got {v!r}")
-    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-        raise ValueError(f"{where}: {key!r} must be finite, got {v!r}")
-    if v < minimum:
-        raise ValueError(f"{where}: {key!r} must be >= {minimum}, got {v!r}")
-
-
 def validate_record(rec, where: str = "record") -> dict:
-    """Check one bench_serving result object; returns it unchanged (ValueError otherwise)."""
-    if not isinstance(rec, dict):
-        raise ValueError(f"{where}: expected a JSON object, got {type(rec).__name__}")
-    missing = [k for k in REQUIRED_KEYS if k not in rec]
-    if missing:
-        raise ValueError(f"{where}: missing key(s) {missing} (not a bench_serving result line?)")
-    for k, (types, _unit, lo) in REQUIRED_KEYS.items():
-        _check_number(where, k, rec[k], types, lo)
-    for k, (types, _unit, lo) in OPTIONAL_KEYS.items():
-        if rec.get(k) is not None:
-            _check_number(where, k, rec[k], types, lo)
-    if rec["completed"] == 0:
-        raise ValueError(f"{where}: no request completed (completed = 0): the run failed")
-    dur = rec["duration"]
-    if dur <= 0:
-        raise ValueError(f"{where}: 'duration' must be positive seconds, got {dur!r}")
-    # units must agree: tok/s = tokens / s, req/s = requests / s
-    for key, num in (("output_throughput", "total_output_tokens"),
-                     ("input_throughput", "total_input_tokens"),
-                     ("request_throughput", "completed")):
-        expect = rec[num] / dur
-        if not math.isclose(rec[key], expect, rel_tol=UNIT_REL_TOL, abs_tol=1e-9):
-            raise ValueError(f"{where}: units do not match: {key!r} = {rec[key]!r} but "
-                             f"{num!r} / 'duration' = {expect:.6g} per second")
-    tot = rec["output_throughput"] + rec["input_throughput"]
-    if not math.isclose(rec["total_throughput"], tot, rel_tol=UNIT_REL_TOL, abs_tol=1e-9):
-        raise ValueError(f"{where}: units do not match: 'total_throughput' {rec['total_throughput']!r} "
-                         f"!= input + output throughput {tot:.6g} tok/s")
-    # ms vs s: a request cannot take longer than the run, nor its first token longer than it
-    if rec["mean_e2e_latency_ms"] > dur * 1000 * (1 + UNIT_REL_TOL):
-        raise ValueError(f"{where}: units do not match: mean_e2e_latency_ms "
-                         f"{rec['mean_e2e_latency_ms']!r} ms exceeds the run's duration "
-                         f"{dur!r} s (a latency in seconds, or a duration in ms?)")
-    if rec["mean_ttft_ms"] > rec["mean_e2e_latency_ms"] * (1 + UNIT_REL_TOL):
-        raise ValueError(f"{where}: units do not match: mean_ttft_ms exceeds mean_e2e_latency_ms")
-    if rec["p99_ttft_ms"] > dur * 1000 * (1 + UNIT_REL_TOL):
-        raise ValueError(f"{where}: units do not match: p99_ttft_ms {rec['p99_ttft_ms']!r} ms exceeds "
-                         f"the run's duration {dur!r} s")
-    if rec["median_ttft_ms"] > rec["p99_ttft_ms"] * (1 + UNIT_REL_TOL):
-        raise ValueError(f"{where}: median_ttft_ms {rec['median_ttft_ms']!r} exceeds p99_ttft_ms "
-                         f"{rec['p99_ttft_ms']!r}: not one run's percentiles")
-    # the random datasets (random, random-ids) draw each output length at most random_output_len
-    cap = rec["completed"] * rec["random_output_len"]
-    if str(rec.get("dataset_name", "")).startswith("random") and rec["total_output_tokens"] > cap * (1 + UNIT_REL_TOL):
-        raise ValueError(f"{where}: total_output_tokens {rec['total_output_tokens']:,} exceeds completed × "
-                         f"random_output_len = {cap:,}: the counts are not from this run")
-    return rec
+    """Check one bench_serving result object; returns it unchanged (ValueError otherwise).
+    The schema of a bench_serving line (:func:`k3lab.schemas.measured.validate_bench_record`)."""
+    return validate_bench_record(rec, where)
 
 
 def parse_lines(lines, source: str = "<jsonl>") -> list[dict]:
-    """Parse and validate JSONL text lines; blank lines are skipped."""
-    out = []
-    for i, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{source}:line {i}"
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
-        out.append(validate_record(rec, where))
-    if not out:
-        raise ValueError(f"{source}: no bench_serving result lines")
-    return out
+    """Parse and validate JSONL text lines (blank lines skipped), through :mod:`k3lab.data`:
+    no duplicate keys, finite numbers (``request_rate`` may be sglang's ``Infinity``)."""
+    return data.parse_lines(BENCH_KIND, lines, source)
 
 
 def read_jsonl(path) -> list[dict]:
@@ -157,8 +62,7 @@ def read_jsonl(path) -> list[dict]:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"bench_serving JSONL not found: {p.name}")
-    with open(p, encoding="utf-8") as f:
-        return parse_lines(f.readlines(), p.name)
+    return data.read(BENCH_KIND, p)
 
 
 def summarize(records: list[dict]):

@@ -21,7 +21,7 @@ import torch
 
 from .. import attention as A
 from .. import mla_kernels
-from ..paths import data_path
+from .. import data
 
 DEFAULT_LENS = (1024, 2048, 4096, 8192, 16384, 32768)
 #: repeats per sequence length: many where a run is cheap, one at 32k (~1–2 min a run here).
@@ -149,8 +149,6 @@ def machine_meta(device: str, command: str) -> dict:
 
 
 def load(folder=None):
-    """The committed CPU measurement (``data/measured/cpu-2core/attention_heads.csv``)."""
-    import pandas as pd
-
-    return pd.read_csv((folder / "attention_heads.csv") if folder is not None
-                       else data_path("measured", "cpu-2core", "attention_heads.csv"))
+    """The committed CPU measurement (``data/measured/cpu-2core/attention_heads.csv``), or the
+    one in ``folder``, checked by :mod:`k3lab.data` (schema ``AttentionHeads``) → DataFrame."""
+    return data.load("attention_heads") if folder is None else data.read("attention_heads", folder / "attention_heads.csv")

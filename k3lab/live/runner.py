@@ -4,10 +4,13 @@ A notebook never shells out itself: it calls :func:`run_benchmark`, which runs t
 the environment it needs (the main ``.venv`` or ``.venv-sglang``) into a fresh folder and
 returns that folder — or returns None after printing why it cannot (the environment is
 missing), so a live cell says so and skips instead of failing or faking a number.
+``K3LAB_SGLANG_PYTHON`` names the sglang environment's interpreter when it is not
+``.venv-sglang`` (conda users; a path that does not exist makes the sglang cells skip).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -16,6 +19,14 @@ from pathlib import Path
 from ..paths import REPO_ROOT
 
 ENVIRONMENTS = {"main": Path(sys.executable), "sglang": REPO_ROOT / ".venv-sglang" / "bin" / "python"}
+SGLANG_PYTHON_ENV = "K3LAB_SGLANG_PYTHON"
+
+
+def interpreter(env: str) -> Path:
+    """The Python of environment ``env`` (:data:`ENVIRONMENTS`; ``$K3LAB_SGLANG_PYTHON`` for sglang)."""
+    if env == "sglang" and os.environ.get(SGLANG_PYTHON_ENV):
+        return Path(os.environ[SGLANG_PYTHON_ENV])
+    return ENVIRONMENTS[env]
 
 
 def run_benchmark(script: str, args=(), env: str = "main", timeout_s: float = 1800,
@@ -29,13 +40,13 @@ def run_benchmark(script: str, args=(), env: str = "main", timeout_s: float = 18
     """
     if env not in ENVIRONMENTS:
         raise ValueError(f"env must be one of {sorted(ENVIRONMENTS)}, got {env!r}")
-    py = ENVIRONMENTS[env]
+    py = interpreter(env)
     path = REPO_ROOT / "benchmarks" / script
     if not path.exists():
         raise ValueError(f"no such benchmark: benchmarks/{script}")
     if not py.exists():
         print(f"live: skipped benchmarks/{script}: the {env} environment is missing "
-              f"({'make sglang-env' if env == 'sglang' else 'make setup'})")
+              f"({'make sglang-env, or ' + SGLANG_PYTHON_ENV + '=<its python>' if env == 'sglang' else 'make setup'})")
         return None
     # the notebook's own results folder keeps a live measurement with the run (and inside its
     # transaction); a temporary folder only when none is given

@@ -15,10 +15,10 @@ Units: parameters are counts; bytes are bytes. Shapes are HF ``[out, in]``.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 
+from .. import data
 from ..specs import ModelConfig
 from . import quant
 
@@ -167,7 +167,7 @@ def _block(cfg: ModelConfig, mla, kda, dense, moe, every, stage="layer", prefix=
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@data.cached  # storage from data/model/storage_overrides.yaml: cleared with the loader's cache
 def inventory(cfg: ModelConfig) -> tuple[Tensor, ...]:
     """Every weight tensor of the text model, with shapes from ``cfg`` and storage from its
     quantisation section; fp8 block scales follow their weight as ``kind='scale'`` tensors.

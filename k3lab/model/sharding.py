@@ -284,8 +284,7 @@ def shard_table(cfg: ModelConfig, tp: int = 8, pp: int = 1, setting: Setting = S
     rank_shape, checkpoint_bytes, even_share_bytes, rank_bytes, gap_bytes, cite)."""
     import pandas as pd
 
-    check_parallel(cfg, tp, pp)
-    stage = heaviest_stage(cfg, tp, pp, setting)
+    stage = heaviest_stage(cfg, tp, pp, setting)  # checks tp and pp against the model first
     ckpt = {t.name: (quant.nbytes(t.numel_one, t.dtype) * t.copies if t.in_checkpoint else 0)
             for t in inventory(cfg)}
     out = []

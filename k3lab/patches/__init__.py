@@ -2,8 +2,9 @@
 
 Which releases need which patch is not a hand-kept list: it is what the release matrix
 measured (``data/measured/cpu-2core/sglang_release_matrix.json``, built by
-:mod:`k3lab.probes.release_matrix` from every sglang release on PyPI). For the installed
-release, :func:`status` says per patch:
+:mod:`k3lab.probes.release_matrix` from every sglang release on PyPI; read through
+:mod:`k3lab.release_status`, never the probes). For the installed release, :func:`status`
+says per patch:
 
 - ``needed``: the matrix shows the bug, and the patch was written and tested for this
   release (``known_versions``);
@@ -28,7 +29,7 @@ import importlib
 from importlib import metadata
 from typing import Protocol
 
-from ..probes import release_matrix as rm
+from .. import release_status as rm
 
 _PATCH_MODULES = (
     "k3lab.patches.topk_renorm",

@@ -32,7 +32,7 @@ import functools
 
 from k3lab import attention as A
 from k3lab.patches import check_version
-from k3lab.probes.release_matrix import aiter_refuses_12_heads
+from k3lab.release_status import aiter_refuses_12_heads
 
 _MODULE = "sglang.srt.layers.attention.aiter_backend"
 _CLASS = "AiterAttnBackend"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 
 from .. import sampling
-from ..probes.release_matrix import hip_verify_crashes
+from ..release_status import hip_verify_crashes
 from . import check_version
 
 _MISSING = object()

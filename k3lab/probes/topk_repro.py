@@ -39,8 +39,8 @@ from pathlib import Path
 
 import torch
 
-from .. import sampling
-from ..paths import REPO_ROOT, data_path
+from .. import data, sampling
+from ..paths import REPO_ROOT
 
 DFLASH = "sglang.srt.speculative.dflash_utils"
 STATES = ("0.5.16", "pr32621", "patched")
@@ -332,11 +332,9 @@ TRANSCRIPT = "sglang_topk_repro.json"
 
 
 def load_transcript(path: Path | None = None) -> dict:
-    """The committed transcript (``data/measured/cpu-2core/sglang_topk_repro.json``)."""
-    import json
-
-    p = Path(path) if path is not None else data_path("measured", "cpu-2core", TRANSCRIPT)
-    return json.loads(Path(p).read_text(encoding="utf-8"))
+    """The committed transcript (``data/measured/cpu-2core/sglang_topk_repro.json``), or a
+    fresh one at ``path``, read and checked by :mod:`k3lab.data` (schema ``TopkRepro``)."""
+    return data.load("sglang_topk_repro") if path is None else data.read("sglang_topk_repro", path)
 
 
 def blast_radius_frame(doc: dict):

@@ -1,4 +1,5 @@
-"""The schema of every file under ``data/`` (pydantic models), one class per document.
+"""The schema of every file under ``data/``, one class per document (pydantic models for
+the YAML files; for JSON, CSV and JSONL the kinds of :mod:`.files`).
 
 Loaded and checked by :mod:`k3lab.data` (which turns a validation error into one line
 naming the file and the field). Conventions: a physical quantity is ``{value, source}``
@@ -8,7 +9,10 @@ with ``value`` finite and positive; ``source`` names an entry of the file's ``so
 One module per family of files: :mod:`.base` (field types, sources), :mod:`.market`
 (hardware, prices), :mod:`.article` (the article's table, claims, prefill figures),
 :mod:`.serving` (serving model), :mod:`.sglang` (sharding, storage overrides, draft,
-start-up logs, upstream changes, serving rules). Everything is re-exported here.
+start-up logs, upstream changes, serving rules), :mod:`.public` (public measurements) —
+re-exported here — and, imported by :mod:`k3lab.data`
+directly, :mod:`.model` (the published model configs), :mod:`.measured` (the CSV tables,
+bench_serving JSONL, ``*.meta.json``) and :mod:`.transcripts` (the sglang transcripts).
 """
 
 from __future__ import annotations

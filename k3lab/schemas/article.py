@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from typing import Annotated, Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from .base import NonNegative, Positive, PositiveInt, Source, Text, _Doc
 
@@ -86,12 +87,13 @@ METHODS = ("measured", "derived", "cited", "arithmetic", "emulated", "modelled",
 
 
 class Tolerance(_Doc):
-    """How close counts as agreement: ``rel`` (fraction of the claimed value) or ``abs`` (in
-    the claim's unit), or ``digits`` (the one rule for "about N": half a unit in the last
-    significant digit N was written with, :func:`k3lab.claims.same_as_stated`). ``why`` says
-    why this tolerance (for ``digits``, the article's wording)."""
+    """How close counts as agreement: ``rel`` (a fraction of the claimed value, in (0, 1)) or
+    ``abs`` (in the claim's unit, finite and >= 0: 0 means exactly), or ``digits`` (the one rule
+    for "about N": half a unit in the last significant digit N was written with,
+    :func:`k3lab.claims.same_as_stated`). ``why`` says why this tolerance (for ``digits``, the
+    article's wording)."""
 
-    rel: NonNegative | None = None
+    rel: Annotated[float, Field(strict=True, gt=0, lt=1, allow_inf_nan=False)] | None = None
     abs: NonNegative | None = None
     digits: bool = False
     why: Text
@@ -103,7 +105,32 @@ class Tolerance(_Doc):
         return self
 
 
+#: rules that compare the claimed number(s) themselves (``Claim.claimed_numbers``), and those
+#: that do when the claim states plain numbers (otherwise the finding hands the number over)
+NUMBER_RULES = ("within_tolerance", "rounding", "self_contradiction", "upper_bound")
+NUMBER_IF_NUMERIC_RULES = ("in_range", "model_band", "matches")
+#: rules that need a numeric tolerance (k3lab.claims.rules.agrees)
+TOLERANCE_RULES = ("within_tolerance", "self_contradiction")
+
+
+def claimed_numbers(claimed) -> list[float] | None:
+    """A claimed value as numbers — ``2.78`` → [2.78], ``"48 / 33 / 7"`` → [48, 33, 7] —
+    or None when it is words (``"4-7k"``, ``"falls back to Triton"``) or a yes/no."""
+    if isinstance(claimed, bool):
+        return None
+    if isinstance(claimed, (int, float)):
+        return [float(claimed)]
+    try:
+        return [float(x) for x in str(claimed).split(" / ")]
+    except ValueError:
+        return None
+
+
 class ClaimEntry(_Doc):
+    """One claim. A claimed number must be finite and positive (0 only where it is compared
+    exactly: an ``abs`` tolerance or the ``matches`` rule); a rule that compares the claimed
+    number needs one, and the rules that need a tolerance need one."""
+
     id: Text
     finding: Literal["memory", "spec_decode", "prefill", "throughput"]
     notebook: Text
@@ -114,6 +141,25 @@ class ClaimEntry(_Doc):
     rule: Text
     tolerance: Tolerance | None = None
     added: str | None = None
+
+    @model_validator(mode="after")
+    def _claimed_number(self):
+        nums = claimed_numbers(self.claimed)
+        if isinstance(self.claimed, str) and not self.claimed.strip():
+            raise ValueError(f"claim {self.id}: claimed: must not be empty")
+        if nums is None:
+            if self.rule in NUMBER_RULES:
+                raise ValueError(f"claim {self.id}: claimed: rule {self.rule!r} compares the claimed number, "
+                                 f"so it must be a number (or numbers separated by ' / '), got {self.claimed!r}")
+        elif self.rule in NUMBER_RULES + NUMBER_IF_NUMERIC_RULES:
+            zero_ok = self.rule == "matches" or (self.tolerance is not None and self.tolerance.abs is not None)
+            for x in nums:
+                if not math.isfinite(x) or x < 0 or (x == 0 and not zero_ok):
+                    raise ValueError(f"claim {self.id}: claimed: must be a finite number > 0"
+                                     f"{' (or 0)' if zero_ok else ''}, got {self.claimed!r}")
+        if self.rule in TOLERANCE_RULES and self.tolerance is None:
+            raise ValueError(f"claim {self.id}: tolerance: rule {self.rule!r} needs one (rel, abs or digits)")
+        return self
 
 
 class Claims(_Doc):

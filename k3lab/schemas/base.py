@@ -21,7 +21,10 @@ DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
 
 class _Doc(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    """Strict: no unknown keys, no type coercion, and no NaN or infinity in any float field
+    (``allow_inf_nan``), including the unconstrained ones."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class Source(_Doc):

@@ -27,7 +27,6 @@ model's code shows too).
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -103,15 +102,13 @@ class Validation:
         return [abs(e) for o, _, e in self.rows if o.kind in kinds]
 
 
-@data.on_clear_cache
-@functools.lru_cache(maxsize=None)
+@data.cached
 def calibrated(family: str) -> FamilyParams:
     """The family's parameters fitted on all its calibration points (cached)."""
     return fit(family_observations(family), family)
 
 
-@data.on_clear_cache
-@functools.lru_cache(maxsize=None)
+@data.cached
 def validation(family: str) -> Validation:
     """Leave-one-source-out predictions of every observation of ``family`` (cached)."""
     obs = family_observations(family)
@@ -272,8 +269,7 @@ def write_fit(path, date: str, command: str) -> None:
     io.write_text(path, text)
 
 
-@data.on_clear_cache
-@functools.lru_cache(maxsize=None)
+@data.cached
 def _fitted_doc():
     doc = data.load("serving_fit")
     if doc.generated.get("model_version") != MODEL_VERSION:

@@ -29,7 +29,6 @@ TTFT is ``ttft_ms`` at any concurrency (the model queues a cohort's prefills).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from .. import data
@@ -179,8 +178,7 @@ def _to_model_units(m, dep: Deployment) -> tuple[str, float, str]:
     return "output_tok_s", v, how
 
 
-@data.on_clear_cache
-@functools.lru_cache(maxsize=None)
+@data.cached
 def _all():
     doc = data.load("public_measurements")
     obs, exc = [], []

@@ -1,11 +1,11 @@
 """The matrix document: build it from child processes, load the committed one, read it.
 
 :func:`run_release` measures one release in a child process (:mod:`.child`) → its row;
-:func:`build_matrix` gathers rows with the method and request mixes; :func:`load_matrix`
-reads ``data/measured/cpu-2core/sglang_release_matrix.json``; :func:`lookup` answers
-``status: unknown`` for a release the matrix does not hold; the verdicts
-:func:`hip_verify_crashes` and :func:`aiter_refuses_12_heads` read a row (the patches use
-them); :func:`summary_frame` is one line per release for the notebooks. No sglang needed.
+:func:`build_matrix` gathers rows with the method and request mixes; reading the committed
+matrix (:func:`load_matrix`, :func:`lookup`, the verdicts :func:`hip_verify_crashes` and
+:func:`aiter_refuses_12_heads` the patches use) lives in :mod:`k3lab.release_status` and is
+re-exported here; :func:`summary_frame` is one line per release for the notebooks. No
+sglang needed.
 """
 
 from __future__ import annotations
@@ -18,14 +18,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...paths import REPO_ROOT, data_path
+from ...paths import REPO_ROOT
+from ...release_status import MATRIX, aiter_refuses_12_heads, hip_verify_crashes, load_matrix, lookup  # noqa: F401
 from .. import topk_repro
 from ..topk_repro import DEFAULT_VOCAB
 from .emulation import PLATFORMS
 from .f2_verify import TIE_GROUP
 from .releases import _no_pythonpath_env, installed_releases, release_source, version_key
-
-MATRIX = "sglang_release_matrix.json"
 
 METHOD = {
     "platform_emulation": (
@@ -105,36 +104,6 @@ def build_matrix(versions=None, python: str | None = None, vocab: int = DEFAULT_
     return {"vocab": vocab, "draft_tokens": _draft_tokens(), "platforms": list(PLATFORMS),
             "mixes": list(_mixes()), "method": METHOD,
             "rows": [run_release(v, python=python, vocab=vocab) for v in vs]}
-
-
-def load_matrix(path: Path | None = None) -> dict:
-    """The committed matrix (``data/measured/cpu-2core/sglang_release_matrix.json``)."""
-    p = Path(path) if path is not None else data_path("measured", "cpu-2core", MATRIX)
-    return json.loads(Path(p).read_text(encoding="utf-8"))
-
-
-def lookup(version: str, doc: dict | None = None) -> dict:
-    """The row for ``version``; ``{"sglang": version, "status": "unknown"}`` if absent."""
-    doc = load_matrix() if doc is None else doc
-    for row in doc.get("rows", []):
-        if row.get("sglang") == version:
-            return row
-    return {"sglang": version, "status": "unknown",
-            "reason": "release not in the matrix (not measured); nothing is inferred for it"}
-
-
-def hip_verify_crashes(row: dict) -> bool | str:
-    """Does any request mix crash the verify path on HIP? ``"unknown"`` for an unknown row."""
-    if row.get("status") == "unknown":
-        return "unknown"
-    return any(r["outcome"] != "ok" for r in row["verify"]["hip"].values())
-
-
-def aiter_refuses_12_heads(row: dict) -> bool | str:
-    """Does the AITER backend refuse 12 heads per rank at start-up? ``"unknown"`` if unknown."""
-    if row.get("status") == "unknown":
-        return "unknown"
-    return not row["aiter"]["accepts_12"]
 
 
 def summary_frame(doc: dict):

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ...paths import REPO_ROOT
+from ...versions import version_key  # noqa: F401  (re-exported: the matrix's order)
 
 RELEASES_DIR_ENV = "K3LAB_SGLANG_RELEASES"
 
@@ -54,20 +55,6 @@ def release_source(version: str, python: str | None = None) -> tuple[str, Path |
     if site_version(python) == version:
         return "site", None
     return "missing", d
-
-
-def version_key(version: str) -> tuple:
-    """Sort key for PEP 440-ish versions of sglang (``0.5.15.post1`` after ``0.5.15``)."""
-    parts = []
-    for p in re.split(r"[.]", version):
-        m = re.fullmatch(r"(\d+)|post(\d+)|(\D+)(\d*)", p)
-        if m and m.group(1) is not None:
-            parts.append((1, int(m.group(1)), ""))
-        elif m and m.group(2) is not None:
-            parts.append((2, int(m.group(2)), "post"))
-        else:
-            parts.append((0, 0, p))
-    return tuple(parts)
 
 
 def requirements_versions(path: Path | None = None) -> list[str]:

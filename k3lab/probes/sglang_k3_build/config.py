@@ -7,9 +7,7 @@ That file is the published ``config.json`` of moonshotai/Kimi-K3 (``text_config`
 
 from __future__ import annotations
 
-import json
-
-from ...paths import data_path
+from ... import data
 
 #: Where the quantization config in ``data/model/kimi_k3_config.json`` comes from (the file
 #: copies that config.json verbatim; see its ``_provenance``). Recorded in the transcript.
@@ -19,7 +17,7 @@ QUANT_CONFIG_SOURCE = ("PyPI aiconfigurator-core 0.12.0, aiconfigurator_core/mod
 
 def project_text_config() -> dict:
     """``text_config`` of ``data/model/kimi_k3_config.json`` (the whole file if it has none)."""
-    raw = json.loads(data_path("model", "kimi_k3_config.json").read_text(encoding="utf-8"))
+    raw = data.load("kimi_k3_config")
     return raw.get("text_config", raw)
 
 

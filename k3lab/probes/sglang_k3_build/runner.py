@@ -19,7 +19,8 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from ...paths import REPO_ROOT, data_path
+from ... import data
+from ...paths import REPO_ROOT
 from ..topk_repro import sglang_0523_dir
 from .comparison import sglang_rank_bytes
 from .config import QUANT_CONFIG_SOURCE
@@ -168,6 +169,6 @@ def transcript(layouts=None, rank_checks=RANK_CHECKS, python: str | None = None,
 
 
 def load_transcript(path: Path | None = None) -> dict:
-    """The committed transcript (``data/measured/cpu-2core/sglang_0523_k3_rank_bytes.json``)."""
-    p = Path(path) if path is not None else data_path("measured", "cpu-2core", TRANSCRIPT)
-    return json.loads(Path(p).read_text(encoding="utf-8"))
+    """The committed transcript (``data/measured/cpu-2core/sglang_0523_k3_rank_bytes.json``),
+    or the one at ``path``, read and checked by :mod:`k3lab.data` (schema ``RankBytes``)."""
+    return data.load("sglang_k3_rank_bytes") if path is None else data.read("sglang_k3_rank_bytes", path)

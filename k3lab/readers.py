@@ -1,0 +1,234 @@
+"""Text formats → Python objects, strictly: every way a file can be unreadable is one line.
+
+The readers :mod:`k3lab.data` builds on (it validates what they return against a schema).
+Each raises :class:`DataError` naming the file (``where``) and, where there is one, the line:
+
+- :func:`read_text`: the bytes must be UTF-8 (``not UTF-8 text (byte 17)``);
+- :func:`read_yaml`: valid YAML, and **no key twice in one mapping** (PyYAML keeps the last
+  one silently): ``duplicate key 'value' (lines 12 and 14)``;
+- :func:`read_json`: valid JSON, no key twice in one object (``duplicate key
+  'text_config.hidden_size' (lines 8 and 40)``), every number finite — ``NaN`` and
+  ``Infinity`` are not JSON, Python's ``json`` module only tolerates them — except keys named
+  in ``allow_infinity`` (``+Infinity`` only, for a producer that writes it on purpose), and
+  every number under a key that counts bytes (``*bytes*``) a non-negative integer;
+- :func:`read_jsonl`: one JSON object per line, each read as :func:`read_json` reads a file;
+- :func:`read_csv`: a header of distinct names, every row as long as the header, and a last
+  row that ends with a newline (a file cut short mid-row is refused, not half read).
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import io
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class DataError(ValueError):
+    """A data file that cannot be used as it is; the message names the file and the field."""
+
+
+# --------------------------------------------------------------------------- text
+
+
+def read_text(path, where: str) -> str:
+    """The file as UTF-8 text; DataError for a missing file or bytes that are not UTF-8."""
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{where}: file missing") from None
+    except IsADirectoryError:
+        raise DataError(f"{where}: is a directory, not a file") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{where}: not UTF-8 text (byte {e.start})") from None
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key, first: int, second: int, at: str = ""):
+        super().__init__(key)
+        self.key, self.first, self.second, self.at = key, first, second, at
+
+
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml parses 5x faster
+    """PyYAML's safe loader, refusing a mapping that names one key twice."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.get(key)
+                except TypeError:  # an unhashable key: PyYAML reports it itself
+                    continue
+                line = key_node.start_mark.line + 1
+                if first is not None:
+                    raise _DuplicateKey(key, first, line)
+                seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+def read_yaml(path, where: str) -> Any:
+    """Parse one YAML file (UTF-8, valid YAML, no duplicate keys) → Python objects."""
+    text = read_text(path, where)
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
+    except _DuplicateKey as d:
+        raise DataError(f"{where}: duplicate key {d.key!r} (lines {d.first} and {d.second}); "
+                        f"YAML would keep only the second") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = str(getattr(e, "problem", None) or e).replace("\n", " ")
+        raise DataError(f"{where}: not valid YAML ({line}{problem})") from None
+
+
+# --------------------------------------------------------------------------- JSON
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+
+
+def _first_duplicate(text: str) -> tuple[str, str, int, int] | None:
+    """(path of the object, key, first line, second line) of the first key an object of
+    ``text`` (valid JSON) names twice; None if there is none. A scan of the tokens that
+    keeps the enclosing objects' current keys and the arrays' indices."""
+    newlines = [i for i, ch in enumerate(text) if ch == "\n"]
+    stack: list[dict] = []
+    for m in _TOKEN.finditer(text):
+        t = m.group()
+        if t == "{":
+            stack.append({"obj": True, "seen": {}, "key": None, "want_key": True})
+        elif t == "[":
+            stack.append({"obj": False, "i": 0})
+        elif t in ("}", "]"):
+            stack.pop()
+        elif t == ",":
+            top = stack[-1]
+            if top["obj"]:
+                top["want_key"] = True
+            else:
+                top["i"] += 1
+        elif t == ":":
+            stack[-1]["want_key"] = False
+        elif t.startswith('"') and stack and stack[-1]["obj"] and stack[-1]["want_key"]:
+            top = stack[-1]
+            key = json.loads(t)
+            line = bisect.bisect_left(newlines, m.start()) + 1
+            if key in top["seen"]:
+                at = ".".join(str(s["key"] if s["obj"] else s["i"]) for s in stack[:-1])
+                return at, key, top["seen"][key], line
+            top["seen"][key] = line
+            top["key"] = key
+    return None
+
+
+def _pairs(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k, 0, 0)
+        out[k] = v
+    return out
+
+
+def check_numbers(obj, where: str, allow_infinity: tuple[str, ...] = (), at: str = "",
+                  counts_bytes: bool = False) -> None:
+    """Every float below ``obj`` finite (``+inf`` allowed under the keys ``allow_infinity``);
+    every number under a key that counts bytes (``*bytes*``, and everything below such a key)
+    a non-negative int (null allowed: not measured)."""
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for k, v in items:
+        here = f"{at}.{k}" if at else str(k)
+        in_bytes = counts_bytes or (isinstance(k, str) and "bytes" in k.lower())
+        if isinstance(v, float) and not math.isfinite(v):
+            if not (isinstance(obj, dict) and k in allow_infinity and v == math.inf):
+                raise DataError(f"{where}: {here}: must be a finite number (got {v!r})")
+        if in_bytes and isinstance(v, (int, float)) and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            raise DataError(f"{where}: {here}: a byte count must be a non-negative integer (got {v!r})")
+        if isinstance(v, (dict, list)):
+            check_numbers(v, where, allow_infinity, here, in_bytes)
+
+
+def parse_json(text: str, where: str, allow_infinity: tuple[str, ...] = ()) -> Any:
+    """Parse JSON text (no duplicate keys, finite numbers; see the module doc)."""
+    try:
+        obj = json.loads(text, object_pairs_hook=_pairs)
+    except _DuplicateKey:
+        found = _first_duplicate(text)
+        at, key, first, second = found if found else ("", "?", 0, 0)
+        name = f"{at}.{key}" if at else key
+        lines = f"lines {first} and {second}" if first != second else f"twice on line {first}"
+        raise DataError(f"{where}: duplicate key {name!r} ({lines}); "
+                        f"JSON readers would keep only the second") from None
+    except json.JSONDecodeError as e:
+        raise DataError(f"{where}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    except RecursionError:
+        raise DataError(f"{where}: not valid JSON (nested too deep)") from None
+    check_numbers(obj, where, allow_infinity)
+    return obj
+
+
+def read_json(path, where: str, allow_infinity: tuple[str, ...] = ()) -> Any:
+    """Parse one JSON file (UTF-8, valid JSON, no duplicate keys, finite numbers)."""
+    return parse_json(read_text(path, where), where, allow_infinity)
+
+
+def parse_jsonl(lines, where: str, allow_infinity: tuple[str, ...] = ()) -> list[tuple[int, Any]]:
+    """(line number, object) for every non-blank line; each line parsed as :func:`parse_json`
+    (``<where>:line N: ...`` in errors)."""
+    out = []
+    for i, line in enumerate(lines, start=1):
+        if line.strip():
+            out.append((i, parse_json(line, f"{where}:line {i}", allow_infinity)))
+    return out
+
+
+def read_jsonl(path, where: str, allow_infinity: tuple[str, ...] = ()) -> list[tuple[int, Any]]:
+    return parse_jsonl(read_text(path, where).splitlines(), where, allow_infinity)
+
+
+# --------------------------------------------------------------------------- CSV
+
+
+def read_csv(path, where: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """(header, [(line number, cells)]) of a CSV file whose cells are strings."""
+    text = read_text(path, where)
+    if not text.strip():
+        raise DataError(f"{where}: empty (no header, no rows)")
+    if not text.endswith("\n"):
+        raise DataError(f"{where}: truncated (its last row has no end of line)")
+    try:
+        rows = list(csv.reader(io.StringIO(text), strict=True))
+    except csv.Error as e:
+        raise DataError(f"{where}: not valid CSV ({e})") from None
+    header = rows[0]
+    seen: dict[str, int] = {}
+    for i, name in enumerate(header):
+        if not name.strip():
+            raise DataError(f"{where}: line 1: column {i + 1} has no name")
+        if name in seen:
+            raise DataError(f"{where}: line 1: duplicate column {name!r} (columns {seen[name] + 1} and {i + 1})")
+        seen[name] = i
+    body = []
+    for n, cells in enumerate(rows[1:], start=2):
+        if not cells:
+            raise DataError(f"{where}: line {n}: empty line")
+        if len(cells) != len(header):
+            raise DataError(f"{where}: line {n}: {len(cells)} cells for {len(header)} columns")
+        body.append((n, cells))
+    if not body:
+        raise DataError(f"{where}: no rows below the header")
+    return header, body
