@@ -242,6 +242,19 @@ def test_upstream_change_without_a_pr_must_say_not_found(data_copy):
     assert msg.startswith("data/sglang_upstream_changes.yaml: changes.4") and "confidence is 'likely'" in msg, msg
 
 
+def test_startup_log_id_used_twice(data_copy):
+    _edit(data_copy / "public_startup_logs.yaml", "  - id: lmsys_kda_state_per_request\n", "  - id: lmsys_kv_per_token\n")
+    msg = _one_line_error("startup_logs")
+    assert msg.startswith("data/public_startup_logs.yaml: ") and "lmsys_kv_per_token" in msg and "twice" in msg, msg
+
+
+def test_startup_log_variant_both_stated_and_open(data_copy):
+    _edit(data_copy / "public_startup_logs.yaml", "    variants: [aiter-k3-opt]\n",
+          "    variants: [aiter-k3-opt]\n    open_variants: [aiter-k3-opt]\n")
+    msg = _one_line_error("startup_logs")
+    assert "mi35x_nightly_pools" in msg and "aiter-k3-opt named twice" in msg, msg
+
+
 def test_upstream_changes_by_release():
     from k3lab.findings.upstream import changes_by_release
 

@@ -174,3 +174,92 @@ def test_load_peak_b300_is_weights_plus_three_w13_copies():
     assert t.loc[("8×MI355X TP8", "sglang default")].expert_intermediate_per_gpu == 512
     assert t.loc[("16×B200 TP16", "sglang default")].expert_intermediate_per_gpu == 256
     assert t["loads"].all()
+
+
+# --------------------------------------------------------------------------- public start-up logs
+
+GiB = 2**30
+MOONVIT_BYTES = 894_717_952   # tests/test_pool_sizing.py test_moonvit_bytes
+DRAFT_BYTES_TP8 = 1_158_864_642   # the DSpark draft per rank at TP8 (tests/test_pool_sizing.py)
+
+
+@pytest.fixture(scope="module")
+def startup():
+    from k3lab import data
+    from k3lab.specs import load_model
+
+    return data.load("startup_logs"), f1_memory.startup_table(load_model("kimi-k3"))
+
+
+def test_every_startup_log_is_predicted_or_says_why(startup):
+    """A log with ``predict: true`` gets a prediction and its error on every row; one with
+    ``predict: false`` gets one row, no prediction, and says in ``unknown`` why not."""
+    doc, t = startup
+    assert list(dict.fromkeys(t.log)) == [x.id for x in doc.logs]
+    for log in doc.logs:
+        rows = t[t.log == log.id]
+        if log.predict:
+            assert len(rows) >= 1 and rows.predicted.notna().all() and rows.error_pct.notna().all(), log.id
+        else:
+            assert len(rows) == 1 and rows.predicted.isna().all() and rows.error_pct.isna().all(), log.id
+            assert rows.note.iloc[0].startswith("not predicted"), log.id
+            assert "not predicted" in log.unknown, f"{log.id}: unknown must say why it is not predicted"
+
+
+def test_startup_predictions_worked_out_by_hand(startup):
+    """Each prediction of a figure a hand can follow, from sizes pinned elsewhere (weights per
+    GPU: tests/test_sharding.py; KV cell and KDA slot: tests/test_capacity.py; MI355X capacity:
+    the driver's 309,220,868,096 B); the table rounds to 0.1."""
+    _, t = startup
+    got = {(r.log, r.setting): r.predicted for r in t.itertuples()}
+    vision, draft, mi355x = MOONVIT_BYTES / GiB, DRAFT_BYTES_TP8 / GiB, 309_220_868_096 / GiB
+    expect = {
+        # ROCm TP8 weights 191.044 GiB with SGLANG_AITER_K3_OPT, 247.174 without; + vision tower + draft
+        ("pr39029_mi350x_weights", "dspark, aiter-k3-opt"): 191.044 + vision + draft,
+        ("pr39029_mi350x_weights", "dspark, no aiter-k3-opt"): 247.174 + vision + draft,
+        ("atom_kv_per_token", "either"): 24 * (512 + 64) * 2 / 1024,
+        ("lmsys_kv_per_token", "sglang default"): 24 * (512 + 64) * 2 / 1024,
+        # 69 KDA layers x (12 heads x 128 x 128 fp32 + 3 conv windows x 4,608 bf16), MiB
+        ("lmsys_kda_state_per_request", "sglang default"): 69 * (12 * 128 * 128 * 4 + 3 * 4608 * 2) / 2**20,
+        # the static budget less the weights, the vision tower and sglang's 100 MiB multimodal reserve
+        ("mi35x_nightly_pools", "aiter-k3-opt"): 0.85 * mi355x - 191.044 - vision - 100 / 1024,
+        # CUDA TP8 weights 192.381 GiB + vision tower (+ draft)
+        ("whn09_b300_after_load", "dspark"): 192.381 + vision + draft,
+        ("whn09_b300_after_load", "no dspark"): 192.381 + vision,
+    }
+    for key, v in expect.items():
+        assert got[key] == pytest.approx(v, abs=0.06), key
+    err = {(r.log, r.setting): r.error_pct for r in t.itertuples()}
+    assert err[("mi35x_nightly_pools", "aiter-k3-opt")] == pytest.approx(100 * (52.8 - 53) / 53, abs=0.05)
+    assert err[("whn09_b300_after_load", "no dspark")] == pytest.approx(100 * (193.2 - 195.3) / 195.3, abs=0.05)
+
+
+def test_startup_avail_mem_after_pools_is_the_slack():
+    """What is free once the pools are allocated: the (1 - mem_fraction) slack and the
+    multimodal reserve (the pools take the rest, to within a KV page); B300 capacity 288.4 GB."""
+    from k3lab.specs import load_model, parse_layout
+
+    log = {"id": "t", "quantity": "avail_mem_gib_after_pools", "mem_fraction": 0.85, "kv_dtype": "bf16",
+           "slots_per_request": 5, "variants": [], "open_variants": []}
+    got, how = f1_memory._startup_prediction(load_model("kimi-k3"), log, parse_layout("8xb300 tp8"), ())
+    assert got == pytest.approx(0.15 * 288.40034304e9 / GiB + 100 / 1024, abs=0.06)
+    assert "no start-up overhead" in how
+
+
+def test_startup_settings_checked():
+    from k3lab.specs import load_model, parse_layout
+
+    cfg, mi = load_model("kimi-k3"), parse_layout("8xmi355x tp8")
+    log = {"id": "t", "quantity": "kv_state_pools_gib_per_rank", "mem_fraction": 0.85, "kv_dtype": "bf16",
+           "slots_per_request": 1, "variants": [], "open_variants": ["aiter-k3-opt"]}
+    assert f1_memory._startup_settings(log, mi) == [(("aiter-k3-opt",), "aiter-k3-opt"),
+                                                    ((), "no aiter-k3-opt")]
+    # without SGLANG_AITER_K3_OPT the ROCm weights leave no pool at 0.85: no figure, a reason
+    assert f1_memory._startup_prediction(cfg, log, mi, ()) == (
+        None, "not predicted: the weights leave no pool at this setting")
+    with pytest.raises(ValueError, match="must say whether SGLANG_AITER_K3_OPT"):
+        f1_memory._startup_settings({**log, "open_variants": []}, mi)
+    with pytest.raises(ValueError, match="unknown variant"):
+        f1_memory._startup_settings({**log, "variants": ["hicache"]}, parse_layout("8xb300 tp8"))
+    with pytest.raises(ValueError, match="not one k3lab predicts"):
+        f1_memory._startup_prediction(cfg, {**log, "quantity": "kv_blocks"}, mi, ("aiter-k3-opt",))

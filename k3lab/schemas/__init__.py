@@ -23,6 +23,6 @@ from .article import (ArticlePrefill, ArticleTable, ClaimEntry, Claims, DerivedP
                       Workload)  # noqa: F401
 from .public import Measurement, PublicMeasurements, PublicSource, SpecSetting  # noqa: F401
 from .serving import (Assumed, ExtraDeployment, ServingFit, ServingModel, Speculative)  # noqa: F401
-from .sglang import (DraftModel, Override, ServingRule, ServingRules, ShardOptions, ShardRule, Sharding, StartupLog,
-                     StartupLogs, StorageOverrides, UpstreamChange, UpstreamChanges)  # noqa: F401
+from .sglang import (STARTUP_QUANTITIES, DraftModel, Override, ServingRule, ServingRules, ShardOptions, ShardRule,
+                     Sharding, StartupLog, StartupLogs, StorageOverrides, UpstreamChange, UpstreamChanges)  # noqa: F401
 

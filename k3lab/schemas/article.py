@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import NonNegative, Positive, PositiveInt, Source, Text, _Doc
+from .base import NonNegative, Positive, PositiveInt, Source, Text, _Doc, named_twice
 
 
 # --------------------------------------------------------------------------- article_table.yaml
@@ -66,7 +66,7 @@ class ArticleTable(_Doc):
     @model_validator(mode="after")
     def _ids(self):
         ids = [c.id for c in self.configs]
-        dup = sorted({i for i in ids if ids.count(i) > 1})
+        dup = named_twice(ids)
         if dup:
             raise ValueError(f"configs: duplicate id(s) {dup}")
         for i, c in enumerate(self.configs):

@@ -20,6 +20,12 @@ Text = Annotated[str, Field(strict=True, min_length=1)]
 DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
 
+def named_twice(names) -> list:
+    """The names that occur more than once in ``names``, sorted."""
+    names = list(names)
+    return sorted({n for n in names if names.count(n) > 1})
+
+
 class _Doc(BaseModel):
     """Strict: no unknown keys, no type coercion, and no NaN or infinity in any float field
     (``allow_inf_nan``), including the unconstrained ones."""

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import NonNegativeInt, Positive, PositiveInt, Source, Text, _Doc, _Sourced
+from .base import NonNegativeInt, Positive, PositiveInt, Source, Text, _Doc, _Sourced, named_twice
 
 
 # --------------------------------------------------------------------------- sglang_sharding.yaml
@@ -79,23 +79,55 @@ class DraftModel(_Doc):
 # --------------------------------------------------------------------------- public_startup_logs.yaml
 
 
+#: what a start-up log may report, each a figure k3lab.memory.fit's Plan predicts (units in the
+#: name; ``kv_bytes_per_token`` is given in KiB): sglang's logged ``max_running_requests`` and
+#: ``max_total_num_tokens``; the resident weights per rank after load; one token's KV cell and
+#: one request's KDA state slot; what the KV + KDA-state pools get together (the static budget
+#: ``--mem-fraction-static`` leaves after the weights); the free memory once the pools are
+#: allocated (sglang's ``Memory pool end. avail mem=…``)
+STARTUP_QUANTITIES = ("max_running_requests", "max_total_num_tokens", "loaded_weights_gib_per_rank",
+                      "kv_bytes_per_token", "kda_state_mib_per_request", "kv_state_pools_gib_per_rank",
+                      "avail_mem_gib_after_pools")
+
+
 class StartupLog(_Doc):
+    """One public start-up figure with the settings its run states.
+
+    ``variants``: sglang switches the run states, named as ``k3lab.memory.FIT_VARIANTS`` names
+    them (``dspark``, ``aiter-k3-opt``, …); ``open_variants``: switches the source leaves open,
+    predicted with and without each (one row per combination)."""
+
     id: Text
     source: Text
     quote: Text
-    quantity: Literal["max_running_requests", "max_total_num_tokens", "loaded_weights_gib_per_rank",
-                      "kv_bytes_per_token"]
+    quantity: Literal[STARTUP_QUANTITIES]
     value: Positive
     layout: Text
     mem_fraction: Annotated[float, Field(strict=True, gt=0, le=1, allow_inf_nan=False)]
     kv_dtype: Literal["bf16", "fp8"]
     slots_per_request: PositiveInt
+    variants: list[Text] = []
+    open_variants: list[Text] = []
     unknown: Text
     predict: bool = True
+
+    @model_validator(mode="after")
+    def _variants_once(self):
+        twice = named_twice(self.variants + self.open_variants)
+        if twice:
+            raise ValueError(f"log {self.id}: {', '.join(twice)} named twice in variants / open_variants")
+        return self
 
 
 class StartupLogs(_Sourced):
     logs: list[StartupLog]
+
+    @model_validator(mode="after")
+    def _unique_ids(self):
+        twice = named_twice(x.id for x in self.logs)
+        if twice:
+            raise ValueError(f"log id(s) used twice: {', '.join(twice)}")
+        return self
 
 
 # --------------------------------------------------------------------------- sglang_upstream_changes.yaml
