@@ -174,7 +174,29 @@ class Claims(_Doc):
             if c.id in seen:
                 raise ValueError(f"claims.{i}.id: duplicate claim id {c.id!r}")
             seen.add(c.id)
+        # a claim lost from the ledger (a file cut short, a block deleted) must not pass: every
+        # finding keeps its claims, numbered from 1 without a gap, under the finding's letter
+        for finding, letter in CLAIM_LETTERS.items():
+            nums = []
+            for i, c in enumerate(self.claims):
+                if c.finding != finding:
+                    continue
+                if not (c.id[:1] == letter and c.id[1:].isdigit()):
+                    raise ValueError(f"claims.{i}.id: a {finding} claim is numbered {letter}1, {letter}2, ... "
+                                     f"(got {c.id!r})")
+                nums.append(int(c.id[1:]))
+            if not nums:
+                raise ValueError(f"claims: no {finding} claim (every finding's notebook judges claims; "
+                                 "is the file cut short?)")
+            missing = sorted(set(range(1, max(nums) + 1)) - set(nums))
+            if missing:
+                raise ValueError(f"claims: {finding} claim(s) {', '.join(f'{letter}{n}' for n in missing)} missing "
+                                 f"(ids run {letter}1..{letter}{max(nums)} without a gap)")
         return self
+
+
+#: the letter each finding's claim ids carry (M1, S1, P1, T1)
+CLAIM_LETTERS = {"memory": "M", "spec_decode": "S", "prefill": "P", "throughput": "T"}
 
 
 # --------------------------------------------------------------------------- article_prefill.yaml

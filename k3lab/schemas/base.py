@@ -16,6 +16,7 @@ NonNegative = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
 PositiveInt = Annotated[int, Field(strict=True, gt=0)]
 NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
 Fraction = Annotated[float, Field(strict=True, gt=0, le=1, allow_inf_nan=False)]
+Finite = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 Text = Annotated[str, Field(strict=True, min_length=1)]
 DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 

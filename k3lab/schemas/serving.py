@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from .article import _DeploymentFields
-from .base import Count, Num, PositiveInt, Text, _Doc, _Sourced
+from .base import Count, Finite, Fraction, NonNegative, Num, Positive, PositiveInt, Text, _Doc, _Sourced
 
 
 # --------------------------------------------------------------------------- serving_model.yaml
@@ -92,9 +92,12 @@ class ServingModel(_Sourced):
 
 
 class FitParams(_Doc):
-    hbm_efficiency: float
-    flop_efficiency: float
-    layer_overhead_us: float
+    """One family's fitted parameters: fractions of peak HBM bandwidth and dense FLOP/s a
+    step achieves, and the fixed cost per layer per step (µs)."""
+
+    hbm_efficiency: Fraction
+    flop_efficiency: Fraction
+    layer_overhead_us: NonNegative
 
 
 class FitValidationRow(_Doc):
@@ -102,14 +105,14 @@ class FitValidationRow(_Doc):
     source: Text
     gpu: Text
     kind: Text
-    published: float
-    predicted_out_of_source: float
-    log_error: float
+    published: Positive
+    predicted_out_of_source: Positive
+    log_error: Finite
 
 
 class FitFamily(_Doc):
     params: FitParams
-    band_log: float | None
+    band_log: NonNegative | None
     sources: PositiveInt
     calibration_points: PositiveInt
     validation: list[FitValidationRow]
@@ -126,9 +129,9 @@ class FitObservation(_Doc):
     output_len: PositiveInt
     concurrency: PositiveInt
     spec: Text
-    accept_len: float
+    accept_len: Annotated[float, Field(strict=True, ge=1, allow_inf_nan=False)]
     kind: Text
-    value: float
+    value: Positive
     normalisation: str
     spans_nodes: bool
 
@@ -136,9 +139,9 @@ class FitObservation(_Doc):
 class FitAicRow(_Doc):
     id: Text
     kind: Text
-    published: float
-    k3lab: float
-    aiconfigurator: float | None
+    published: Positive
+    k3lab: Positive
+    aiconfigurator: Positive | None
     note: str
 
 
