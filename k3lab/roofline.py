@@ -208,12 +208,12 @@ def decode_step(dep: Deployment, concurrency: float, context_tokens: float | Non
 
 
 def spec_params() -> dict:
-    """Speculative-decoding bound parameters (``data/roofline.yaml``): verify width = target
-    rows per request (the draft block + 1, as sglang 0.5.16's DSpark verify) and the highest
-    reported acceptance length."""
-    s = data.load("serving_model").speculative  # the loader checks rows == block + 1
-    return {"tokens_per_request_step": float(s.verify_rows_per_request.value),
-            "accept_len": float(s.accept_length_high.value)}
+    """Speculative-decoding bound parameters: the target verifies the DSpark draft block + 1
+    rows per request (sglang 0.5.23 ``speculative_num_draft_tokens`` = block + 1, as
+    :func:`k3lab.memory.fit` sizes it) and, for a bound, every row is accepted (acceptance
+    length = block + 1, the most a verify step can emit)."""
+    rows = float(data.load("dspark_draft").block_size_tokens + 1)
+    return {"tokens_per_request_step": rows, "accept_len": rows}
 
 
 def bound(dep: Deployment, concurrency: float, **kw) -> float:

@@ -1,8 +1,6 @@
-"""Speculative verification (chain rejection sampling) and a speed-up model for DSpark on K3.
+"""Speculative verification (chain rejection sampling) for DSpark on K3.
 
-Two parts:
-
-1. :func:`verify_chain` — a chain verifier: ``n`` draft tokens are checked left to right
+:func:`verify_chain` — a chain verifier: ``n`` draft tokens are checked left to right
    against the target distributions (``n + 1`` rows per request: one per draft position
    plus the bonus). Draft token ``x`` at position ``i`` is accepted with probability
    ``min(1, p_i(x) / q_i(x))``; at the first rejection a token is drawn from
@@ -14,12 +12,8 @@ Two parts:
    rows are whatever the caller's renorm produced, so a chi-square test over many seeded
    draws (:func:`chi_square_gof`) tells a correct renorm from a wrong one.
 
-2. A speed-up model (:func:`single_stream_speedup`, :func:`throughput_gain`) from the
-   acceptance length and the cost of a verify step relative to a decode step: a verify step
-   over ``n`` tokens reads the routed experts those tokens pick (``E[distinct experts]``), a
-   decode step those of one token; the bytes come from the one parameter inventory
-   (:func:`k3lab.model.step.step_bytes`). Inputs and their provenance:
-   ``data/serving_model.yaml`` (``speculative``).
+DSpark's speed-up is the serving model's (:mod:`k3lab.serving`, validated on public runs), not
+this module's.
 """
 
 from __future__ import annotations
@@ -28,10 +22,9 @@ import math
 
 import torch
 
-from . import data
 from .model.step import StepBytes, expected_distinct_experts, step_bytes  # noqa: F401  (re-exported)
 
-# --- 1. the verifier ---------------------------------------------------------------------
+
 
 
 def verify_chain(target_probs: torch.Tensor, draft_tokens: torch.Tensor,
@@ -119,63 +112,3 @@ def chi_square_gof(counts: torch.Tensor, expected_probs: torch.Tensor) -> tuple[
     p = float(torch.special.gammaincc(torch.tensor(df / 2, dtype=torch.float64),
                                       torch.tensor(x / 2, dtype=torch.float64)))
     return x, df, p
-
-
-# --- 2. the speed-up model ---------------------------------------------------------------
-
-
-def model_inputs() -> dict:
-    """The speed-up model's inputs (``data/serving_model.yaml`` ``speculative``): verify rows,
-    reported acceptance lengths, and the swept draft-cost and fixed-share ranges."""
-    s = data.load("serving_model").speculative
-    return {"verify_tokens": s.verify_rows_per_request.value, "block_tokens": s.block_size_tokens.value,
-            "accept_length": (s.accept_length_low.value, s.accept_length_high.value),
-            "draft_cost_ratio": (s.draft_cost_ratio.low, s.draft_cost_ratio.high),
-            "fixed_fraction": (s.fixed_fraction.low, s.fixed_fraction.high)}
-
-
-def verify_cost_ratio(sb: StepBytes, batch: int, verify_tokens: int, fixed_fraction: float) -> float:
-    """t(verify step over batch × verify_tokens) / t(decode step over batch), weights only.
-
-    ``fixed_fraction``: the share of a decode step that does not scale with bytes read
-    (launch overhead, synchronisation, communication latency), in [0, 1].
-    """
-    if not 0.0 <= fixed_fraction <= 1.0:
-        raise ValueError(f"fixed_fraction must be in [0, 1], got {fixed_fraction}")
-    mem = sb.step_bytes(batch * verify_tokens) / sb.step_bytes(batch)
-    return fixed_fraction + (1.0 - fixed_fraction) * mem
-
-
-def single_stream_speedup(accept_length: float, verify_ratio: float, draft_ratio: float) -> float:
-    """Decode speed-up with speculation at batch 1: τ / (c_verify + c_draft).
-
-    accept_length τ: tokens emitted per verify step (accepted drafts + the bonus), ≥ 1.
-    verify_ratio, draft_ratio: their costs in units of one plain decode step.
-    """
-    if accept_length < 1 or verify_ratio <= 0 or draft_ratio < 0:
-        raise ValueError(f"bad inputs: accept_length={accept_length}, verify_ratio={verify_ratio}, "
-                         f"draft_ratio={draft_ratio}")
-    return accept_length / (verify_ratio + draft_ratio)
-
-
-def throughput_gain(sb: StepBytes, concurrency: int, accept_length: float, verify_tokens: int,
-                    fixed_fraction: float, draft_ratio: float) -> float:
-    """Aggregate tok/s with speculation ÷ without, at one concurrency (weights-bound model)."""
-    return single_stream_speedup(accept_length,
-                                 verify_cost_ratio(sb, concurrency, verify_tokens, fixed_fraction),
-                                 draft_ratio)
-
-
-def speedup_grid(sb: StepBytes, accept_lengths, fixed_fractions, draft_ratio: float,
-                 verify_tokens: int = 8, batch: int = 1):
-    """DataFrame of single-stream (``batch``) speed-ups over τ × fixed_fraction."""
-    import pandas as pd
-
-    rows = []
-    for f in fixed_fractions:
-        cv = verify_cost_ratio(sb, batch, verify_tokens, f)
-        for tau in accept_lengths:
-            rows.append({"accept_length": float(tau), "fixed_fraction": float(f), "verify_cost_ratio": cv,
-                         "draft_cost_ratio": draft_ratio,
-                         "speedup": single_stream_speedup(float(tau), cv, draft_ratio)})
-    return pd.DataFrame(rows)

@@ -11,6 +11,8 @@ switches.
 
 from __future__ import annotations
 
+import re
+
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -325,11 +327,15 @@ _LAYOUT_HELP = ("'<N>x<gpu> tp<T> [pp<P>] [dcp<D>] [ep] [dp-attention] [hbm<GB>]
 
 
 def parse_layout(text: str) -> Deployment:
-    """A deployment from a short string (:data:`_LAYOUT_HELP`) — how notebooks and profiles
-    name layouts. ValueError naming the part it cannot read."""
+    """A deployment from a short string (:data:`_LAYOUT_HELP`) — how notebooks, profiles and
+    the CLIs name layouts; a table's label (:meth:`Deployment.default_label`, e.g.
+    ``16×B200 TP8×PP2``, ``8×B300 TP8+DCP8``) reads back as the same deployment. ValueError
+    naming the part it cannot read."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"a layout must be a string like {_LAYOUT_HELP}, got {text!r}")
-    head, *rest = text.lower().split()
+    norm = text.lower().replace("×pp", " pp").replace("×", "x").replace("+", " ")
+    norm = re.sub(r"\bdp-attn\b", "dp-attention", re.sub(r"\((\d+(?:\.\d+)?) gb\)", r"hbm\1", norm))
+    head, *rest = norm.split()
     n, sep, gpu = head.partition("x")
     if not sep or not n.isdigit():
         raise ValueError(f"layout {text!r}: cannot read '<N>x<gpu>' from {head!r}; expected {_LAYOUT_HELP}")

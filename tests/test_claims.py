@@ -142,22 +142,12 @@ def test_plausible_range_places_but_never_establishes():
         claims.verdict("T5", low=[1, 2], high=[3, 4])
 
 
-def test_model_band_too_wide_or_containing_no_effect_is_not_reproducible():
-    assert not claims.band_is_informative(0.74, 3.62)      # spans 4.9x
-    assert not claims.band_is_informative(0.9, 1.5)        # contains 1x (no effect)
-    assert claims.band_is_informative(1.5, 2.8)
-    assert claims.verdict("S6", low=0.74, high=3.62) == "not reproducible here"
-    assert claims.verdict("S6", low=1.5, high=2.8) == "consistent"      # modelled caps reproduced
-    assert claims.verdict("S6", low=2.5, high=3.0) == "discrepancy"     # 2.2 outside
-    assert claims.verdict("T2", low=1304, high=2390, no_effect=None) == "consistent"  # 1568 inside, 1.83x wide
-    with pytest.raises(ValueError, match="0 < low <= high"):
-        claims.band_is_informative(3, 2)
-
-
-def test_upper_bound_and_fitted_models_cannot_confirm():
-    assert claims.verdict("T1", limit=7633) == "not reproducible here"
-    assert claims.verdict("T1", limit=900) == "discrepancy"  # 952 above a true upper bound
-    assert claims.verdict("P5") == "not reproducible here"
+def test_model_claims_read_the_validated_model_and_cannot_be_reproduced():
+    # T1 claims 952 tok/s; each reading is (predicted, band as a log factor)
+    assert claims.verdict("T1", readings=[(1000, 0.1)]) == "consistent"          # inside, modelled caps
+    assert claims.verdict("T1", readings=[(1000, 0.1), (2200, 0.1)]) == "not reproducible here"  # > 2x wide
+    assert claims.verdict("T1", readings=[(2000, 0.1)]) == "discrepancy"         # 952 below the band
+    assert claims.verdict("T1", readings=[(1000, 0.1)], in_domain=False) == "not reproducible here"
     assert claims.verdict("T11") == "not reproducible here"
 
 
@@ -194,10 +184,10 @@ def test_in_range_per_value_ranges():
 
 
 def test_judge_keeps_model_outputs_out_of_the_reproduced_column():
-    r = claims.judge("T1", "a roofline", bound="<= 7633", limit=7633)
-    assert r.reproduced == "" and r.bound == "<= 7633"
+    r = claims.judge("T1", "a serving model", bound="model 900-1,100", readings=[(1000, 0.1)])
+    assert r.reproduced == "" and r.bound == "model 900-1,100"
     with pytest.raises(ValueError, match="bound="):
-        claims.judge("T1", "a roofline", value=7633, limit=7633)
+        claims.judge("T1", "a serving model", value=1000, readings=[(1000, 0.1)])
     with pytest.raises(ValueError, match="evidence"):
         claims.judge("M10", "  ", value=12)
 

@@ -6,13 +6,23 @@ Expected values come from outside the code under test:
   FP8 checkpoint of 688.6 GB (the deepseek-ai/DeepSeek-V3 model card and its safetensors
   listing); sglang's DeepSeek-V3 usage page: "Full precision FP8 (recommended) — 8 x H200 /
   8 x B200 / 8 x MI300X / 2 x 8 x H100". sglang does not load the MTP module into the target
-  model, so the weights a rank holds are about 671/685 of the checkpoint over TP.
+  model, so the weights a rank holds are about 671/685 of the checkpoint over TP. Its config's
+  max_position_embeddings is 163,840; it has 128 attention heads (TP24 cannot split them).
 - Kimi K3: a 1.56 TB checkpoint (the article); over 8 GPUs at least 1.56e12 / 8 = 195 GB
   per GPU, more than a B200's 192.27 GB usable (nvidia-smi 183,359 MiB) and less than a
-  B300's 288.4 GB (275,040 MiB) or an MI355X's 309.2 GB.
-- Prices: the article's B200 at $4.25/GPU-hour, so 8 × 4.25 = $34.00/hour for a node.
+  B300's 288.4 GB (275,040 MiB) or an MI355X's 309.2 GB. The article: "at TP8 the model needs
+  about 191 GiB of weights per GPU" (SGLANG_AITER_K3_OPT=1: no expert padding on ROCm).
+- Prices: read from ``data/prices.yaml`` through :mod:`k3lab.prices` (the article's B200 at
+  $4.25/GPU-hour, so 8 × 4.25 = $34.00/hour for a node; its MI355X at $2.50, the lowest of
+  its table). A price per GPU-hour and a throughput per GPU give, by hand,
+  $/M output tokens = $/GPU-hour × 1e6 / (tok/s per GPU × 3600) — the GPU count cancels.
+- The candidate rule (the module's docstring): per GPU 8, 16, 32 GPUs as TP = GPUs and TP8 ×
+  PP2 / PP4 (5 layouts), plus TP4 on 4 GPUs where the scale-up domain exceeds 8 GPUs (GB200
+  NVL72: 72); AMD GPUs under two sglang settings side by side (defaults and aiter-k3-opt).
 """
 
+import csv
+import io
 import json
 import math
 import subprocess
@@ -20,11 +30,13 @@ import sys
 
 import pytest
 
-from k3lab import compare, memory
-from k3lab.specs import GB, GiB, load_model
+from k3lab import cli, compare, decision, memory, prices
+from k3lab.specs import GB, GiB, known_gpus, load_gpu, load_model
 
 DS_CHECKPOINT_GB = 688.6          # FP8 weights incl. MTP (model card / safetensors listing)
 DS_TARGET_FRACTION = 671 / 685    # target model without the 14B MTP module
+DEFAULTS, K3_OPT = "sglang defaults", "aiter-k3-opt"
+MTOK = "usd_per_million_tokens"
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +49,32 @@ def k3():
     return compare.compare_rows(load_model("kimi-k3"), include_all=True)
 
 
-def row(df, gpu, n, tp, pp=1):
-    sel = df[(df.gpu == gpu) & (df.num_gpus == n) & (df.tp == tp) & (df.pp == pp)]
-    assert len(sel) == 1, (gpu, n, tp, pp)
+@pytest.fixture(scope="module")
+def k3_listed():
+    """The default listing: the layouts that hold a full-context request, fewest GPUs first."""
+    return compare.compare_rows(load_model("kimi-k3"))
+
+
+@pytest.fixture(scope="module")
+def opt():
+    """Every GPU under the article's aiter-k3-opt only (NVIDIA GPUs drop the aiter-* switch):
+    one sglang setting per GPU."""
+    return compare.compare_rows(load_model("kimi-k3"), variants=(K3_OPT,), include_all=True)
+
+
+def row(df, gpu, n, tp, pp=1, setting=DEFAULTS):
+    sel = df[(df.gpu == gpu) & (df.num_gpus == n) & (df.tp == tp) & (df.pp == pp) & (df.setting == setting)]
+    assert len(sel) == 1, (gpu, n, tp, pp, setting)
     return sel.iloc[0]
+
+
+def _usd_per_gpu_hour(gpu) -> dict:
+    """{tier: $/GPU-hour} of one GPU, every tier of data/prices.yaml that prices it (k3lab's loader)."""
+    pr = prices.prices()
+    return {r.tier: float(r.usd_per_gpu_hour) for r in pr[pr.gpu == gpu].itertuples()}
+
+
+# --------------------------------------------------------------------------- memory fit
 
 
 def test_deepseek_v3_weights_per_gpu_at_tp8_follow_from_the_published_checkpoint(ds):
@@ -54,11 +88,11 @@ def test_deepseek_v3_weights_per_gpu_at_tp8_follow_from_the_published_checkpoint
 @pytest.mark.parametrize("gpu", ["h200", "b200", "mi300x"])
 def test_deepseek_v3_fits_one_8_gpu_node_per_sglang_docs(ds, gpu):
     r = row(ds, gpu, 8, 8)
-    assert r.weights_fit and r.fits and r.full_context_requests >= 1
+    assert r.weights_fit and r.fits and r.holds and r.full_context_requests >= 1
 
 
 def test_deepseek_v3_needs_two_h100_nodes_per_sglang_docs(ds):
-    assert not row(ds, "h100", 8, 8).weights_fit
+    assert not row(ds, "h100", 8, 8).weights_fit and not row(ds, "h100", 8, 8).holds
     assert "weights do not fit" in row(ds, "h100", 8, 8).reason
     assert row(ds, "h100", 16, 16).fits and row(ds, "h100", 16, 8, 2).fits
 
@@ -67,7 +101,7 @@ def test_deepseek_v3_default_listing_holds_the_documented_nodes_only():
     df = compare.compare_rows(load_model("deepseek-v3"))
     eight = set(df[(df.num_gpus == 8) & (df.tp == 8)].gpu)
     assert {"h200", "b200", "mi300x"} <= eight and "h100" not in eight
-    assert df.fits.all()
+    assert df.fits.all() and df.holds.all()
     assert df.attrs["context_tokens"] == 163840  # the published config's max_position_embeddings
 
 
@@ -78,32 +112,37 @@ def test_kimi_k3_weights_on_one_8_gpu_node(k3, gpu, fits):
     assert r.weights_gib_per_gpu * GiB > 1.56e12 / 8   # at least a pure 1/8 of the checkpoint
 
 
-def test_kimi_k3_aiter_k3_opt_gives_the_articles_191_gib_and_leaves_nvidia_alone(k3):
-    opt = compare.compare_rows(load_model("kimi-k3"), variants=("aiter-k3-opt",), include_all=True)
+def test_kimi_k3_aiter_k3_opt_gives_the_articles_191_gib_and_leaves_nvidia_alone(k3, opt):
+    # AMD GPUs are compared under both settings side by side, NVIDIA GPUs under sglang's defaults
+    assert set(k3[(k3.gpu == "mi355x") & (k3.num_gpus == 8) & (k3.tp == 8)].setting) == {DEFAULTS, K3_OPT}
+    assert set(k3[(k3.gpu == "b300") & (k3.num_gpus == 8) & (k3.tp == 8)].setting) == {DEFAULTS}
+    side = row(k3, "mi355x", 8, 8, setting=K3_OPT)
+    assert side.layout == "8xmi355x tp8 [aiter-k3-opt]"
     # the article: "at TP8 the model needs about 191 GiB of weights per GPU" (no AITER expert padding)
-    assert row(opt, "mi355x", 8, 8).weights_gib_per_gpu == pytest.approx(191, rel=0.01)
-    assert row(opt, "mi355x", 8, 8).weights_gib_per_gpu < row(k3, "mi355x", 8, 8).weights_gib_per_gpu
+    assert side.weights_gib_per_gpu == pytest.approx(191, rel=0.01)
+    assert side.weights_gib_per_gpu < row(k3, "mi355x", 8, 8).weights_gib_per_gpu
+    # asked for explicitly: the same numbers; the aiter-* switch does not touch NVIDIA GPUs
+    assert row(opt, "mi355x", 8, 8, setting=K3_OPT).weights_gib_per_gpu == side.weights_gib_per_gpu
     assert row(opt, "b300", 8, 8).weights_gib_per_gpu == row(k3, "b300", 8, 8).weights_gib_per_gpu
+    assert set(opt[opt.gpu == "b300"].setting) == {DEFAULTS}
 
 
-def test_rows_are_smallest_first(ds):
-    n = list(ds.num_gpus)
-    assert n == sorted(n)
-    for _, g in ds[ds.shardable].groupby("num_gpus"):
-        w = list(g.weights_gib_per_gpu)
-        assert w == sorted(w)
+def test_every_candidate_is_listed_with_all(k3):
+    """--all lists every GPU × layout × setting of the candidate rule (counted here from the
+    hardware facts: 5 layouts, a 6th on a >8-GPU scale-up domain, ×2 settings on AMD; 66 today)."""
+    n = sum((6 if load_gpu(g).scale_up_domain_gpus > 8 else 5) * (2 if load_gpu(g).vendor == "amd" else 1)
+            for g in known_gpus())
+    assert k3.attrs["candidates"] == n == len(k3)   # Kimi K3 shards on every candidate
+    assert k3.layout.is_unique
 
 
-def test_price_per_hour_and_cost_at_bound_by_hand():
-    df = compare.compare_rows(load_model("deepseek-v3"), tiers=["article"], overrides={"mi300x": 1.5})
-    b200 = row(df, "b200", 8, 8)
-    assert b200["usd_per_hour[article]"] == pytest.approx(8 * 4.25)
-    assert math.isnan(b200["usd_per_hour[override]"])
-    assert row(df, "mi300x", 8, 8)["usd_per_hour[override]"] == pytest.approx(8 * 1.5)
-    # $/M tokens = $/hour * 1e6 / (tok/s * 3600)
-    assert b200["usd_per_million_tokens_at_bound[article]"] == pytest.approx(
-        34.0 * 1e6 / (b200.decode_bound_tok_s * 3600))
-    assert 1 <= b200.bound_concurrency <= 64
+def test_rows_are_smallest_first(ds, k3):
+    for df in (ds, k3):
+        n = list(df.num_gpus)
+        assert n == sorted(n)
+        for _, g in df[df.shardable].groupby("num_gpus"):
+            w = list(g.weights_gib_per_gpu)
+            assert w == sorted(w)
 
 
 def test_a_layout_the_model_cannot_shard_is_skipped_unless_all(monkeypatch):
@@ -113,16 +152,281 @@ def test_a_layout_the_model_cannot_shard_is_skipped_unless_all(monkeypatch):
     full = compare.compare_rows(cfg, tiers=["article"], include_all=True)
     bad = full[full.tp == 24]
     assert len(bad) and not bad.shardable.any() and bad.reason.str.contains("heads").all()
+    assert (bad.fits_with == "cannot shard").all() and not bad.holds.any()
+
+
+# --------------------------------------------------------------------------- fits with (the state pool)
+
+
+def test_fits_with_says_defaults_a_setting_or_why_not(k3):
+    """8×B300 TP8 holds 990,592 tokens with sglang's default state pool, short of 1,048,576:
+    the row names the state-pool setting under which one request fits; 8×MI355X (ROCm default
+    padding, 227k tokens) has none, with aiter-k3-opt it fits as is (README: 1,374,958 KV
+    tokens); 8×B200's weights do not load; 16×B300 TP8×PP2 fits as is."""
+    b300 = row(k3, "b300", 8, 8)
+    assert not b300.fits and b300.holds and b300.fits_with.startswith("--mamba-full-memory-ratio ")
+    r = float(b300.fits_with.split()[-1])
+    assert 0 < r < 0.9   # less than the default share goes to state, so the KV pool grows
+    assert memory.plan(load_model("kimi-k3"), "b300", 8, 8, mamba_full_memory_ratio=r).fits
+    mi = row(k3, "mi355x", 8, 8)
+    assert mi.fits_with == "no setting" and not mi.holds
+    assert row(k3, "mi355x", 8, 8, setting=K3_OPT).fits_with == "defaults"
+    assert row(k3, "b200", 8, 8).fits_with == "weights do not fit" and not row(k3, "b200", 8, 8).holds
+    assert row(k3, "b300", 16, 8, 2).fits_with == "defaults"
+
+
+def test_default_listing_adds_the_layouts_that_fit_only_with_a_setting(k3, k3_listed):
+    df = k3_listed
+    only = df[~df.fits]
+    assert len(only) and only.fits_with.str.startswith("--").all()
+    assert (df[df.fits].fits_with == "defaults").all() and df.holds.all()
+    assert "b300" in set(only[(only.num_gpus == 8)].gpu)
+    # the listing is exactly the rows of the full comparison that hold the request
+    assert set(df.layout) == set(k3[k3.holds].layout)
+    text = compare.format_table(df)
+    assert (f"{int(k3.holds.sum())} layouts hold the request (of {k3.attrs['candidates']} GPU × layout × setting "
+            "candidates)") in text
+    head = next(line for line in text.splitlines() if line.startswith("layout ") and "GPUs" in line)
+    assert "fits with" in head
+    ds = compare.compare_rows(load_model("deepseek-v3"), tiers=["article"])
+    assert (ds.fits_with == "defaults").all()   # no state pool: every listed row fits as is
+
+
+def test_fit_matrix_cell_names_the_setting(opt):
+    """One sglang setting per GPU (the article's aiter-k3-opt on AMD, defaults on NVIDIA): one
+    row per GPU × layout cell, and a cell that fits only with a state-pool setting names it."""
+    html = compare.fit_matrix_html(opt)
+    b300 = row(opt, "b300", 8, 8)
+    assert f"fits only with <code>{b300.fits_with}</code>" in html
+    assert html.count("fits only with <code>") == int((~opt.fits & opt.fits_with.str.startswith("--")).sum())
+    assert html.split("<tbody>")[1].count("<tr>") == len(set(opt.gpu))   # one matrix row per GPU
+
+
+# --------------------------------------------------------------------------- prices and throughput
+
+
+def test_price_per_hour_and_cost_per_token_by_hand():
+    df = compare.compare_rows(load_model("kimi-k3"), tiers=["article"], overrides={"mi300x": 1.5},
+                              include_all=True)
+    article = {g: prices.price(g, "article") for g in ("b200", "b300")}
+    b200 = row(df, "b200", 8, 8)
+    assert b200["usd_per_hour[article]"] == pytest.approx(8 * 4.25) == 8 * article["b200"]
+    assert math.isnan(b200["usd_per_hour[override]"])
+    assert row(df, "mi300x", 8, 8)["usd_per_hour[override]"] == pytest.approx(8 * 1.5)
+    # a row priced on the serving model: $/M = $/hour × 1e6 / (tok/s × 3600), the band inverted
+    b300 = row(df, "b300", 8, 8)
+    assert b300.priced_by == "model" and b300.priced_tok_s == b300.model_tok_s > 0
+    assert b300.model_tok_s_low <= b300.model_tok_s <= b300.model_tok_s_high
+    usd_h = 8 * article["b300"]
+    assert b300["usd_per_hour[article]"] == pytest.approx(usd_h)
+    assert b300[f"{MTOK}[article]"] == pytest.approx(usd_h * 1e6 / (b300.model_tok_s * 3600))
+    assert b300[f"{MTOK}_low[article]"] == pytest.approx(usd_h * 1e6 / (b300.model_tok_s_high * 3600))
+    assert b300[f"{MTOK}_high[article]"] == pytest.approx(usd_h * 1e6 / (b300.model_tok_s_low * 3600))
+    assert 1 <= b300.model_concurrency and math.isnan(b300.user_tok_s)
+    # the roofline stays a column: an upper bound on every modelled throughput
+    both = df[df.model_tok_s.notna() & df.roofline_bound_tok_s.notna()]
+    assert len(both) and (both.model_tok_s <= both.roofline_bound_tok_s).all()
+    # no throughput, no $/M: DeepSeek-V3 has no calibrated serving model
+    ds = compare.compare_rows(load_model("deepseek-v3"), tiers=["article"])
+    assert ds.model_tok_s.isna().all() and ds[f"{MTOK}[article]"].isna().all() and (ds.priced_by == "—").all()
+
+
+@pytest.fixture(scope="module")
+def k3_tok_s(capsys_module):
+    """``python -m k3lab compare --tok-s b300=200 --json``: B300 priced on the user's 200 tok/s per GPU."""
+    rc, out, err = capsys_module("--tok-s", "b300=200", "--json")
+    assert rc == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture(scope="module")
+def capsys_module():
+    """Run ``python -m k3lab compare ARGS`` in-process (the entry function); (rc, stdout, stderr)."""
+    def run(*argv):
+        o, e = io.StringIO(), io.StringIO()
+        old = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = o, e
+        try:
+            rc = cli.main(["compare", *argv])
+        except SystemExit as x:
+            rc = x.code
+        finally:
+            sys.stdout, sys.stderr = old
+        return rc, o.getvalue(), e.getvalue()
+    return run
+
+
+def test_your_tok_s_per_gpu_prices_the_gpus_rows_by_hand(k3_tok_s):
+    per_gpu = 200.0
+    usd = _usd_per_gpu_hour("b300")
+    tier = "rental_index"                       # an independent market price (data/prices.yaml)
+    assert usd[tier] == prices.price("b300", tier)
+    b300 = [r for r in k3_tok_s["rows"] if r["gpu"] == "b300"]
+    assert b300 and k3_tok_s["asked"]["tok_s"] == {"b300": per_gpu}
+    for r in b300:
+        assert r["priced_by"] == "your --tok-s"
+        assert r["user_tok_s"] == r["priced_tok_s"] == pytest.approx(per_gpu * r["num_gpus"])
+        # $/M = $/GPU-hour × 1e6 / (tok/s per GPU × 3600): the same for every B300 layout
+        assert r[MTOK][tier] == pytest.approx(usd[tier] * 1e6 / (per_gpu * 3600))
+        assert set(r[MTOK]) == set(usd)          # every source that prices a B300
+        for t, p in usd.items():
+            assert r["usd_per_hour"][t] == pytest.approx(r["num_gpus"] * p)
+            assert r[MTOK][t] == pytest.approx(p * 1e6 / (per_gpu * 3600))
+            assert r[MTOK + "_low"][t] == r[MTOK + "_high"][t] == r[MTOK][t]   # your figure has no band
+    # the other GPUs keep the serving model's throughput
+    mi = next(r for r in k3_tok_s["rows"] if r["layout"] == "8xmi355x tp8 [aiter-k3-opt]")
+    assert mi["priced_by"] == "model" and mi["user_tok_s"] is None
+
+
+def test_your_tok_s_in_the_answers_and_the_text(capsys_module):
+    """A B300 figure far above the model's makes B300 the cheapest under every source that
+    prices it; at a per-GPU rate every B300 layout costs the same per token, so the answer is
+    the one cheapest per hour: the fewest GPUs, 8xb300 tp8 (which holds with a state-pool setting)."""
+    per_gpu = 10_000.0
+    df = compare.compare_rows("kimi-k3", tok_s={"B300": per_gpu})
+    ans = {a["tier"]: a for a in compare.answers(df)}
+    for tier, p in _usd_per_gpu_hour("b300").items():
+        a = ans[tier]
+        assert a["layout"] == "8xb300 tp8" and a["priced_by"] == "your --tok-s", tier
+        assert a["usd_per_million_tokens"] == pytest.approx(p * 1e6 / (per_gpu * 3600))
+        assert a["usd_per_hour"] == pytest.approx(8 * p)
+        line = compare.answer_line(a, df.attrs["context_tokens"])
+        assert "your --tok-s" in line and "band" not in line and "with --mamba-full-memory-ratio" in line
+    rc, out, _ = capsys_module("--tok-s", "b300=10000")
+    assert rc == 0
+    text = " ".join(out.split())
+    assert "your --tok-s (output tok/s per GPU) prices: B300 10,000.0" in text
+    assert all(compare.answer_line(a, df.attrs["context_tokens"]) in out for a in ans.values())
+
+
+# --------------------------------------------------------------------------- answers, --sort, --top
+
+
+def _hand_answers(df) -> dict:
+    """Per tier: (lowest $/M among the rows that hold the request and have a $/M there — a model
+    prediction inside its validated domain, or the user's figure, before one outside — and the
+    layouts that reach it); (None, ()) when no such row."""
+    out = {}
+    for t in df.attrs["tiers"]:
+        col = f"{MTOK}[{t}]"
+        cand = df[df.holds & df[col].notna()]
+        trusted = cand[(cand.priced_by != "model") | cand.model_in_domain.astype(bool)]
+        pool = trusted if len(trusted) else cand
+        best = pool[col].min() if len(pool) else None
+        out[t] = (best, () if best is None else tuple(pool[pool[col] == best].layout))
+    return out
+
+
+def test_answers_are_the_cheapest_holding_layout_per_tier_in_domain_first(k3, k3_listed):
+    for df in (k3, k3_listed):
+        ans = compare.answers(df)
+        assert [a["tier"] for a in ans] == df.attrs["tiers"] == prices.tiers()
+        hand = _hand_answers(df)
+        priced = 0
+        for a in ans:
+            best, layouts = hand[a["tier"]]
+            if best is None:
+                assert a["layout"] is None, a
+                continue
+            priced += 1
+            assert a["layout"] in layouts and a["usd_per_million_tokens"] == pytest.approx(best), a
+            r = df[df.layout == a["layout"]].iloc[0]
+            assert r.holds and a["fits_with"] == r.fits_with and a["setting"] == r.setting
+            assert a["usd_per_hour"] == pytest.approx(r[f"usd_per_hour[{a['tier']}]"])
+            assert a["usd_per_million_tokens_low"] <= a["usd_per_million_tokens"] <= a["usd_per_million_tokens_high"]
+        assert priced >= 2   # the article's own tier and independent ones price a holding layout
+    # a cheaper row outside the validated domain does not win while an in-domain one holds it
+    art = f"{MTOK}[article]"
+    out = k3_listed[(k3_listed.priced_by == "model") & ~k3_listed.model_in_domain.astype(bool)]
+    best = {a["tier"]: a for a in compare.answers(k3_listed)}["article"]
+    assert best["model_in_domain"] and out[art].min() < best["usd_per_million_tokens"]
+
+
+def test_top_shortens_the_listing_not_the_answers(k3_listed):
+    one = compare.compare_rows("kimi-k3", top=1)
+    assert len(one) == 1 and one.layout.iloc[0] == k3_listed.layout.iloc[0]
+    assert compare.answers(one) == compare.answers(k3_listed)
+    cheap = compare.compare_rows("kimi-k3", top=1, sort="cost")
+    assert compare.answers(cheap) == compare.answers(k3_listed)
+    text = compare.format_table(one)
+    assert "; first 1" in text and f"{len(k3_listed)} layouts hold the request" in text
+    assert all("  " + compare.answer_line(a, 1048576) in text.splitlines() for a in compare.answers(k3_listed))
+
+
+def _first_priced(r, tiers):
+    return next((r[f"{MTOK}[{t}]"] for t in tiers if r[f"{MTOK}[{t}]"] == r[f"{MTOK}[{t}]"]), math.nan)
+
+
+@pytest.fixture(scope="module")
+def k3_cost():
+    return compare.compare_rows("kimi-k3", sort="cost")
+
+
+def test_sort_cost_orders_by_dollars_per_million_tokens(k3_listed, k3_cost):
+    df = k3_cost
+    assert sorted(df.layout) == sorted(k3_listed.layout)            # the same rows, another order
+    key = [_first_priced(r, df.attrs["tiers"]) for r in df.to_dict("records")]
+    priced = [k for k in key if k == k]
+    assert priced and key[:len(priced)] == priced == sorted(priced)   # cheapest first, unpriced last
+    assert all(k != k for k in key[len(priced):])
+    one = compare.compare_rows("kimi-k3", tiers=["rental_index"], sort="cost")
+    v = list(one[f"{MTOK}[rental_index]"])
+    n = sum(x == x for x in v)
+    assert v[:n] == sorted(v[:n]) and all(x != x for x in v[n:])
+    assert "sorted by cost" in compare.format_table(one)
+
+
+def test_cli_sort_cost_top_json(capsys_module, k3_listed, k3_cost):
+    rc, out, _ = capsys_module("--sort", "cost", "--top", "3", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and len(doc["rows"]) == 3
+    assert [r["layout"] for r in doc["rows"]] == list(k3_cost.layout[:3])
+    assert doc["answers"] == compare.answers(k3_listed)
+
+
+# --------------------------------------------------------------------------- the decision agrees
+
+
+@pytest.mark.parametrize("kw", [{}, {"context_tokens": 262144, "kv_dtype": "fp8", "overrides": {"mi355x": 2.0},
+                                     "tok_s": {"b300": 300.0}}])
+def test_the_decision_and_compare_name_the_same_cheapest_layouts(kw):
+    kw = dict(kw)
+    ctx = kw.pop("context_tokens", None)
+    d = decision.decide("kimi-k3", ctx, **kw)
+    df = compare.compare_rows("kimi-k3", ctx, **kw)
+    assert d.answers == compare.answers(df)
+    hand = _hand_answers(df)
+    cheapest = {a["tier"]: a for a in d.answers if a["layout"]}
+    assert cheapest and {a["tier"] for a in d.answers} == set(hand)
+    for t, a in cheapest.items():
+        assert a["layout"] in hand[t][1] and a["usd_per_million_tokens"] == pytest.approx(hand[t][0]), t
+    if kw:   # the user's price is a source of its own, and the user's B300 figure prices B300 rows
+        assert "override" in cheapest
+        assert (df[df.gpu == "b300"].priced_by == "your --tok-s").all()
+    # the decision's sentences are compare's answer lines
+    lines = decision.answer_lines(d)
+    assert all(compare.answer_line(a, d.context_tokens) in lines for a in compare.answers(df))
+
+
+# --------------------------------------------------------------------------- bad input
 
 
 def test_bad_inputs_raise_one_line_value_errors():
     cfg = load_model("deepseek-v3")
-    for kw in ({"context_tokens": 0}, {"context_tokens": 10**9}, {"kv_dtype": "fp4"}, {"mem_fraction": 1.5},
-               {"variants": ("nope",)}, {"variants": ("aiter-k3-opt", "aiter-moe-pad")}, {"tiers": ["nope"]},
-               {"overrides": {"tpu": 1.0}}, {"overrides": {"h100": -1.0}}, {"concurrency": 0}):
+    for kw, says in (({"context_tokens": 0}, "context"), ({"context_tokens": 10**9}, "context"),
+                     ({"kv_dtype": "fp4"}, "kv_dtype"), ({"mem_fraction": 1.5}, "mem_fraction"),
+                     ({"variants": ("nope",)}, "nope"), ({"variants": ("aiter-k3-opt", "aiter-moe-pad")}, ""),
+                     ({"tiers": ["nope"]}, "tier"), ({"overrides": {"tpu": 1.0}}, "tpu"),
+                     ({"overrides": {"h100": -1.0}}, "h100"), ({"input_len": 0}, "input_len"),
+                     ({"output_len": 1.5}, "output_len"), ({"sort": "price"}, "sort"), ({"top": 0}, "top"),
+                     ({"gpus": ["tpu"]}, "tpu"), ({"tok_s": {"tpu": 100.0}}, "tpu"),
+                     ({"tok_s": {"b300": -1.0}}, "b300"), ({"tok_s": {"b300": 0}}, "b300"),
+                     ({"tok_s": {"b300": math.nan}}, "b300"), ({"tok_s": {"b300": "200"}}, "b300")):
         with pytest.raises(ValueError) as e:
             compare.compare_rows(cfg, **kw)
-        assert "\n" not in str(e.value), kw
+        assert "\n" not in str(e.value) and says in str(e.value), kw
+    with pytest.raises(ValueError, match="unknown model"):
+        compare.compare_rows("nope")
 
 
 def _cli(capsys, *argv):
@@ -138,6 +442,7 @@ def _cli(capsys, *argv):
     ["--model", "nope"], ["--usd-per-gpu-hour", "tpu=3"], ["--usd-per-gpu-hour", "h100=-2"],
     ["--usd-per-gpu-hour", "h100=abc"], ["--usd-per-gpu-hour", "h100"], ["--price-tier", "nope"],
     ["--context", "0"], ["--kv-dtype", "fp4"], ["--bogus"], ["--mem-fraction", "nan"],
+    ["--sort", "price"], ["--top", "0"], ["--input-len", "0"], ["--output-len", "-3"],
 ])
 def test_cli_bad_input_exits_2_with_one_line(capsys, argv):
     rc, out, err = _cli(capsys, *argv)
@@ -145,63 +450,83 @@ def test_cli_bad_input_exits_2_with_one_line(capsys, argv):
     assert len(err.strip().splitlines()) == 1 and err.startswith("k3lab compare: error: "), err
 
 
-def test_cli_json_rows(capsys):
+@pytest.mark.parametrize("value,says", [
+    ("tpu=100", "tpu"),          # an unknown GPU
+    ("b300=fast", "fast"),       # not a number
+    ("b300=-5", "-5"),           # negative
+    ("b300=0", "b300=0"),        # zero
+    ("b300=nan", "nan"),
+    ("b300=inf", "inf"),
+    ("b300", "GPU=VALUE"),       # no value
+    ("=200", "GPU=VALUE"),       # no GPU
+])
+def test_bad_tok_s_is_one_line_and_exit_2_through_python_m_k3lab(capsys_module, value, says):
+    rc, out, err = capsys_module("--tok-s", value)
+    assert rc == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and err.startswith("k3lab compare: error: --tok-s"), err
+    assert says in err
+
+
+def test_bad_tok_s_given_twice_and_through_a_real_process(capsys_module):
+    rc, out, err = capsys_module("--tok-s", "b300=1", "--tok-s", "B300=2")
+    assert rc == 2 and out == "" and "given twice" in err and len(err.strip().splitlines()) == 1
+    p = subprocess.run([sys.executable, "-m", "k3lab", "compare", "--tok-s", "b300=-5"], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [p.stderr.strip()] and "--tok-s 'b300=-5'" in p.stderr
+
+
+# --------------------------------------------------------------------------- output formats
+
+
+def _strict(c):
+    raise AssertionError(f"not JSON: {c}")
+
+
+def test_cli_json_asked_answers_rows(capsys):
     rc, out, _ = _cli(capsys, "--model", "deepseek-v3", "--json", "--price-tier", "article")
-    rows = json.loads(out)
-    assert rc == 0 and rows
+    doc = json.loads(out, parse_constant=_strict)     # NaN / Infinity are not JSON
+    assert rc == 0 and set(doc) == {"asked", "answers", "rows"}
+    assert doc["asked"]["model"] == "deepseek-v3" and doc["asked"]["context_tokens"] == 163840
+    assert doc["asked"]["tiers"] == ["article"]
+    rows = doc["rows"]
+    assert rows and all(r["holds"] for r in rows)
     for r in rows:
-        assert {"gpu", "num_gpus", "tp", "pp", "weights_fit", "max_kv_tokens", "usd_per_hour"} <= set(r)
-        assert isinstance(r["usd_per_hour"], dict)
+        assert {"layout", "setting", "gpu", "num_gpus", "tp", "pp", "weights_fit", "max_kv_tokens", "fits_with",
+                "holds", "model_tok_s", "priced_by", "roofline_bound_tok_s", "usd_per_hour", MTOK} <= set(r)
+        assert isinstance(r["usd_per_hour"], dict) and r[MTOK] == {}   # no serving model for DeepSeek-V3
+        assert not any(k.startswith("_") for k in r)
     b200 = next(r for r in rows if r["gpu"] == "b200" and r["num_gpus"] == 8)
     assert b200["usd_per_hour"] == {"article": pytest.approx(34.0)}
+    # nothing to price per token: the answer names the cheapest holding layout per hour,
+    # MI355X ($2.50, the article's lowest) on 8 GPUs, the fewest that hold it
+    (a,) = doc["answers"]
+    assert a["tier"] == "article" and a["layout"] is None
+    assert a["unpriced"]["layout"].startswith("8xmi355x tp8")
+    assert a["unpriced"]["usd_per_hour"] == pytest.approx(8 * prices.price("mi355x", "article")) == 20.0
 
 
-def test_cli_csv(capsys):
+def test_cli_csv(capsys, ds):
     rc, out, _ = _cli(capsys, "--model", "deepseek-v3", "--csv", "--price-tier", "article")
-    header = out.splitlines()[0].split(",")
-    assert rc == 0 and {"gpu", "num_gpus", "tp", "pp", "usd_per_hour[article]"} <= set(header)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    header = set(rows[0])
+    assert rc == 0 and {"layout", "setting", "gpu", "num_gpus", "tp", "pp", "holds", "fits_with", "model_tok_s",
+                        "model_tok_s_low", "model_tok_s_high", "model_concurrency", "model_in_domain", "user_tok_s",
+                        "priced_tok_s", "priced_by", "roofline_bound_tok_s", "usd_per_hour[article]",
+                        "usd_per_million_tokens[article]", "usd_per_million_tokens_low[article]",
+                        "usd_per_million_tokens_high[article]"} <= header
+    assert not any(c.startswith("_") for c in header)
+    assert len(rows) == int(ds.holds.sum())
+    b200 = next(r for r in rows if r["layout"] == "8xb200 tp8")
+    assert float(b200["usd_per_hour[article]"]) == pytest.approx(34.0)
 
 
-def test_default_table_through_python_m_labels_the_bound_a_model():
+def test_default_table_through_python_m_labels_the_model_and_the_bound():
     p = subprocess.run([sys.executable, "-m", "k3lab", "compare"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     head = p.stdout.splitlines()[0]
     assert "kimi-k3" in head and "1,048,576" in head and "bf16" in head
-    assert "MODEL bound" in p.stdout and "not a measurement" in p.stdout
-
-
-# --------------------------------------------------------------------------- fits with (the state pool)
-
-
-def test_fits_with_says_defaults_a_setting_or_why_not(k3):
-    """8×B300 TP8 holds 990,592 tokens with sglang's default state pool, short of 1,048,576:
-    the row names the state-pool setting under which one request fits; 8×MI355X (ROCm default
-    padding, 227k tokens) has none; 8×B200's weights do not load; 16×B300 TP8×PP2 fits as is."""
-    b300 = row(k3, "b300", 8, 8)
-    assert not b300.fits and b300.fits_with.startswith("--mamba-full-memory-ratio ")
-    r = float(b300.fits_with.split()[-1])
-    assert 0 < r < 0.9   # less than the default share goes to state, so the KV pool grows
-    assert memory.plan(load_model("kimi-k3"), "b300", 8, 8, mamba_full_memory_ratio=r).fits
-    assert row(k3, "mi355x", 8, 8).fits_with == "no setting"
-    assert row(k3, "b200", 8, 8).fits_with == "weights do not fit"
-    assert row(k3, "b300", 16, 8, 2).fits_with == "defaults"
-
-
-def test_default_listing_adds_the_layouts_that_fit_only_with_a_setting():
-    df = compare.compare_rows(load_model("kimi-k3"), tiers=["article"])
-    only = df[~df.fits]
-    assert len(only) and only.fits_with.str.startswith("--").all()
-    assert (df[df.fits].fits_with == "defaults").all()
-    assert "b300" in set(only[(only.num_gpus == 8)].gpu)
-    text = compare.format_table(df)
-    assert f"; {len(only)} more only with the state-pool setting in 'fits with'" in text.splitlines()[1]
-    assert "fits with" in text.splitlines()[4]
-    ds = compare.compare_rows(load_model("deepseek-v3"), tiers=["article"])
-    assert (ds.fits_with == "defaults").all()   # no state pool: every listed row fits as is
-
-
-def test_fit_matrix_cell_names_the_setting(k3):
-    html = compare.fit_matrix_html(k3)
-    b300 = row(k3, "b300", 8, 8)
-    assert f"fits only with <code>{b300.fits_with}</code>" in html
-    assert html.count("fits only with <code>") == int((~k3.fits & k3.fits_with.str.startswith("--")).sum())
+    assert "roofline ≤ tok/s" in p.stdout and "model tok/s" in p.stdout
+    text = " ".join(p.stdout.split())
+    assert "roofline: an upper bound, never a throughput" in text and "Nothing here was measured on a GPU" in text
+    assert "answer: per price source, the layout that holds the request at the lowest $/M output tokens" in text

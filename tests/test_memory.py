@@ -14,7 +14,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from k3lab import memory, specs
+from k3lab import fit_cli, memory, specs
 from k3lab.paths import MEASURED_DIR, REPO_ROOT
 
 CFG = specs.load_model("kimi-k3")
@@ -423,7 +423,7 @@ def test_plan_bad_input(kwargs, match):
 def _run(argv):
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        rc = memory.cli_main(argv)
+        rc = fit_cli.main(argv)
     return rc, out.getvalue(), err.getvalue()
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from k3lab import claims, pipeline, report
+from k3lab import claims, pipeline, report, specs
 from k3lab.paths import REPO_ROOT
 from study_helpers import results_at
 
@@ -120,16 +120,22 @@ def test_readme_compare_example_is_current():
 @pytest.mark.parametrize("profile", ["deepseek-v3-mi300x-vs-h200", "kimi-k3-fp8-256k"])
 def test_what_if_profiles_run_into_their_own_folder(tmp_path, profile):
     """The two example what-if profiles run end to end (another model; other GPUs) into
-    results/runs/<profile>/, judge no claim, and price the chosen layouts at the model bound."""
+    results/runs/<profile>/, judge no claim, and price the chosen layouts: Kimi K3 on the serving
+    model (fitted on K3 runs), another model only at the roofline bound."""
     with results_at(tmp_path):
         pipeline.run(profile, report=False)
     root = tmp_path / "runs" / profile
     assert (root / "manifest.json").exists()
     assert not list(tmp_path.glob("0[0-9]_*")), "a what-if run wrote into the study's results"
     assert not list(root.glob("*/claims.csv")), "a what-if run judged claims"
-    bound = pd.read_csv(root / "04_throughput_perf_per_dollar" / "perf_per_dollar_at_model_bound.csv")
-    want = set(pipeline.load_profile(profile)["notebooks"]["04_throughput_perf_per_dollar"].get("gpus", ["mi355x", "b300", "b200"]))
-    assert set(bound["gpu"]) <= want and len(bound) > 0
-    assert (bound["electricity_usd_per_gpu_hour"] > 0).all()
+    nb4 = pipeline.load_profile(profile)["notebooks"]["04_throughput_perf_per_dollar"]
+    k3 = nb4.get("model", "kimi-k3") == "kimi-k3"
+    name = "perf_per_dollar_on_serving_model.csv" if k3 else "perf_per_dollar_at_model_bound.csv"
+    assert not (root / "04_throughput_perf_per_dollar" / ("perf_per_dollar_at_model_bound.csv" if k3 else
+                                                          "perf_per_dollar_on_serving_model.csv")).exists()
+    priced = pd.read_csv(root / "04_throughput_perf_per_dollar" / name)
+    want = {specs.parse_layout(x).gpu for x in nb4.get("layouts", [])} or {"mi355x", "b300", "b200"}
+    assert set(priced["gpu"]) <= want and len(priced) > 0
+    assert (priced["electricity_usd_per_gpu_hour"] > 0).all()
     fits = pd.read_csv(root / "01_memory_fit" / "fit_plans.csv")
     assert len(fits) > 0

@@ -124,38 +124,3 @@ def test_step_bytes_excludes_the_mtp_module():
     sb = SD.step_bytes(ds)
     assert sb.non_expert_bytes == sum(by.values()) - by["routed_experts"] - by["embed_tokens"] - by["mtp"]
     assert sb.expert_bytes == 58 * memory.routed_expert_bytes(ds)
-
-
-def test_speedup_arithmetic():
-    assert SD.single_stream_speedup(3.0, 1.0, 0.5) == pytest.approx(2.0)
-    sb = SD.StepBytes(100.0, 1.0, 896, 16)
-    assert SD.verify_cost_ratio(sb, 1, 8, 1.0) == 1.0
-    # fixed_fraction 0: (100 + E[D(8)]) / (100 + 16)
-    e8 = 896 * (1 - (1 - 16 / 896) ** 8)
-    assert SD.verify_cost_ratio(sb, 1, 8, 0.0) == pytest.approx((100 + e8) / 116)
-    assert SD.verify_cost_ratio(sb, 1, 8, 0.5) == pytest.approx(0.5 + 0.5 * (100 + e8) / 116)
-    # batch 4 × 8 verify rows = 32 tokens against a decode step of 4 tokens
-    e4, e32 = (896 * (1 - (1 - 16 / 896) ** n) for n in (4, 32))
-    assert SD.throughput_gain(sb, 4, 3.0, 8, 0.0, 0.1) == pytest.approx(3.0 / ((100 + e32) / (100 + e4) + 0.1))
-    for args in ((0.5, 1.0, 0.1), (2.0, 0.0, 0.1), (2.0, 1.0, -0.1)):
-        with pytest.raises(ValueError, match="bad inputs"):
-            SD.single_stream_speedup(*args)
-    with pytest.raises(ValueError, match="fixed_fraction"):
-        SD.verify_cost_ratio(sb, 1, 8, 1.5)
-
-
-def test_speedup_grid():
-    sb = SD.StepBytes(100.0, 1.0, 896, 16)
-    g = SD.speedup_grid(sb, [1.8, 3.8], [0.0, 1.0], draft_ratio=0.1)
-    assert len(g) == 4
-    row = g[(g.accept_length == 3.8) & (g.fixed_fraction == 1.0)].iloc[0]
-    assert row.speedup == pytest.approx(3.8 / 1.1)  # fixed cost only: the verify step costs one decode step
-
-
-def test_model_inputs_from_serving_model_yaml():
-    m = SD.model_inputs()
-    # DSpark verifies the 7-token draft block + 1 rows; reported acceptance 1.8 to 3.8
-    assert (m["block_tokens"], m["verify_tokens"]) == (7, 8)
-    assert m["accept_length"] == (1.8, 3.8)
-    lo, hi = m["draft_cost_ratio"]
-    assert 0 < lo < hi and m["fixed_fraction"] == (0.0, 1.0)

@@ -113,7 +113,7 @@ MiB = 2**20
 
 
 def test_gpu_table_units_and_provenance():
-    assert specs.known_gpus() == ["b200", "b300", "gb200", "h100", "h200", "mi300x", "mi325x", "mi355x"]
+    assert specs.known_gpus() == ["b200", "b300", "gb200", "h100", "h200", "mi300x", "mi325x", "mi350x", "mi355x"]
     for name in specs.known_gpus():
         g = specs.load_gpu(name)
         assert g.hbm_label_gb > 0 and g.usable_hbm_gb > 0 and g.hbm_bw_tb_s > 0
@@ -284,3 +284,11 @@ def test_user_number_checks():
     for bad in (0, -2, 2.0, True, "2", None):
         with pytest.raises(ValueError, match="^n must be a positive integer"):
             data.check_count("n", bad)
+
+
+def test_a_table_label_reads_back_as_the_same_layout():
+    """One layout notation: what a table prints (``Deployment.label``) parses to the same deployment."""
+    for d in (specs.Deployment("b200", 16, 8, pp=2), specs.Deployment("b300", 8, 8, dcp=8),
+              specs.Deployment("mi355x", 8, 8, ep=True, dp_attention=True), specs.Deployment("b200", 8, 8, hbm_gb=192)):
+        assert specs.parse_layout(d.label) == d, d.label
+    assert specs.parse_layout("16×B200 TP8×PP2") == specs.parse_layout("16xb200 tp8 pp2")

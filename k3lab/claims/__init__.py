@@ -49,10 +49,10 @@ from .record import Record, Recorder, judge, verdict
 from .registry import (LEDGER_COLUMNS, LEDGER_VIEW, METHODS, RECORD_COLUMNS, SUMMARY_COLUMNS, Claim, get,
                        registry)
 from .rules import (BAND_MAX_RATIO, BASE_VERDICTS, INDEPENDENT, QUALIFIED, RULES, VERDICTS, agrees,
-                    band_is_informative, base_verdict, cap, decimals_of, round_half_up, same_as_stated,
+                    base_verdict, cap, decimals_of, round_half_up, same_as_stated,
                     stated_exponent)
 
 __all__ = ["BAND_MAX_RATIO", "BASE_VERDICTS", "INDEPENDENT", "QUALIFIED", "LEDGER_COLUMNS", "LEDGER_VIEW", "METHODS", "RECORD_COLUMNS",
            "RULES", "SUMMARY_COLUMNS", "VERDICTS", "Claim", "Record", "Recorder", "agrees",
-           "band_is_informative", "base_verdict", "cap", "decimals_of", "get", "judge", "ledger", "read_records",
+           "base_verdict", "cap", "decimals_of", "get", "judge", "ledger", "read_records",
            "registry", "round_half_up", "same_as_stated", "stated_exponent", "verdict", "verdict_literals", "verdicts_by_method"]

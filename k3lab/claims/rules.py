@@ -227,41 +227,6 @@ def rule_plausible_range(claim, low, high, x=None, **_):
     return "consistent" if _inside(claim, low, high, x) else "discrepancy"
 
 
-def rule_ranges_overlap(claim, low, high, claimed_low, claimed_high, **_):
-    """A range recomputed from the article's numbers overlaps the range it claims."""
-    ok = _num("low", low) <= _num("claimed_high", claimed_high) and _num("high", high) >= _num("claimed_low", claimed_low)
-    return "reproduced" if ok else "discrepancy"
-
-
-def band_is_informative(low: float, high: float, no_effect: float | None = 1.0) -> bool:
-    """A modelled band can tell a claim from its negation only if it spans at most
-    :data:`BAND_MAX_RATIO` (high / low) and does not contain ``no_effect`` (e.g. a 1.0×
-    speed-up)."""
-    lo, hi = _num("low", low), _num("high", high)
-    if lo <= 0 or hi < lo:
-        raise ValueError(f"a band needs 0 < low <= high, got [{lo}, {hi}]")
-    if hi / lo > BAND_MAX_RATIO:
-        return False
-    return not (no_effect is not None and lo <= no_effect <= hi)
-
-
-def rule_model_band(claim, low, high, no_effect=1.0, claimed_value=None, **_):
-    """A model's band [low, high] for the claimed number (``claimed_value`` when the claim
-    states it in words, e.g. "+18%" → 1.18). Too wide (see :func:`band_is_informative`) →
-    ``not reproducible here``; the claim inside → agrees (``consistent`` for a model);
-    outside → ``discrepancy``."""
-    if not band_is_informative(low, high, no_effect):
-        return "not reproducible here"
-    c = claim.claimed_numbers[0] if claimed_value is None else _num("claimed_value", claimed_value)
-    return "reproduced" if _num("low", low) <= c <= _num("high", high) else "discrepancy"
-
-
-def rule_upper_bound(claim, limit, **_):
-    """A model's upper bound ``limit`` on the claimed number: a claim below it is possible,
-    never confirmed (``not reproducible here``); a claim above it is a ``discrepancy``."""
-    return "discrepancy" if claim.claimed_numbers[0] > _num("limit", limit) else "not reproducible here"
-
-
 def rule_validated_model(claim, readings, in_domain: bool = True, claimed_value=None, **_):
     """A serving model validated on public measurements (:mod:`k3lab.serving`): each reading of
     the claim (e.g. with and without speculative decoding) is a (predicted, band) pair, the band
@@ -313,11 +278,6 @@ def rule_lower_bound(claim, limit, **_):
     return "discrepancy" if claim.claimed_numbers[0] < _num("limit", limit) else "not reproducible here"
 
 
-def rule_fitted_model(claim, **_):
-    """A model fitted to the article's own numbers cannot confirm those numbers."""
-    return "not reproducible here"
-
-
 def rule_unchecked(claim, **_):
     """Nothing here could check it."""
     return "not reproducible here"
@@ -331,13 +291,9 @@ RULES = {
     "self_contradiction": rule_self_contradiction,
     "in_range": rule_in_range,
     "plausible_range": rule_plausible_range,
-    "ranges_overlap": rule_ranges_overlap,
-    "model_band": rule_model_band,
-    "upper_bound": rule_upper_bound,
     "validated_model": rule_validated_model,
     "cited": rule_cited,
     "lower_bound": rule_lower_bound,
-    "fitted_model": rule_fitted_model,
     "unchecked": rule_unchecked,
 }
 
@@ -352,13 +308,9 @@ CRITERIA = {
     "self_contradiction": "numeric tolerance of data/claims.yaml",
     "in_range": "the value lies inside the range the evidence gives",
     "plausible_range": "inside the range of independent figures of the same kind (it places, never establishes)",
-    "ranges_overlap": "the recomputed range overlaps the claimed range",
-    "model_band": f"inside a model band at most {BAND_MAX_RATIO:g}x wide that excludes no effect",
-    "upper_bound": "below the model's upper bound (possible, never confirmed)",
     "validated_model": (f"inside the serving model's validated band (its out-of-source error on public "
                         f"measurements), at most {BAND_MAX_RATIO:g}x wide, inside the validated domain"),
     "cited": "numeric tolerance of data/claims.yaml, against third-party measurements of the same setting",
     "lower_bound": "at or above the evidence's lower bound (possible, never confirmed)",
-    "fitted_model": "none: a model fitted to the article's numbers cannot confirm them",
     "unchecked": "none: nothing here checks it",
 }

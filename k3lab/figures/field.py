@@ -10,6 +10,15 @@ KIND_MARKERS = {"output_tok_s": ("o", "output tok/s"), "tpot_ms": ("s", "TPOT"),
 GPU_COLORS = {"mi355x": "#c62828", "mi350x": "#ef9a9a", "b300": "#1565c0", "b200": "#64b5f6", "gb200": "#6a1b9a"}
 
 
+def _concurrency_axis(ax, concurrencies) -> None:
+    """A log2 concurrency axis labelled 1, 2, 4, … (never 2^n) over the span of ``concurrencies``."""
+    cs = sorted(concurrencies)
+    ax.set_xscale("log", base=2)
+    ticks = [c for c in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if cs and cs[0] <= c < cs[-1] * 2]
+    ax.set_xticks(ticks, [str(c) for c in ticks])
+    ax.minorticks_off()
+
+
 def validation_figure(validation_rows, observations, bands: dict, article=None):
     """Published ÷ the model's out-of-source prediction, against concurrency, one panel per GPU
     family: how far each public measurement sits from a model fitted without its source. The
@@ -48,10 +57,9 @@ def validation_figure(validation_rows, observations, bands: dict, article=None):
             ax.errorbar([conc], [claimed / math.sqrt(lo * hi)], yerr=[[claimed / math.sqrt(lo * hi) - claimed / hi],
                         [claimed / lo - claimed / math.sqrt(lo * hi)]], fmt="*", ms=15, color="gold", mec="k",
                         ecolor="k", capsize=4, zorder=5, label=f"article: {label}")
-        ax.set_xscale("log", base=2)
+        _concurrency_axis(ax, [obs[r.id].concurrency for r in rows] + [a[5] for a in (article or []) if a[0] == fam])
         ax.set_yscale("log")
-        ax.set_yticks([0.5, 0.7, 1.0, 1.4, 2.0])
-        ax.set_yticklabels(["0.5", "0.7", "1.0", "1.4", "2.0"])
+        ax.set_yticks([0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0], ["0.25", "0.35", "0.5", "0.7", "1.0", "1.4", "2.0"])
         ax.minorticks_off()
         ax.set_xlabel("concurrency (requests in flight)")
         ax.set_title(f"{fam}: {len(rows)} public figures, each predicted without its own source", fontsize=10)
@@ -86,7 +94,7 @@ def curves_figure(panels):
             ax.scatter([c], [v], marker=marker, s=90 if marker == "*" else 36, color=color, edgecolor="k",
                        linewidth=0.7, zorder=5, label=None if label in seen else label)
             seen.add(label)
-        ax.set_xscale("log", base=2)
+        _concurrency_axis(ax, [q[0] for s in p["series"] for q in s["points"]] + [m[1] for m in p.get("marks", [])])
         ax.set_xlabel("concurrency (requests in flight)")
         ax.set_ylabel("output tok/s per GPU")
         ax.set_title(p["title"], fontsize=10)
@@ -100,12 +108,13 @@ def curves_figure(panels):
     return fig
 
 
-def speedup_figure(curve, band: float, accepts, claimed_single: float, claimed_peak: float):
+def speedup_figure(curve, band: float, accepts, accept_range, claimed_single: float, claimed_peak: float):
     """DSpark's speed-up on 8×MI355X against its acceptance length, by the serving model: one
     request (solid) and at each side's peak (dashed), shaded by the validated band of the
     spec / no-spec ratio; the acceptance lengths public runs measured as ticks along the axis, the
     middle 80% shaded; the article's 2.2× and +18% as horizontal lines. ``curve``: rows of
-    :func:`k3lab.serving.article.speedup_curve`; ``accepts``: measured acceptance lengths."""
+    :func:`k3lab.serving.article.speedup_curve`; ``accepts``: measured acceptance lengths;
+    ``accept_range``: (low, high) of :func:`k3lab.serving.article.accept_range`, the readings'."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8.6, 4.8))
@@ -119,9 +128,11 @@ def speedup_figure(curve, band: float, accepts, claimed_single: float, claimed_p
     ax.axhline(claimed_single, color="#1565c0", lw=1.2, ls=":", label=f"article: {claimed_single:g}x single-stream")
     ax.axhline(claimed_peak, color="#6a1b9a", lw=1.2, ls="-.", label=f"article: +{(claimed_peak - 1) * 100:.0f}% peak")
     a = sorted(accepts)
-    lo, hi = a[int(0.1 * (len(a) - 1))], a[int(round(0.9 * (len(a) - 1)))]
-    ax.axvspan(lo, hi, color="0.85", alpha=0.5, lw=0, label=f"middle 80% of {len(a)} measured acceptance lengths")
+    lo, hi = accept_range
+    ax.axvspan(lo, hi, color="0.85", alpha=0.5, lw=0,
+               label=f"middle 80% of {len(a)} measured acceptance lengths ({lo:.2f}-{hi:.2f})")
     ax.plot(a, [0.02] * len(a), "|", color="0.25", ms=12, transform=ax.get_xaxis_transform())
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("DSpark acceptance length (tokens emitted per verify step)")
     ax.set_ylabel("DSpark ÷ no DSpark (output tok/s)")
     ax.set_title("DSpark on 8×MI355X TP8 (K3_OPT), 1,024 in / 400 out: the speed-up hangs on the acceptance",

@@ -3,7 +3,7 @@ price source, and what electricity does to the MI355X's lead."""
 
 from __future__ import annotations
 
-from .. import data, prices
+from .. import data, prices, roofline
 from ..throughput import article_table
 
 
@@ -37,9 +37,9 @@ def throughput_figure(curves, measured, aic=None, title: str = "Output tok/s per
     ax.set_title(title, fontsize=11)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, loc="upper left", ncol=2)
-    s = data.load("serving_model").speculative
-    ax.text(0.99, 0.02, f"roofline dotted: with speculative verification ({s.verify_rows_per_request.value} rows, "
-            f"accept {s.accept_length_high.value:g}); models, not measurements\n"
+    s = roofline.spec_params()
+    ax.text(0.99, 0.02, f"roofline dotted: with speculative verification ({s['tokens_per_request_step']:g} rows, "
+            f"all accepted); models, not measurements\n"
             "circle: concurrency from the article; square: assumed c=64", transform=ax.transAxes, ha="right",
             va="bottom", fontsize=7)
     fig.tight_layout()

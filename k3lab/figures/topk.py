@@ -1,9 +1,8 @@
 """Figures of finding 2: the verify call per request mix and binding state, the renorm
-benchmark, and the speculative speed-up band."""
+benchmark (DSpark's speed-up: :func:`k3lab.figures.field.speedup_figure`)."""
 
 from __future__ import annotations
 
-from .. import spec_decode
 from . import plain_log_ticks
 
 OUTCOME_COLORS = {"ok": "#4caf50", "TypeError": "#ff9800", "NameError": "#e53935"}
@@ -60,30 +59,5 @@ def renorm_bench_figure(bench):
     ax.set_ylabel("seconds per call (median, log scale)")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
     ax.set_title(f"Top-k renorm, {bench['rows'].iloc[0]} rows × {bench['vocab'].iloc[0]:,} {bench['dtype'].iloc[0]}, this CPU")
-    fig.tight_layout()
-    return fig
-
-
-def speedup_figure(sb, inputs: dict, claimed: float):
-    """Single-stream speed-up vs acceptance length for three fixed shares (the band over the
-    draft cost), with the article's claim. ``inputs``: :func:`k3lab.spec_decode.model_inputs`."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    lo_d, hi_d = inputs["draft_cost_ratio"]
-    fig, ax = plt.subplots(figsize=(7.5, 4))
-    tt = np.linspace(*inputs["accept_length"], 41)
-    for f, ls in [(1.0, "-"), (0.5, "--"), (0.0, ":")]:
-        cv = spec_decode.verify_cost_ratio(sb, 1, inputs["verify_tokens"], f)
-        lo = [spec_decode.single_stream_speedup(t, cv, hi_d) for t in tt]
-        hi = [spec_decode.single_stream_speedup(t, cv, lo_d) for t in tt]
-        ax.fill_between(tt, lo, hi, alpha=0.25)
-        ax.plot(tt, hi, ls, color="k", lw=0.8, label=f"fixed share {f:.1f} (verify = {cv:.2f} decode steps)")
-    ax.axhline(claimed, color="r", lw=1.5, label=f"article: {claimed:g}x")
-    ax.axhline(1, color="grey", lw=0.8)
-    ax.set_xlabel("acceptance length τ (tokens per verify step)")
-    ax.set_ylabel("single-stream speed-up (x)")
-    ax.set_title(f"Speculation on vs off at batch 1: model band (draft cost {lo_d:g}–{hi_d:g} step)")
-    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

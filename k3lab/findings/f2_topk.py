@@ -17,7 +17,6 @@ from . import field
 from .. import claims, data, release_status, sampling, spec_decode
 from ..probes import release_matrix, topk_repro
 from ..specs import ModelConfig, load_model
-from ..throughput import measured_points
 from .upstream import with_upstream_column
 
 NB = "02_topk_renorm_fix"
@@ -77,35 +76,6 @@ def chi_square_table(draws: int = 20_000, seed: int = 7):
         x, df, p = spec_decode.chi_square_gof(counts, expected)
         rows.append({"verifier renorm": name, "chi2": x, "df": df, "p-value": p, "target preserved": p > 1e-3})
     return pd.DataFrame(rows)
-
-
-def speedup_inputs(cfg: ModelConfig):
-    """(StepBytes, model inputs) of the speculative speed-up model."""
-    return spec_decode.step_bytes(cfg), spec_decode.model_inputs()
-
-
-def speedup_band(cfg: ModelConfig) -> tuple[float, float, "object"]:
-    """Single-stream speed-up band over the swept inputs → (low, high, grid DataFrame)."""
-    import pandas as pd
-
-    sb, inp = speedup_inputs(cfg)
-    lo, hi = inp["accept_length"]
-    taus = sorted({lo, 2.2, 2.6, 3.0, hi})
-    grid = pd.concat([spec_decode.speedup_grid(sb, taus, [0.0, 0.5, 1.0], d, inp["verify_tokens"])
-                      for d in inp["draft_cost_ratio"]])
-    return float(grid["speedup"].min()), float(grid["speedup"].max()), grid
-
-
-def throughput_gain_band(cfg: ModelConfig) -> dict[int, tuple[float, float]]:
-    """Aggregate-throughput gain (spec on / off) band at the article's two peak concurrencies."""
-    sb, inp = speedup_inputs(cfg)
-    pts = measured_points().set_index("point")
-    out = {}
-    for c in (int(pts.loc["mi355x_tp8_before_fix", "concurrency"]), int(pts.loc["mi355x_tp8", "concurrency"])):
-        g = [spec_decode.throughput_gain(sb, c, t, inp["verify_tokens"], f, inp["draft_cost_ratio"][0])
-             for t in inp["accept_length"] for f in inp["fixed_fraction"]]
-        out[c] = (min(g), max(g))
-    return out
 
 
 def records(cfg: ModelConfig | None = None, doc: dict | None = None, bench=None) -> list[claims.Record]:

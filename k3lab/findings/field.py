@@ -10,8 +10,9 @@ public DSpark runs reached) and where the question leaves the model's validated 
 from __future__ import annotations
 
 import math
+import re
 
-from .. import claims
+from .. import claims, data
 from ..serving import article as A
 from ..serving import calibration
 from ..serving.field import matching
@@ -70,6 +71,14 @@ def table_records() -> list[claims.Record]:
     return out
 
 
+def s7_claimed_gain() -> float:
+    """S7's "+18%" peak gain as a factor (1.18), read from its claimed value in claims.yaml."""
+    m = re.match(r"\+(\d+(?:\.\d+)?)%", str(claims.get("S7").claimed))
+    if m is None:
+        raise data.DataError(f"data/claims.yaml: claim S7: claimed: expected '+N%; ...', got {claims.get('S7').claimed!r}")
+    return 1 + float(m.group(1)) / 100
+
+
 def spec_records() -> list[claims.Record]:
     """S6 (single-stream speed-up) and S7 (peak gain) by rule ``validated_model``."""
     s = A.spec_speedups()
@@ -95,7 +104,7 @@ def spec_records() -> list[claims.Record]:
               + " and ".join(f"{x:.2f}x at τ={t:g} (peak at c{c})" for t, x, c in peak)
               + f"; without DSpark the model's peak is at c{base_c}, where the pools stop admitting requests; {band_txt}",
         bound=f"model {min(x for _, x, _ in peak) * math.exp(-b):.2f}-{max(x for _, x, _ in peak) * math.exp(b):.2f}x",
-        readings=[(x, b) for _, x, _ in peak], claimed_value=1.18,
+        readings=[(x, b) for _, x, _ in peak], claimed_value=s7_claimed_gain(),
         notes=(f"no peak at c24 in the model: throughput rises until sglang's pools stop admitting requests (c{base_c} "
                f"without DSpark, c{peak[0][2]} with it, DSpark's default --max-running-requests 48 and its draft's "
                "memory included); the article's shift from c24 to c64 implies settings it does not state"))
@@ -129,6 +138,88 @@ def prefill_records() -> list[claims.Record]:
 # --------------------------------------------------------------------------- figures and tables
 
 
+def prefill_table():
+    """The serving model at the article's 172k-token cold prefill, one output token, one
+    request, on the article's MI355X and B300 rows (their switches: K3_OPT on the MI355X, DCP
+    on the B300) → DataFrame: TTFT (s) with its band, the prefill rate (input tok/s, whole
+    deployment), the article's figure, and why the question is outside the validated domain."""
+    import pandas as pd
+
+    from ..prefill import load_article
+    from ..serving.model import NO_SPEC, Workload
+    from ..serving.predict import predict
+    from ..specs import load_model
+
+    art, cfg, rows = load_article(), load_model("kimi-k3"), []
+    for row_id, said in (("mi355x_tp8", f"{art.ttft_before_s:g} s before the fix; "
+                                         f"{art.tok_s_before_low:,.0f}-{art.tok_s_before_high:,.0f} → "
+                                         f"~{art.tok_s_after:,.0f} tok/s"),
+                         ("b300_tp8_dcp", f"{art.ttft_b300_s:g} s")):
+        dep = article_table()[row_id].deployment
+        p = predict(cfg, dep, Workload(art.context_tokens, 1, 1), NO_SPEC, A.variants_for(dep))
+        s = p.ttft_ms / 1e3
+        rows.append({"layout": p.layout, "model_ttft_s": round(s, 1), "model_ttft_s_low": round(p.low(s), 1),
+                     "model_ttft_s_high": round(p.high(s), 1), "model_prefill_tok_s": round(art.context_tokens / s),
+                     "article": said, "in_domain": p.in_domain, "outside": "; ".join(p.outside)})
+    return pd.DataFrame(rows)
+
+
+GPU_COLORS = {"mi355x": "#c62828", "mi350x": "#ef6c00", "b300": "#2e7d32", "gb200": "#00838f", "b200": "#1565c0"}
+
+
+def _series(cfg, dep, I, O, spec, variants, label, dashed=False):
+    from ..serving.predict import curve
+
+    pts = [(p.concurrency, p.output_tok_s / dep.num_gpus, p.low(p.output_tok_s) / dep.num_gpus,
+            p.high(p.output_tok_s) / dep.num_gpus) for p in curve(cfg, dep, I, O, spec, variants)]
+    return {"label": label, "color": GPU_COLORS.get(dep.gpu, "k"), "dashed": dashed, "points": pts}
+
+
+def curve_panels(public_workload=(8192, 1024)):
+    """Two panels for :func:`k3lab.figures.field.curves_figure` (output tok/s per GPU against
+    concurrency): the public no-DSpark throughput runs at ``public_workload`` (input, output
+    tokens) with the model's curve for each of their deployments, and the article's 1,024/400
+    table rows with the model's curves for its three deployments (the MI355X with and without
+    DSpark at the field's median acceptance length)."""
+    from ..serving.model import NO_SPEC, Spec
+    from ..specs import load_model, parse_layout
+
+    cfg = load_model("kimi-k3")
+    I, O = public_workload
+    pub = [o for o in calibration.fitted_observations() if o.kind == "output_tok_s" and o.spec == "none"
+           and (o.input_len, o.output_len) == (I, O)]
+    by_layout = {}
+    for o in pub:
+        by_layout.setdefault((o.gpu, o.layout), []).append(o)
+    series, marks, seen = [], [], set()
+    for (gpu, layout), os_ in sorted(by_layout.items()):
+        dep = parse_layout(layout)
+        second = gpu in seen  # a GPU's second layout: dashed line, square marks
+        seen.add(gpu)
+        series.append(_series(cfg, dep, I, O, NO_SPEC, A.variants_for(dep), f"model {dep.label}", dashed=second))
+        marks += [(f"public {dep.label} ({len(os_)} runs)", o.concurrency, o.value / dep.num_gpus,
+                   GPU_COLORS.get(gpu, "k"), "s" if second else "o") for o in os_]
+    w = article_workload()
+    aI, aO = w["input_len_tokens"], w["output_len_tokens"]
+    accepts = sorted(v for _, v in A.field.accept_lengths())
+    tau = round(A._quantile(accepts, 0.5), 2)
+    art_series, art_marks = [], []
+    for row_id, row in article_table().items():
+        dep = row.deployment
+        art_series.append(_series(cfg, dep, aI, aO, NO_SPEC, A.variants_for(dep), f"model {dep.label}"))
+        if row_id == "mi355x_tp8":
+            art_series.append(_series(cfg, dep, aI, aO, Spec("dspark", tau), A.variants_for(dep),
+                                      f"model {dep.label}, DSpark τ={tau:g} (field median)", dashed=True))
+    for fam, label, claimed, lo, hi, c in article_marks():
+        cid = label.split()[0]
+        row = article_table()[dict((k, r) for k, r, _ in TABLE_CLAIMS)[cid]]
+        art_marks.append((f"article {label}", c, claimed / row.deployment.num_gpus, GPU_COLORS.get(row.gpu, "k"), "*"))
+    return [{"title": f"{I:,} in / {O:,} out: public runs without DSpark (per GPU)", "series": series,
+             "marks": marks},
+            {"title": f"{aI:,} in / {aO} out: the article's table (stars; per GPU)", "series": art_series,
+             "marks": art_marks}]
+
+
 def validation_inputs():
     """(rows by family, observations, bands by family) of the committed fit, for the figure."""
     fams = calibration.fitted_families()
@@ -150,6 +241,26 @@ def article_marks():
         out.append((family_of(row.gpu), f"{cid} {row.label}", float(claims.get(cid).claimed_numbers[0]),
                     lo, hi, c))
     return out
+
+
+def aiconfigurator_table():
+    """The serving model and NVIDIA aiconfigurator (silicon mode) on the same public B300
+    figures → DataFrame: id, kind, published, k3lab (the fit that left the figure's own source
+    out, so neither model saw the figure), aiconfigurator (ms, or output tok/s of the whole
+    deployment), each one's error (model ÷ published − 1), note."""
+    import pandas as pd
+
+    oos = {r.id: r.predicted_out_of_source for f in calibration.fitted_families() for r in calibration.fitted_validation(f)}
+    rows = []
+    for r in calibration.fitted_aiconfigurator():
+        k = oos.get(r.id)
+        if k is None:
+            continue
+        rows.append({"id": r.id, "kind": r.kind, "published": r.published, "k3lab": k,
+                     "aiconfigurator": r.aiconfigurator, "k3lab_error": k / r.published - 1,
+                     "aiconfigurator_error": None if r.aiconfigurator is None else r.aiconfigurator / r.published - 1,
+                     "note": r.note})
+    return pd.DataFrame(rows)
 
 
 def calibration_table():

@@ -107,8 +107,8 @@ class Tolerance(_Doc):
 
 #: rules that compare the claimed number(s) themselves (``Claim.claimed_numbers``), and those
 #: that do when the claim states plain numbers (otherwise the finding hands the number over)
-NUMBER_RULES = ("within_tolerance", "rounding", "self_contradiction", "upper_bound")
-NUMBER_IF_NUMERIC_RULES = ("in_range", "model_band", "matches")
+NUMBER_RULES = ("within_tolerance", "rounding", "self_contradiction", "lower_bound")
+NUMBER_IF_NUMERIC_RULES = ("in_range", "plausible_range", "validated_model", "matches")
 #: rules that need a numeric tolerance (k3lab.claims.rules.agrees)
 TOLERANCE_RULES = ("within_tolerance", "self_contradiction")
 

@@ -1,4 +1,4 @@
-"""Schema of ``serving_model.yaml`` (the roofline and speculative-decoding assumptions)."""
+"""Schemas of ``serving_model.yaml`` (the roofline's and the serving model's assumptions) and ``serving_fit.yaml`` (the committed fit)."""
 
 from __future__ import annotations
 
@@ -21,24 +21,6 @@ class Assumed(_Doc):
     value: float | None = None
     source: Text
     note: Text
-
-
-class Speculative(_Doc):
-    block_size_tokens: Count
-    verify_rows_per_request: Count
-    accept_length_low: Num
-    accept_length_high: Num
-    draft_cost_ratio: Assumed
-    fixed_fraction: Assumed
-
-    @model_validator(mode="after")
-    def _rows(self):
-        if self.verify_rows_per_request.value != self.block_size_tokens.value + 1:
-            raise ValueError(f"verify_rows_per_request ({self.verify_rows_per_request.value}) must be "
-                             f"block_size_tokens + 1 ({self.block_size_tokens.value + 1})")
-        if self.accept_length_low.value > self.accept_length_high.value:
-            raise ValueError("accept_length_low exceeds accept_length_high")
-        return self
 
 
 class ExtraDeployment(_DeploymentFields):
@@ -72,7 +54,6 @@ class ServingModel(_Sourced):
     all_reduces_per_layer: Count
     routing: Literal["uniform", "min"]
     routing_source: Text
-    speculative: Speculative
     extra_deployments: dict[str, ExtraDeployment] = {}
     chunked_prefill: ChunkedPrefill
     families: dict[str, Family]

@@ -312,6 +312,12 @@ def fitted_observations():
     return _fitted_doc().observations
 
 
+def fitted_aiconfigurator():
+    """The committed rows of NVIDIA aiconfigurator beside the model on the same public NVIDIA
+    figures (:func:`aiconfigurator_rows`, rows of serving_fit.yaml)."""
+    return _fitted_doc().aiconfigurator
+
+
 def fitted_validation(family: str):
     """The committed out-of-source predictions of a family (rows of serving_fit.yaml)."""
     return _fitted_doc().families[family].validation
