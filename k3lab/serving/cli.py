@@ -13,7 +13,7 @@ import sys
 
 from ..cli_parser import OneLineParser
 from ..model.sharding import VARIANTS
-from ..specs import Deployment, known_gpus, load_model
+from ..specs import Deployment, known_gpus, load_model, parse_layout
 from .model import SPEC_ALGORITHMS, Spec, Workload
 from .predict import Prediction, predict
 
@@ -25,9 +25,12 @@ def _parser() -> OneLineParser:
                        description="Serving-model prediction (a MODEL fitted on public Kimi K3 measurements, "
                                    "with its validated error band; nothing here measures a GPU).")
     ap.add_argument("--model", default="kimi-k3", help="kimi-k3 (the only model public measurements calibrate)")
-    ap.add_argument("--gpu", required=True, help="a GPU of data/hardware.yaml, e.g. mi355x, b300, b200")
-    ap.add_argument("--gpus", type=int, required=True, help="GPUs in the deployment")
-    ap.add_argument("--tp", type=int, required=True, help="tensor-parallel size")
+    ap.add_argument("--layout", default=None,
+                    help="the deployment as compare prints it, e.g. '8xmi355x tp8 [aiter-k3-opt]' or '16xb200 tp8 pp2' "
+                         "(instead of --gpu/--gpus/--tp/--pp/--dcp; a [setting] adds its --variant)")
+    ap.add_argument("--gpu", default=None, help="a GPU of data/hardware.yaml, e.g. mi355x, b300, b200")
+    ap.add_argument("--gpus", type=int, default=None, help="GPUs in the deployment")
+    ap.add_argument("--tp", type=int, default=None, help="tensor-parallel size")
     ap.add_argument("--pp", type=int, default=1, help="pipeline-parallel size (default 1)")
     ap.add_argument("--dcp", type=int, default=1, help="decode context parallel size (default 1)")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME",
@@ -41,6 +44,27 @@ def _parser() -> OneLineParser:
     ap.add_argument("--kv-dtype", default="bf16", choices=("bf16", "fp8"))
     ap.add_argument("--json", action="store_true", help="print JSON")
     return ap
+
+
+def _deployment(args) -> tuple[Deployment, tuple]:
+    """The deployment and the sglang switches: from --layout (one notation with compare and the
+    notebooks; a trailing ``[a, b]`` names settings) or from --gpu/--gpus/--tp/--pp/--dcp."""
+    variants = tuple(args.variant)
+    if args.layout is not None:
+        if any(getattr(args, k) is not None for k in ("gpu", "gpus", "tp")) or args.pp != 1 or args.dcp != 1:
+            raise ValueError("give either --layout or --gpu/--gpus/--tp (with --pp/--dcp), not both")
+        text, _, setting = args.layout.partition("[")
+        if setting:
+            if not setting.rstrip().endswith("]"):
+                raise ValueError(f"--layout {args.layout!r}: a setting is written [name, ...] at the end")
+            variants += tuple(v.strip() for v in setting.rstrip()[:-1].split(",") if v.strip())
+        return parse_layout(text), variants
+    missing = [f"--{k}" for k in ("gpu", "gpus", "tp") if getattr(args, k) is None]
+    if missing:
+        raise ValueError(f"give --layout, or all of --gpu, --gpus and --tp (missing {', '.join(missing)})")
+    if args.gpu.lower() not in known_gpus():
+        raise ValueError(f"unknown GPU {args.gpu!r}; known GPUs: {', '.join(known_gpus())}")
+    return Deployment(args.gpu.lower(), args.gpus, args.tp, args.pp, dcp=args.dcp), variants
 
 
 def _spec(args) -> Spec:
@@ -82,20 +106,19 @@ def format_prediction(p: Prediction) -> str:
 
 
 def cli_main(argv: list[str] | None = None) -> int:
-    """``python -m k3lab predict --gpu G --gpus N --tp T --input-len I --output-len O --concurrency C …``."""
+    """``python -m k3lab predict --layout '8xmi355x tp8' --input-len I --output-len O --concurrency C …``
+    (or ``--gpu G --gpus N --tp T`` for the layout)."""
     args = _parser().parse_args(argv)
     try:
         if args.model not in MODELS:
             raise ValueError(f"the serving model is calibrated on Kimi K3 measurements only; got --model {args.model!r}")
-        if args.gpu.lower() not in known_gpus():
-            raise ValueError(f"unknown GPU {args.gpu!r}; known GPUs: {', '.join(known_gpus())}")
-        unknown = sorted(set(args.variant) - set(VARIANTS))
+        dep, variants = _deployment(args)
+        unknown = sorted(set(variants) - set(VARIANTS))
         if unknown:
             raise ValueError(f"unknown variant(s) {unknown}; known: {', '.join(VARIANTS)}")
         spec = _spec(args)
         work = Workload(args.input_len, args.output_len, args.concurrency)
-        dep = Deployment(args.gpu.lower(), args.gpus, args.tp, args.pp, dcp=args.dcp)
-        p = predict(load_model(args.model), dep, work, spec, tuple(args.variant), args.kv_dtype)
+        p = predict(load_model(args.model), dep, work, spec, variants, args.kv_dtype)
     except ValueError as e:
         print(f"k3lab predict: error: {e}", file=sys.stderr)
         return 2
