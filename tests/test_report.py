@@ -6,6 +6,7 @@ output that tries to load a script from the network).
 """
 
 import base64
+import html
 import re
 
 import nbformat
@@ -228,18 +229,52 @@ def test_the_top_is_short_and_the_detail_collapsible(study):
 
 
 def test_the_decision_box_is_one_swappable_function(tmp_path):
+    """The box is what one function ``decision(Decision) -> HTML`` returns: by default
+    :func:`report.decision_html` (k3lab.decision's headline, then the details collapsed), and
+    whatever ``build(decision=...)`` is given instead, in the study's report and a what-if's."""
+    from k3lab import compare, decision
+
     root = tmp_path / "results"
     root.mkdir()
     _ledger(root)
     _notebook(root)
     seen = []
 
+    def default(d):
+        seen.append(d)
+        return report.decision_html(d)
+
+    page = report.build(root, decision=default).read_text(encoding="utf-8")
+    (d,) = seen
+    assert isinstance(d, decision.Decision)
+    # the study's question: Kimi K3 at its config's max_position_embeddings, 1,048,576 tokens
+    assert (d.model, d.context_tokens) == ("kimi-k3", 1048576)
+    assert d.answers == compare.answers(d.comparison)      # the cheapest per source, as compare says
+    box = report.decision_html(d)
+    assert box in page and page.count('id="decision"') == 1
+    top, details = box.split("<details>", 1)
+    assert "The decision" in top
+    for line in decision.headline(d):                       # the headline on top, every sentence of it
+        assert f"<li>{html.escape(line)}</li>" in top
+    for a in d.answers:                                     # compare's answer lines in the details
+        assert html.escape(compare.answer_line(a, d.context_tokens)) in details
+
     def mine(d):
-        seen.append((d.model, d.what_if, len(d.ledger)))
+        seen.append(d)
         return '<div class="decision" id="decision">rent the cheapest node that holds it</div>'
 
+    seen.clear()
     page = report.build(root, decision=mine).read_text(encoding="utf-8")
-    assert seen == [("kimi-k3", False, 7)]
+    assert [(x.model, x.context_tokens) for x in seen] == [("kimi-k3", 1048576)]
+    assert "rent the cheapest node that holds it" in page and "The decision" not in page
+    assert page.index('id="decision"') < page.index('id="verdicts"') < page.index('id="ledger"')
+
+    seen.clear()
+    run = tmp_path / "results" / "runs" / "dsv3"
+    run.mkdir(parents=True)
+    _notebook(run, parameters={"model": "deepseek-v3", "context_tokens": 131072, "gpus": ["mi300x", "h200"]})
+    page = report.build(run, what_if=True, decision=mine).read_text(encoding="utf-8")
+    assert [(x.model, x.context_tokens) for x in seen] == [("deepseek-v3", 131072)]
     assert "rent the cheapest node that holds it" in page and "The decision" not in page
 
 
