@@ -66,8 +66,12 @@ def settings_for(gpu: str, variants=()) -> list[tuple]:
     return [(), ARTICLE_AMD_SETTING] if amd else [()]
 
 
+#: how a row under sglang's own defaults names its setting
+DEFAULT_SETTING = "sglang defaults"
+
+
 def setting_label(variants) -> str:
-    return ", ".join(variants) if variants else "sglang defaults"
+    return ", ".join(variants) if variants else DEFAULT_SETTING
 
 
 def candidate_layouts(gpu: str) -> list[tuple[int, int, int]]:
@@ -131,9 +135,11 @@ def _reason(p: memory.Plan, ctx: int) -> str:
     return ""
 
 
-def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fraction) -> dict:
+def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fraction, max_running=None) -> dict:
     """The serving model's peak for one row → columns model_*; NaN with a reason where the model
-    is not calibrated for the GPU or model, or no request of the workload fits."""
+    is not calibrated for the GPU or model, or no request of the workload fits. ``max_running``:
+    the requests in flight a state-pool setting leaves (whole deployment), when the row holds the
+    full-context request only under that setting."""
     from .serving.predict import NotCalibrated, peak
 
     nan = {"model_tok_s": math.nan, "model_tok_s_low": math.nan, "model_tok_s_high": math.nan,
@@ -141,7 +147,8 @@ def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fractio
     if cfg.name != "kimi-k3":
         return {**nan, "model_note": "the serving model is calibrated on Kimi K3 measurements only"}
     try:
-        p = peak(cfg, dep, input_len, output_len, variants=variants, kv_dtype=kv_dtype, mem_fraction=mem_fraction)
+        p = peak(cfg, dep, input_len, output_len, variants=variants, kv_dtype=kv_dtype, mem_fraction=mem_fraction,
+                 max_running=max_running)
     except NotCalibrated:
         return {**nan, "model_note": f"no public measurements calibrate the serving model for {dep.gpu.upper()}"}
     except ValueError as e:
@@ -229,7 +236,10 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                             "full_context_requests": int(p.max_full_context_requests), "fits": bool(p.fits),
                             "fits_with": p.fits_with, "holds": p.verdict in LISTED_VERDICTS,
                             "reason": _reason(p, ctx), "_w": p.weights_bytes_per_gpu})
-                row.update(_throughput(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction)
+                # under the state-pool setting that makes the request fit, at most its running requests
+                cap = (p.best_option.max_running_requests * p.replicas
+                       if p.verdict == "fits only with a setting" else None)
+                row.update(_throughput(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction, cap)
                            if p.weights_fit else {"model_tok_s": math.nan, "model_concurrency": 0,
                                                   "model_in_domain": False, "model_note": "weights do not fit"})
                 c = row.get("model_concurrency") or 0
@@ -276,7 +286,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     holding = int(df["holds"].astype(bool).sum()) if len(df) else 0
     if top is not None:
         df = df.head(top).reset_index(drop=True)
-    df.attrs.update({"answers": full_answers, "holding": holding, "model": cfg.name, "context_tokens": ctx, "kv_dtype": kv_dtype,
+    df.attrs.update({"answers": full_answers, "answers_for": tuple(df["layout"]), "holding": holding, "model": cfg.name, "context_tokens": ctx, "kv_dtype": kv_dtype,
                      "mem_fraction": float(mem_fraction), "variants": list(variants), "tiers": chosen,
                      "input_len": input_len, "output_len": output_len, "include_all": include_all,
                      "usd_per_kwh": usd_per_kwh, "pue": pue, "candidates": seen, "sort": sort, "top": top,
@@ -304,8 +314,8 @@ def answers(df) -> list[dict]:
     date, layout, label, setting, fits_with, usd_per_hour, usd_per_million_tokens (+ _low, _high),
     priced_by, unpriced (the cheapest-per-hour holding layout when no row has a throughput);
     layout None when the source prices no holding layout with a throughput."""
-    if "answers" in df.attrs:
-        return df.attrs["answers"]
+    if "answers" in df.attrs and df.attrs.get("answers_for") == tuple(df["layout"]):
+        return df.attrs["answers"]  # compare_rows' frame (perhaps cut by --top): answers over every row
     pr = prices.prices(df.attrs.get("overrides"))
     out = []
     hold = df[df["holds"].astype(bool)] if len(df) else df
@@ -380,16 +390,22 @@ def _fit_cell(r) -> str:
             f'{r["full_context_requests"]} full-context req · {kv} KV tokens{only}</td>')
 
 
+def _matrix_row_label(gpu: str, setting: str) -> str:
+    return gpu.upper() + ("" if setting == DEFAULT_SETTING else f" [{setting}]")
+
+
 def fit_matrix_html(df) -> str:
     """An HTML GPU × layout matrix (rows GPUs, columns layouts) of a comparison made with
     ``include_all=True``; a cell: weights fit (GiB per GPU), full-context requests, max KV tokens.
     CSS classes ``yes`` / ``part`` / ``no`` / ``na`` colour it (see :mod:`k3lab.report`)."""
     a = df.attrs
     cols = [layout_name(n, tp, pp) for n, pp, tp in sorted({(r.num_gpus, r.pp, r.tp) for r in df.itertuples()})]
-    cells = {(r["gpu"], layout_name(r["num_gpus"], r["tp"], r["pp"])): r for r in df.to_dict("records")}
-    body = "".join(f"<tr><th>{html.escape(g.upper())}</th>" + "".join(
-        _fit_cell(cells[(g, c)]) if (g, c) in cells else '<td class="na">—</td>' for c in cols) + "</tr>"
-        for g in sorted(set(df["gpu"])))
+    # one row per GPU and sglang setting: AMD GPUs under the defaults and the article's K3_OPT
+    cells = {((r["gpu"], r["setting"]), layout_name(r["num_gpus"], r["tp"], r["pp"])): r for r in df.to_dict("records")}
+    keys = sorted({k for k, _ in cells}, key=lambda k: (k[0], k[1] != DEFAULT_SETTING, k[1]))
+    body = "".join(f"<tr><th>{html.escape(_matrix_row_label(*k))}</th>" + "".join(
+        _fit_cell(cells[(k, c)]) if (k, c) in cells else '<td class="na">—</td>' for c in cols) + "</tr>"
+        for k in keys)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     tag = '<span class="badge" style="background:#37474f;color:#fff">STUDY · derived</span>'
     var = f', sglang switches {", ".join(a["variants"])} (aiter-* on AMD GPUs only)' if a.get("variants") else ""

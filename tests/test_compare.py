@@ -530,3 +530,35 @@ def test_default_table_through_python_m_labels_the_model_and_the_bound():
     text = " ".join(p.stdout.split())
     assert "roofline: an upper bound, never a throughput" in text and "Nothing here was measured on a GPU" in text
     assert "answer: per price source, the layout that holds the request at the lowest $/M output tokens" in text
+
+
+# --------------------------------------------------------------------------- fixes found by the tests above
+
+
+def test_fit_matrix_has_a_row_per_gpu_and_setting(k3):
+    """Both sglang settings of an AMD GPU get their own matrix row (none overwrites the other)."""
+    html = compare.fit_matrix_html(k3)
+    body = html.split("<tbody>")[1]
+    assert body.count("<tr>") == len({(r.gpu, r.setting) for r in k3.itertuples()})
+    assert "<th>MI355X</th>" in body and f"<th>MI355X [{K3_OPT}]</th>" in body
+    assert "<th>B300</th>" in body and "<th>B300 [" not in body
+
+
+def test_answers_of_a_slice_are_its_own(k3_listed):
+    """compare_rows' answers travel with its frame (and survive --top), not with a user's slice."""
+    b300 = k3_listed[k3_listed.gpu == "b300"]
+    got = {a["tier"]: a["layout"] for a in compare.answers(b300) if a["layout"]}
+    assert got and all(lay.startswith(("8xb300", "16xb300", "32xb300")) for lay in got.values()), got
+
+
+def test_a_row_holding_only_with_a_setting_is_priced_within_what_that_setting_admits(k3_listed):
+    """8×B300 TP8 holds a 1M-token request only with a state-pool setting, which leaves fewer
+    running requests than sglang's defaults: the model's concurrency stays within it."""
+    from k3lab import memory
+    from k3lab.specs import load_model
+
+    r = row(k3_listed, "b300", 8, 8)
+    assert r.fits_with.startswith("--")
+    p = memory.plan(load_model("kimi-k3"), "b300", 8, 8, 0.9, "bf16", context_tokens=k3_listed.attrs["context_tokens"])
+    assert p.verdict == "fits only with a setting"
+    assert r.model_concurrency <= p.best_option.max_running_requests < p.max_running_requests

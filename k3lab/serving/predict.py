@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .. import memory
+from .. import data, memory
 from ..specs import Deployment, ModelConfig
 from . import calibration
 from .model import NO_SPEC, FamilyParams, Spec, Workload, benchmark
@@ -202,11 +202,13 @@ def predict(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_S
 
 def curve(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, spec: Spec = NO_SPEC,
           variants=(), concurrencies=SWEEP, kv_dtype: str = "bf16", mem_fraction: float = 0.9,
-          nics_per_node: int | None = None) -> list[Prediction]:
+          nics_per_node: int | None = None, max_running: int | None = None) -> list[Prediction]:
     """:func:`predict` at each concurrency of ``concurrencies`` the pools admit (the first one
-    above the admission limit is replaced by the limit itself)."""
+    above the admission limit is replaced by the limit itself). ``max_running``: a lower cap on
+    requests in flight (whole deployment), e.g. what a state-pool setting leaves."""
     adm = admission(cfg, dep, input_len + output_len, spec, variants, kv_dtype, mem_fraction)
-    cs = sorted({c for c in concurrencies if c <= adm.requests} | ({adm.requests} if adm.requests else set()))
+    limit = adm.requests if max_running is None else min(adm.requests, data.check_count("max_running", max_running))
+    cs = sorted({c for c in concurrencies if c <= limit} | ({limit} if limit else set()))
     return [predict(cfg, dep, Workload(input_len, output_len, c), spec, variants, kv_dtype, mem_fraction, nics_per_node)
             for c in cs]
 
