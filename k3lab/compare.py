@@ -56,14 +56,14 @@ MODEL_NOTE = ("model tok/s: the serving model fitted on public Kimi K3 measureme
               "error. roofline: an upper bound, never a throughput. Nothing here was measured on a GPU")
 
 
-def settings_for(gpu: str, variants=()) -> list[tuple]:
+def settings_for(gpu: str, variants=(), model: str = "kimi-k3") -> list[tuple]:
     """The sglang settings a GPU is compared under: the user's ``variants`` if any (the aiter-*
-    ones on AMD GPUs only); otherwise sglang's defaults, and on AMD GPUs also the article's
-    SGLANG_AITER_K3_OPT=1 (:data:`ARTICLE_AMD_SETTING`)."""
+    ones on AMD GPUs only); otherwise sglang's defaults, and for Kimi K3 on AMD GPUs also the
+    article's SGLANG_AITER_K3_OPT=1 (:data:`ARTICLE_AMD_SETTING`, a switch of sglang's K3 path)."""
     amd = load_gpu(gpu).vendor == "amd"
     if variants:
         return [tuple(v for v in variants if amd or not v.startswith("aiter-"))]
-    return [(), ARTICLE_AMD_SETTING] if amd else [()]
+    return [(), ARTICLE_AMD_SETTING] if amd and model == "kimi-k3" else [()]
 
 
 #: how a row under sglang's own defaults names its setting
@@ -215,7 +215,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     for gpu in (g for g in all_gpus if gpus is None or g in gpus):
         for n, tp, pp in candidate_layouts(gpu):
             dep = Deployment(gpu, n, tp, pp)
-            for vs in settings_for(gpu, variants):
+            for vs in settings_for(gpu, variants, cfg.name):
                 seen += 1
                 lay = f"{n}x{gpu} tp{tp}" + (f" pp{pp}" if pp > 1 else "") + (f" [{', '.join(vs)}]" if vs else "")
                 row = {"layout": lay, "gpu": gpu, "num_gpus": n, "tp": tp, "pp": pp, "nodes": dep.num_nodes,
@@ -245,7 +245,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                 c = row.get("model_concurrency") or 0
                 row["roofline_bound_tok_s"] = (roofline.bound(dep, c, cfg=cfg, context_tokens=input_len + output_len / 2)
                                                if c >= 1 else math.nan)
-                user = tok_s.get(gpu)
+                user = tok_s.get(gpu) if p.weights_fit else None  # nothing to price where the weights do not load
                 row["user_tok_s"] = math.nan if user is None else user * n
                 if user is not None:
                     row.update({"priced_tok_s": user * n, "priced_by": "your --tok-s", "_lo": user * n, "_hi": user * n})
@@ -330,7 +330,8 @@ def answers(df) -> list[dict]:
             cheap = held.sort_values([col, "num_gpus", "layout"], kind="stable").iloc[0] if len(held) else None
             out.append({"tier": t, "kind": kind, "date": date, "layout": None,
                         "unpriced": None if cheap is None else {"layout": cheap["layout"],
-                                                                "usd_per_hour": float(cheap[col])}})
+                                                                "usd_per_hour": float(cheap[col]),
+                                                                "why": cheap["model_note"] or "no throughput"}})
             continue
         # a prediction inside the model's validated domain first, then the cheapest
         cand = cand.assign(_out=~cand["model_in_domain"].astype(bool) & (cand["priced_by"] == "model"))
@@ -351,7 +352,7 @@ def answer_line(a: dict, context_tokens: int) -> str:
         u = a.get("unpriced")
         return (f"{head}: prices no layout that holds a {context_tokens:,}-token request"
                 + ("" if u is None else f" with a throughput to price (cheapest to hold: {u['layout']} at "
-                                        f"${u['usd_per_hour']:,.2f}/hour, no model for its GPU)"))
+                                        f"${u['usd_per_hour']:,.2f}/hour; {u['why']})"))
     how = "" if a["fits_with"] == "defaults" else f" (with {a['fits_with']})"
     band = (f", band ${a['usd_per_million_tokens_low']:,.2f}-${a['usd_per_million_tokens_high']:,.2f}"
             + ("" if a.get("model_in_domain", True) else ", outside the model's validated domain")
@@ -468,7 +469,8 @@ def header_lines(df) -> list[str]:
     a = df.attrs
     sets = (f"sglang settings: {', '.join(a['variants'])} (aiter-* on AMD GPUs only)" if a.get("variants") else
             "sglang settings: sglang 0.5.23's defaults on every GPU; AMD GPUs also with the article's "
-            "SGLANG_AITER_K3_OPT=1 (setting aiter-k3-opt), side by side")
+            "SGLANG_AITER_K3_OPT=1 (setting aiter-k3-opt), side by side" if a["model"] == "kimi-k3" else
+            "sglang settings: sglang 0.5.23's defaults on every GPU")
     return [f"compare {a['model']}: does one {a['context_tokens']:,}-token request fit (KV {a['kv_dtype']}, "
             f"--mem-fraction-static {a['mem_fraction']:g}), and what does serving cost at "
             f"{a['input_len']:,} in / {a['output_len']:,} out?", sets]

@@ -562,3 +562,11 @@ def test_a_row_holding_only_with_a_setting_is_priced_within_what_that_setting_ad
     p = memory.plan(load_model("kimi-k3"), "b300", 8, 8, 0.9, "bf16", context_tokens=k3_listed.attrs["context_tokens"])
     assert p.verdict == "fits only with a setting"
     assert r.model_concurrency <= p.best_option.max_running_requests < p.max_running_requests
+
+
+def test_the_k3_switch_is_offered_for_kimi_k3_only(ds, k3):
+    """SGLANG_AITER_K3_OPT is a switch of sglang's Kimi K3 path: another model is compared under
+    sglang's defaults alone, and its header does not name the switch."""
+    assert set(ds.setting) == {DEFAULTS}
+    assert set(k3[k3.gpu == "mi355x"].setting) == {DEFAULTS, K3_OPT}
+    assert "AITER_K3_OPT" not in "\n".join(compare.header_lines(ds))
