@@ -1,9 +1,10 @@
 """Fitting the serving model's three parameters per GPU family, and how wrong it is.
 
 The calibration set is every public observation of the family (:mod:`k3lab.serving.observations`:
-what the data and the normalisation rules admit) whose kind is fitted (output tok/s, TPOT, TTFT at
-concurrency 1); TTFT under load is only validated. The article's own figures are never in it
-(they are not in ``data/public_measurements.yaml``).
+what the data and the normalisation rules admit), of every kind the model predicts
+(:data:`k3lab.serving.observations.FITTED_KINDS`: output tok/s, TPOT, median ITL, TTFT — at
+concurrency 1 and under load). The article's own figures are never in it (they are not in
+``data/public_measurements.yaml``).
 
 Fit: least squares on ``ln(predicted / published)`` (every point counts by its relative error,
 whatever its unit), over :class:`~k3lab.serving.model.FamilyParams` within the bounds of
@@ -18,7 +19,7 @@ out-of-source errors, ``|ln(predicted / published)|``, over its fitted kinds (:f
 A family with fewer than :data:`MIN_SOURCES` sources cannot be validated this way and has no
 band: the model then refuses to predict for it.
 
-The fit takes a minute, so it is made once, by ``make serving-fit``
+The fit takes about half a minute, so it is made once, by ``make serving-fit``
 (``benchmarks/serving_fit.py`` → :func:`write_fit`), and committed as ``data/serving_fit.yaml``
 with the sha256 of every input file. :func:`fitted` reads it and refuses it, in one line, when an
 input has changed since (``tests/test_serving_fit.py`` refits and compares, so a change of the
@@ -150,7 +151,7 @@ def band(family: str, kinds=FITTED_KINDS) -> float | None:
 
 def summary():
     """Per family: GPUs, sources, calibration points, fitted parameters, and the out-of-source
-    error (median, 90th percentile = the band, max), for fitted kinds and for TTFT under load.
+    error (median, 90th percentile = the band, max) over the fitted kinds.
     → DataFrame, one row per family; errors as fractions (e^x − 1)."""
     import pandas as pd
 

@@ -208,7 +208,8 @@ def curve(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, sp
     requests in flight (whole deployment), e.g. what a state-pool setting leaves."""
     adm = admission(cfg, dep, input_len + output_len, spec, variants, kv_dtype, mem_fraction)
     limit = adm.requests if max_running is None else min(adm.requests, data.check_count("max_running", max_running))
-    cs = sorted({c for c in concurrencies if c <= limit} | ({limit} if limit else set()))
+    over = limit and any(c > limit for c in concurrencies)  # the first one above the limit becomes the limit
+    cs = sorted({c for c in concurrencies if c <= limit} | ({limit} if over else set()))
     return [predict(cfg, dep, Workload(input_len, output_len, c), spec, variants, kv_dtype, mem_fraction, nics_per_node)
             for c in cs]
 

@@ -1,0 +1,292 @@
+"""The serving model's fit (k3lab.serving.calibration) and the committed data/serving_fit.yaml.
+
+The refit is done once per module (a few seconds to half a minute): it proves the committed fit
+is what the code makes from the data today. The committed file is read independently with
+PyYAML; the band's percentile and every hash are recomputed here by hand.
+"""
+
+import hashlib
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from k3lab import data, paths
+from k3lab.serving import calibration as C
+from k3lab.serving import observations as O
+
+REPO = Path(__file__).resolve().parents[1]
+FIT = REPO / "data" / "serving_fit.yaml"
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return yaml.safe_load(FIT.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def refit():
+    """Every family refitted from the repository's data: {family: (params, validation, band)}."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("K3LAB_DATA", raising=False)
+        data.clear_cache()
+        out = {f: (C.calibrated(f), C.validation(f), C.band(f)) for f in C.families()}
+    return out
+
+
+@pytest.fixture
+def data_copy(tmp_path, monkeypatch):
+    """A private copy of data/ that the loader reads (K3LAB_DATA), caches cleared around it."""
+    d = tmp_path / "data"
+    shutil.copytree(paths.DATA_DIR, d)
+    monkeypatch.setenv("K3LAB_DATA", str(d))
+    data.clear_cache()
+    yield d
+    data.clear_cache()
+
+
+def _quantile_by_hand(xs, q):
+    """Linear interpolation between order statistics (the rule calibration._quantile documents,
+    numpy's default 'linear' percentile): position k = (n − 1)·q."""
+    s = sorted(xs)
+    k = (len(s) - 1) * q
+    i = int(k)
+    return s[i] if i + 1 >= len(s) else s[i] + (s[i + 1] - s[i]) * (k - i)
+
+
+# --------------------------------------------------------------------------- the refit
+
+
+def test_families_with_observations(refit, committed):
+    # data/serving_model.yaml order; Hopper and CDNA3 have no usable public figure
+    assert list(refit) == ["amd-cdna4", "nvidia-blackwell"] == list(committed["families"])
+    assert C.band("nvidia-hopper") is None and C.band("amd-cdna3") is None      # 0 sources < MIN_SOURCES
+
+
+def test_refit_reproduces_the_committed_parameters(refit, committed):
+    # A PIN: the committed numbers move when the data (an input file), the model's equations,
+    # the fit's bounds or tolerances (or a start that lands in another optimum), or scipy's
+    # least_squares change; then rerun `make serving-fit` (and bump MODEL_VERSION if the
+    # equations changed).
+    for fam, (p, _, _) in refit.items():
+        want = committed["families"][fam]["params"]
+        for k in ("hbm_efficiency", "flop_efficiency", "layer_overhead_us"):
+            assert getattr(p, k) == pytest.approx(want[k], rel=1e-6), (fam, k)
+
+
+def test_refit_reproduces_the_committed_validation_and_band(refit, committed):
+    # A PIN like the parameters: every leave-one-source-out prediction and the band.
+    for fam, (_, v, b) in refit.items():
+        rows = committed["families"][fam]["validation"]
+        assert [o.id for o, _, _ in v.rows] == [r["id"] for r in rows]
+        for (o, pred, err), r in zip(v.rows, rows):
+            assert o.source == r["source"] and o.kind == r["kind"] and o.value == pytest.approx(r["published"])
+            assert pred == pytest.approx(r["predicted_out_of_source"], rel=1e-6), r["id"]
+            assert err == pytest.approx(r["log_error"], abs=1e-6), r["id"]
+        assert b == pytest.approx(committed["families"][fam]["band_log"], rel=1e-6)
+
+
+def test_committed_counts_by_hand(committed):
+    # sources and calibration points counted from the committed observations themselves
+    for fam, f in committed["families"].items():
+        obs = [o for o in committed["observations"] if o["family"] == fam]
+        assert f["sources"] == len({o["source"] for o in obs})
+        assert f["calibration_points"] == sum(1 for o in obs if o["kind"] in O.FITTED_KINDS)
+        # every observation of the family is predicted out of its own source exactly once
+        assert sorted(r["id"] for r in f["validation"]) == sorted(o["id"] for o in obs)
+
+
+def test_committed_observations_are_todays(committed):
+    now = {o.id: o for o in O.observations()}
+    rows = committed["observations"]
+    assert sorted(r["id"] for r in rows) == sorted(now)
+    for r in rows:
+        o = now[r["id"]]
+        assert (r["kind"], r["family"], r["layout"], r["concurrency"]) == (o.kind, o.family, o.deployment.label,
+                                                                           o.workload.concurrency)
+        assert r["value"] == pytest.approx(o.value, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- the band
+
+
+def test_log_errors_are_ln_predicted_over_published(committed):
+    for fam, f in committed["families"].items():
+        for r in f["validation"]:
+            assert r["log_error"] == pytest.approx(math.log(r["predicted_out_of_source"] / r["published"]), abs=1e-7)
+
+
+def test_band_is_the_90th_percentile_of_the_committed_errors(committed):
+    for fam, f in committed["families"].items():
+        errs = [abs(r["log_error"]) for r in f["validation"]]
+        assert f["band_log"] == pytest.approx(_quantile_by_hand(errs, 0.9), abs=1e-8), fam
+    # written out for the MI35x family: 29 rows → position 28 · 0.9 = 25.2 between the 26th and
+    # 27th smallest errors; Blackwell: 31 rows → position 27.0, the 28th smallest exactly
+    amd = sorted(abs(r["log_error"]) for r in committed["families"]["amd-cdna4"]["validation"])
+    assert len(amd) == 29
+    assert committed["families"]["amd-cdna4"]["band_log"] == pytest.approx(amd[25] + 0.2 * (amd[26] - amd[25]), abs=1e-8)
+    nv = sorted(abs(r["log_error"]) for r in committed["families"]["nvidia-blackwell"]["validation"])
+    assert len(nv) == 31
+    assert committed["families"]["nvidia-blackwell"]["band_log"] == pytest.approx(nv[27], abs=1e-8)
+
+
+def test_band_quantile_agrees_with_numpy():
+    import numpy as np
+
+    xs = [0.3, 0.01, 0.2, 0.05, 0.12, 0.4, 0.07]
+    assert C._quantile(xs, 0.9) == pytest.approx(float(np.percentile(xs, 90)))
+    assert C._quantile(xs, 0.9) == pytest.approx(_quantile_by_hand(xs, 0.9))
+    assert math.isnan(C._quantile([], 0.9))
+
+
+# --------------------------------------------------------------------------- leave one source out
+
+
+def test_out_of_source_prediction_is_a_fit_without_that_source(committed):
+    """Refit the MI35x family without issue #32548 and predict its points: the committed
+    out-of-source predictions; the in-sample fit (with the source) predicts otherwise."""
+    fam, src = "amd-cdna4", "sglang_i32548"
+    obs = C.family_observations(fam)
+    mine = [o for o in obs if o.source == src]
+    rest = [o for o in obs if o.source != src]
+    assert mine and len(rest) + len(mine) == len(obs)
+    p = C.fit(rest, fam)
+    rows = {r["id"]: r for r in committed["families"][fam]["validation"]}
+    full = C.calibrated(fam)
+    for o in mine:
+        assert rows[o.id]["source"] == src
+        out = C.predict_observation(o, p)
+        assert out == pytest.approx(rows[o.id]["predicted_out_of_source"], rel=1e-6), o.id
+        assert abs(math.log(out / C.predict_observation(o, full))) > 1e-4, o.id
+
+
+def test_every_validation_row_was_fitted_without_its_source(refit):
+    """A row's prediction uses a fit on the other sources only: for each source, the fit on the
+    rest predicts that source's rows; a fit on all points (its own source included) does not."""
+    for fam, (full, v, _) in refit.items():
+        obs = C.family_observations(fam)
+        by_src = {}
+        for o, pred, _ in v.rows:
+            by_src.setdefault(o.source, []).append((o, pred))
+        assert set(by_src) == {o.source for o in obs}
+        # one source per family, the one with the most points (the fit most changed by leaving it out)
+        src = max(by_src, key=lambda s: (len(by_src[s]), s))
+        p = C.fit([o for o in obs if o.source != src], fam)
+        assert p.as_tuple() != pytest.approx(full.as_tuple(), rel=1e-6)
+        for o, pred in by_src[src]:
+            assert pred == pytest.approx(C.predict_observation(o, p), rel=1e-9)
+
+
+def test_fit_needs_as_many_points_as_parameters():
+    obs = C.family_observations("amd-cdna4")[:2]
+    with pytest.raises(ValueError, match="2 calibration points cannot fit 3 parameters"):
+        C.fit(obs, "amd-cdna4")
+
+
+def test_fitted_parameters_lie_within_bounds(refit):
+    for _, (p, _, _) in refit.items():
+        for k, (lo, hi) in C.BOUNDS.items():
+            assert lo <= getattr(p, k) <= hi
+
+
+# --------------------------------------------------------------------------- the committed file and its inputs
+
+
+def test_committed_hashes_are_the_inputs_bytes(committed):
+    assert set(committed["inputs"]) == set(C.FIT_INPUTS)
+    for rel, h in committed["inputs"].items():
+        assert hashlib.sha256((REPO / "data" / rel).read_bytes()).hexdigest() == h, rel
+
+
+def test_fitted_reads_the_committed_fit(committed):
+    data.clear_cache()
+    for fam, f in committed["families"].items():
+        p, b = C.fitted(fam)
+        assert p.as_tuple() == (f["params"]["hbm_efficiency"], f["params"]["flop_efficiency"],
+                                f["params"]["layer_overhead_us"])
+        assert b == f["band_log"]
+    assert C.fitted_families() == ["amd-cdna4", "nvidia-blackwell"]
+    with pytest.raises(data.DataError, match=r"^data/serving_fit\.yaml: no fit for family 'nvidia-hopper' "
+                                             r"\(fitted: amd-cdna4, nvidia-blackwell\)$"):
+        C.fitted("nvidia-hopper")
+
+
+def _append_comment(path: Path) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write("# a harmless comment: same data, other bytes\n")
+
+
+@pytest.mark.parametrize("rel", ["hardware.yaml", "public_measurements.yaml", "model/kimi_k3_dspark_draft.yaml"])
+def test_a_changed_input_makes_the_fit_stale(data_copy, rel):
+    _append_comment(data_copy / rel)
+    data.clear_cache()
+    with pytest.raises(data.DataError) as ei:
+        C.fitted("amd-cdna4")
+    msg = str(ei.value)
+    assert "\n" not in msg
+    assert msg == f"data/serving_fit.yaml: stale, data/{rel} changed since the fit; run `make serving-fit`"
+
+
+def test_a_file_the_fit_does_not_read_leaves_it_current(data_copy):
+    assert "prices.yaml" not in C.FIT_INPUTS
+    _append_comment(data_copy / "prices.yaml")
+    data.clear_cache()
+    assert C.fitted_families() == ["amd-cdna4", "nvidia-blackwell"]
+
+
+def test_a_stale_fit_refuses_predictions_too(data_copy):
+    from k3lab.serving.predict import predict
+    from k3lab.serving.model import Workload
+    from k3lab.specs import Deployment, load_model
+
+    _append_comment(data_copy / "hardware.yaml")
+    data.clear_cache()
+    with pytest.raises(data.DataError, match=r"^data/serving_fit\.yaml: stale, data/hardware\.yaml changed"):
+        predict(load_model("kimi-k3"), Deployment("mi355x", 8, 8), Workload(1024, 128, 8))
+
+
+def test_a_stale_fit_is_one_line_from_the_command(data_copy, tmp_path):
+    _append_comment(data_copy / "public_measurements.yaml")
+    env = dict(os.environ, K3LAB_DATA=str(data_copy))
+    env.pop("K3LAB_DEBUG", None)
+    p = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--gpu", "mi355x", "--gpus", "8", "--tp", "8",
+                        "--input-len", "1024", "--output-len", "128", "--concurrency", "8"],
+                       capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr, p.stderr
+    err = p.stderr.strip().splitlines()
+    assert len(err) == 1, p.stderr
+    assert "data/serving_fit.yaml" in err[0] and "data/public_measurements.yaml changed" in err[0], err[0]
+
+
+def test_a_fit_of_another_model_version_is_refused(data_copy):
+    f = data_copy / "serving_fit.yaml"
+    text = f.read_text(encoding="utf-8")
+    assert text.count("model_version: '1'\n") == 1 and C.MODEL_VERSION == "1"
+    f.write_text(text.replace("model_version: '1'\n", "model_version: '0'\n"), encoding="utf-8")
+    data.clear_cache()
+    with pytest.raises(data.DataError) as ei:
+        C.fitted("amd-cdna4")
+    msg = str(ei.value)
+    assert "\n" not in msg and msg.startswith("data/serving_fit.yaml: made by serving model version '0'")
+    assert "this code is '1'" in msg
+
+
+def test_code_of_another_model_version_refuses_the_committed_fit(monkeypatch):
+    monkeypatch.setattr(C, "MODEL_VERSION", "2")
+    data.clear_cache()
+    try:
+        with pytest.raises(data.DataError, match=r"version '1', this code is '2'"):
+            C.fitted_families()
+    finally:
+        data.clear_cache()
+
+
+def test_a_missing_input_is_named(data_copy):
+    (data_copy / "sglang_sharding.yaml").unlink()
+    with pytest.raises(data.DataError, match=r"data/sglang_sharding\.yaml: file missing"):
+        C.input_hashes()

@@ -1,0 +1,369 @@
+"""What the validated serving model answers (k3lab.serving.predict) and ``python -m k3lab predict``.
+
+Admission is read off k3lab.memory.fit's Plan by hand; bands, domain limits and calibrated
+families come from data/serving_fit.yaml read independently with PyYAML; the command's JSON is
+compared with predict() called here.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from k3lab import data, memory
+from k3lab.serving import predict as P
+from k3lab.serving.model import NO_SPEC, Spec, Workload
+from k3lab.specs import Deployment, load_model
+
+REPO = Path(__file__).resolve().parents[1]
+CFG = load_model("kimi-k3")
+MI355X = Deployment("mi355x", 8, 8)
+B300 = Deployment("b300", 8, 8)
+
+
+@pytest.fixture(scope="module")
+def fit_yaml():
+    return yaml.safe_load((REPO / "data" / "serving_fit.yaml").read_text(encoding="utf-8"))
+
+
+def _measured(fit_yaml, family):
+    obs = [o for o in fit_yaml["observations"] if o["family"] == family]
+    assert obs
+    return (min(o["input_len"] for o in obs), max(o["input_len"] for o in obs), max(o["concurrency"] for o in obs))
+
+
+# --------------------------------------------------------------------------- admission
+
+
+@pytest.mark.parametrize("dep, ctx, spec, variants, binds", [
+    (MI355X, 8192 + 1024, NO_SPEC, (), "requests"),            # sglang's request cap binds
+    (MI355X, 100_000, NO_SPEC, (), "kv"),                      # the KV pool binds
+    (Deployment("b300", 16, 8), 1024 + 400, NO_SPEC, (), None),  # two TP8 replicas
+    (MI355X, 1024 + 400, Spec("dspark", 3.0), ("aiter-k3-opt",), None),
+])
+def test_admission_is_the_plans_arithmetic(dep, ctx, spec, variants, binds):
+    var = tuple(sorted(set(variants) | ({"dspark"} if spec.on else set())))
+    plan = memory.fit(CFG, dep, 0.9, "bf16", context_tokens=ctx, variants=var)
+    assert plan.weights_fit
+    per_replica_kv = plan.max_kv_tokens // ctx                          # whole requests of ctx tokens
+    want = plan.replicas * min(plan.max_running_requests, per_replica_kv)
+    a = P.admission(CFG, dep, ctx, spec, variants)
+    assert a.requests == want > 0
+    assert (a.max_running_requests_per_replica, a.kv_requests_per_replica, a.replicas) == (
+        plan.max_running_requests, per_replica_kv, dep.replicas)
+    assert a.variants == var
+    if binds == "requests":
+        assert plan.max_running_requests < per_replica_kv
+    elif binds == "kv":
+        assert per_replica_kv < plan.max_running_requests
+
+
+def test_dspark_admission_uses_the_drafts_request_default():
+    # with the draft sglang's --max-running-requests is 48 (the article's launch; memory.fit)
+    a = P.admission(CFG, MI355X, 1424, Spec("dspark", 3.0), ("aiter-k3-opt",))
+    assert "dspark" in a.variants and a.max_running_requests_per_replica <= 48
+
+
+def test_concurrency_above_the_pools_is_lowered_to_them():
+    a = P.admission(CFG, MI355X, 8192 + 1024)
+    asked = a.requests + 45
+    p = P.predict(CFG, MI355X, Workload(8192, 1024, asked))
+    assert (p.concurrency_asked, p.concurrency, p.admitted) == (asked, a.requests, a.requests)
+    q = P.predict(CFG, MI355X, Workload(8192, 1024, a.requests))
+    assert p.output_tok_s == q.output_tok_s and p.tpot_ms == q.tpot_ms
+
+
+def test_a_request_longer_than_the_pools_hold():
+    ctx = 10_000_000 + 100
+    plan = memory.fit(CFG, MI355X, 0.9, "bf16", context_tokens=ctx)
+    assert plan.weights_fit and plan.max_kv_tokens < ctx                # the weights load, the pool is short
+    assert P.admission(CFG, MI355X, ctx).requests == 0
+    with pytest.raises(ValueError, match=r"^8×MI355X TP8: not one 10,000,100-token request fits "
+                                         r"\(weights load, pools hold none\)$"):
+        P.predict(CFG, MI355X, Workload(10_000_000, 100, 1))
+    assert P.curve(CFG, MI355X, 10_000_000, 100) == []
+    with pytest.raises(ValueError, match=r"not one 10,000,100-token request fits"):
+        P.peak(CFG, MI355X, 10_000_000, 100)
+
+
+def test_weights_that_do_not_load():
+    one = Deployment("mi355x", 1, 1)
+    assert not memory.fit(CFG, one, 0.9, "bf16", context_tokens=1124).weights_fit
+    assert P.admission(CFG, one, 1124).requests == 0
+    with pytest.raises(ValueError, match=r"1×MI355X TP1: not one 1,124-token request fits \(weights do not load\)"):
+        P.predict(CFG, one, Workload(1024, 100, 1))
+
+
+# --------------------------------------------------------------------------- band
+
+
+def test_band_gives_low_and_high(fit_yaml):
+    p = P.predict(CFG, MI355X, Workload(1024, 128, 8))
+    band = fit_yaml["families"]["amd-cdna4"]["band_log"]
+    assert p.family == "amd-cdna4" and p.band == band
+    assert p.validation_error == pytest.approx(math.exp(band) - 1)
+    d = p.as_dict()
+    for k in ("tpot_ms", "ttft_ms", "itl_ms", "output_tok_s", "output_tok_s_per_node", "output_tok_s_per_gpu"):
+        v = getattr(p, k)
+        assert v > 0
+        assert p.low(v) == pytest.approx(v * math.exp(-band), rel=1e-12)
+        assert p.high(v) == pytest.approx(v * math.exp(band), rel=1e-12)
+        assert (d[k], d[f"{k}_low"], d[f"{k}_high"]) == (v, p.low(v), p.high(v))
+    assert d["band_log"] == band and d["validation_error"] == p.validation_error
+
+
+def test_per_node_and_per_gpu_rates():
+    # 16 B300 = 2 nodes of 8 (NVLink domain) = two TP8 replicas
+    p = P.predict(CFG, Deployment("b300", 16, 8), Workload(1024, 400, 32))
+    assert (p.num_gpus, p.num_nodes) == (16, 2)
+    assert p.output_tok_s_per_node == pytest.approx(p.output_tok_s / 2)
+    assert p.output_tok_s_per_gpu == pytest.approx(p.output_tok_s / 16)
+    assert p.family == "nvidia-blackwell"
+
+
+def test_params_are_the_committed_fit(fit_yaml):
+    p = P.predict(CFG, B300, Workload(1024, 400, 4))
+    want = fit_yaml["families"]["nvidia-blackwell"]["params"]
+    assert p.params.as_tuple() == (want["hbm_efficiency"], want["flop_efficiency"], want["layer_overhead_us"])
+
+
+# --------------------------------------------------------------------------- the validated domain
+
+
+def test_measured_domain_of_the_families(fit_yaml):
+    # what the domain tests below stand on, from the committed observations
+    assert _measured(fit_yaml, "amd-cdna4") == (1024, 8192, 64)
+    assert _measured(fit_yaml, "nvidia-blackwell") == (1024, 8192, 128)
+    assert not any(o["spans_nodes"] for o in fit_yaml["observations"])
+
+
+def test_input_length_beyond_twice_the_measured_max(fit_yaml):
+    lo, hi, _ = _measured(fit_yaml, "amd-cdna4")
+    assert P.domain_gaps("mi355x", MI355X, Workload(2 * hi, 128, 8)) == ()
+    assert P.domain_gaps("mi355x", MI355X, Workload(2 * hi + 1, 128, 8)) == (
+        "input length 16,385 is outside the measured 1,024-8,192 (x2)",)
+    assert P.domain_gaps("mi355x", MI355X, Workload(lo // 2, 128, 8)) == ()
+    assert P.domain_gaps("mi355x", MI355X, Workload(lo // 2 - 1, 128, 8)) == (
+        "input length 511 is outside the measured 1,024-8,192 (x2)",)
+
+
+def test_concurrency_beyond_twice_the_measured_max(fit_yaml):
+    _, _, c = _measured(fit_yaml, "amd-cdna4")
+    assert P.domain_gaps("mi350x", MI355X, Workload(1024, 128, 2 * c)) == ()
+    assert P.domain_gaps("mi350x", MI355X, Workload(1024, 128, 2 * c + 1)) == (
+        "concurrency 129 is outside the measured 1-64 (x2)",)
+    _, _, c = _measured(fit_yaml, "nvidia-blackwell")
+    assert P.domain_gaps("b300", B300, Workload(1024, 128, 2 * c + 1)) == (
+        "concurrency 257 is outside the measured 1-128 (x2)",)
+    both = P.domain_gaps("b300", B300, Workload(20_000, 128, 300))
+    assert len(both) == 2 and both[0].startswith("input length 20,000") and both[1].startswith("concurrency 300")
+
+
+def test_a_deployment_spanning_nodes_leaves_the_domain():
+    tp16 = Deployment("mi355x", 16, 16)                                   # TP across two 8-GPU nodes
+    assert P.spans_nodes(tp16) and not P.spans_nodes(Deployment("mi355x", 16, 8))
+    assert P.domain_gaps("mi355x", tp16, Workload(1024, 128, 8)) == (
+        "it spans nodes over scale-out; no public measurement of the family does",)
+    p = P.predict(CFG, tp16, Workload(1024, 128, 8))
+    assert not p.in_domain and p.as_dict()["in_validated_domain"] is False
+
+
+def test_a_question_inside_is_in_domain():
+    p = P.predict(CFG, MI355X, Workload(8192, 1024, 16))
+    assert p.in_domain and p.outside == () and p.as_dict()["outside_validated_domain"] == []
+
+
+def test_nearest_measurements_start_with_the_same_workload():
+    # the cookbook's 8×MI350X 8192/1024 c16 cell has three figures (tok/s, TPOT, TTFT): distance 0
+    p = P.predict(CFG, Deployment("mi350x", 8, 8), Workload(8192, 1024, 16))
+    assert [n["id"] for n in p.nearest] == ["sglang_cookbook_mi350x_nospec_tokps_gpu_c16",
+                                            "sglang_cookbook_mi350x_nospec_tpot_c16",
+                                            "sglang_cookbook_mi350x_nospec_ttft_c16"]
+    assert all(n["workload"] == "8192/1024 c16" and n["gpu"] == "mi350x" for n in p.nearest)
+
+
+# --------------------------------------------------------------------------- uncalibrated GPUs
+
+
+@pytest.mark.parametrize("gpu, family", [("h100", "nvidia-hopper"), ("h200", "nvidia-hopper"),
+                                         ("mi300x", "amd-cdna3"), ("mi325x", "amd-cdna3")])
+def test_a_gpu_of_an_uncalibrated_family(fit_yaml, gpu, family):
+    fams = yaml.safe_load((REPO / "data" / "serving_model.yaml").read_text(encoding="utf-8"))["families"]
+    assert gpu in fams[family]["gpus"]
+    calibrated = [f for f, v in fit_yaml["families"].items() if v["band_log"] is not None]
+    assert family not in calibrated
+    with pytest.raises(P.NotCalibrated) as ei:
+        P.predict(CFG, Deployment(gpu, 8, 8), Workload(1024, 128, 1))
+    assert isinstance(ei.value, ValueError)
+    assert str(ei.value) == (f"no public Kimi K3 measurements calibrate the serving model for {gpu} "
+                             f"(family {family}); calibrated families: {', '.join(calibrated)}")
+
+
+def test_a_gpu_of_no_family():
+    with pytest.raises(P.NotCalibrated, match=r"for mi455x \(family none\)"):
+        P.family_params("mi455x")
+
+
+# --------------------------------------------------------------------------- curve and peak
+
+
+def test_curve_sweeps_the_admitted_concurrencies():
+    a = P.admission(CFG, MI355X, 1024 + 400).requests
+    pts = P.curve(CFG, MI355X, 1024, 400)
+    want = sorted({c for c in P.SWEEP if c <= a} | {a})
+    assert a < max(P.SWEEP) and [p.concurrency for p in pts] == want
+    assert all(p.concurrency == p.concurrency_asked and p.admitted == a for p in pts)
+
+
+def test_peak_is_the_max_over_the_curve():
+    for dep, var in ((MI355X, ("aiter-k3-opt",)), (B300, ())):
+        pts = P.curve(CFG, dep, 1024, 400, NO_SPEC, var)
+        best = P.peak(CFG, dep, 1024, 400, NO_SPEC, var)
+        assert best.output_tok_s == max(p.output_tok_s for p in pts)
+        assert best.concurrency in [p.concurrency for p in pts]
+        assert all(best.output_tok_s >= p.output_tok_s for p in pts)
+
+
+def test_peak_over_given_concurrencies():
+    pts = P.curve(CFG, B300, 1024, 400, concurrencies=(1, 4, 10_000))
+    a = P.admission(CFG, B300, 1424).requests
+    assert [p.concurrency for p in pts] == [1, 4, a]                       # 10,000 is replaced by the limit
+    best = P.peak(CFG, B300, 1024, 400, concurrencies=(1, 4, 10_000))
+    assert best.output_tok_s == max(p.output_tok_s for p in pts)
+
+
+# --------------------------------------------------------------------------- python -m k3lab predict
+
+
+def _env():
+    env = dict(os.environ)
+    env.pop("K3LAB_DATA", None)
+    env.pop("K3LAB_DEBUG", None)
+    return env
+
+
+def _cmd(*args):
+    return [sys.executable, "-m", "k3lab", "predict", *args]
+
+
+BASE = ["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--input-len", "8192", "--output-len", "1024"]
+
+JSON_KEYS = {
+    "layout", "gpu", "family", "variants", "input_len", "output_len", "concurrency_asked", "concurrency",
+    "admitted_requests", "spec", "accept_len", "validation_error", "band_log", "in_validated_domain",
+    "outside_validated_domain", "params", "nearest_measurements",
+    *(f"{k}{s}" for k in ("tpot_ms", "ttft_ms", "itl_ms", "output_tok_s", "output_tok_s_per_node",
+                          "output_tok_s_per_gpu") for s in ("", "_low", "_high")),
+}
+
+BAD = {
+    "unknown gpu": (["--gpu", "xyz", "--gpus", "8", "--tp", "8", "--input-len", "1024", "--output-len", "100",
+                     "--concurrency", "4"], "unknown GPU 'xyz'; known GPUs: "),
+    "negative concurrency": (BASE + ["--concurrency", "-4"], "concurrency must be a positive integer, got -4"),
+    "zero input": (["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--input-len", "0", "--output-len", "100",
+                    "--concurrency", "4"], "input_len must be a positive integer, got 0"),
+    "gpus not whole replicas": (["--gpu", "mi355x", "--gpus", "12", "--tp", "8", "--input-len", "1024",
+                                 "--output-len", "100", "--concurrency", "4"], "num_gpus=12 is not a multiple of tp x pp = 8"),
+    "dcp not dividing tp": (BASE + ["--concurrency", "4", "--dcp", "3"], "dcp=3 must divide tp=8"),
+    "tp not a number": (["--gpu", "mi355x", "--gpus", "8", "--tp", "eight", "--input-len", "1024", "--output-len", "100",
+                         "--concurrency", "4"], "argument --tp: invalid int value: 'eight'"),
+    "concurrency not an integer": (BASE + ["--concurrency", "1.5"], "argument --concurrency: invalid int value: '1.5'"),
+    "accept-len nan": (BASE + ["--concurrency", "4", "--spec", "dspark", "--accept-len", "nan"],
+                       "accept_len must be a finite number, got nan"),
+    "accept-len without spec": (BASE + ["--concurrency", "4", "--accept-len", "3"], "--accept-len needs --spec dspark"),
+    "unknown variant": (BASE + ["--concurrency", "4", "--variant", "turbo"], "unknown variant(s) ['turbo']"),
+    "uncalibrated gpu": (["--gpu", "h100", "--gpus", "8", "--tp", "8", "--input-len", "1024", "--output-len", "100",
+                          "--concurrency", "4"], "no public Kimi K3 measurements calibrate the serving model for h100"),
+    "request too long": (["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--input-len", "10000000", "--output-len", "100",
+                          "--concurrency", "1"], "not one 10,000,100-token request fits"),
+    "missing argument": (["--gpu", "mi355x", "--gpus", "8", "--tp", "8"], "the following arguments are required"),
+}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """Every command of this module, run at once (in parallel): {name: CompletedProcess-like}."""
+    cmds = {"json": _cmd(*BASE, "--concurrency", "64", "--json"),
+            "json_dspark": _cmd("--gpu", "b300", "--gpus", "16", "--tp", "8", "--input-len", "1024",
+                                "--output-len", "400", "--concurrency", "32", "--spec", "dspark", "--accept-len", "3.5",
+                                "--kv-dtype", "fp8", "--json"),
+            "text": _cmd(*BASE, "--concurrency", "64")}
+    cmds.update({k: _cmd(*a) for k, (a, _) in BAD.items()})
+    procs = {k: subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=_env())
+             for k, c in cmds.items()}
+    out = {}
+    for k, p in procs.items():
+        so, se = p.communicate(timeout=300)
+        out[k] = (p.returncode, so, se)
+    return out
+
+
+def _same(got: dict, p: P.Prediction):
+    want = p.as_dict()
+    assert set(got) == set(want) == JSON_KEYS
+    for k, v in want.items():
+        if isinstance(v, float):
+            assert got[k] == pytest.approx(v, rel=1e-12), k
+        elif k == "params":
+            assert got[k] == pytest.approx(v, rel=1e-12)
+        else:
+            assert got[k] == json.loads(json.dumps(v)), k
+
+
+def test_cli_json_agrees_with_predict(runs):
+    rc, so, se = runs["json"]
+    assert rc == 0 and se == "", se
+    got = json.loads(so)
+    p = P.predict(CFG, MI355X, Workload(8192, 1024, 64))
+    _same(got, p)
+    # asked 64, the pools admit fewer at 9,216 tokens a request
+    assert got["concurrency_asked"] == 64 and got["concurrency"] == got["admitted_requests"] < 64
+    assert got["layout"] == "8×MI355X TP8" and got["family"] == "amd-cdna4" and got["spec"] == "none"
+    assert len(got["nearest_measurements"]) == 3
+
+
+def test_cli_json_with_dspark_fp8_and_replicas(runs):
+    rc, so, se = runs["json_dspark"]
+    assert rc == 0 and se == "", se
+    got = json.loads(so)
+    p = P.predict(CFG, Deployment("b300", 16, 8), Workload(1024, 400, 32), Spec("dspark", 3.5), (), "fp8")
+    _same(got, p)
+    assert got["spec"] == "dspark" and got["accept_len"] == 3.5
+    assert got["output_tok_s_per_gpu"] == pytest.approx(got["output_tok_s"] / 16)
+
+
+def test_cli_text_names_the_settings_and_the_admission(runs):
+    rc, so, se = runs["text"]
+    assert rc == 0 and se == "", se
+    a = P.admission(CFG, MI355X, 9216).requests
+    lines = so.splitlines()
+    assert lines[0] == "kimi-k3 on 8×MI355X TP8 — sglang settings: defaults"
+    assert f"concurrency {a} (asked 64; the pools admit {a})" in lines[1] and "no speculative decoding" in lines[1]
+    assert "A model, not a measurement" in so
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_cli_bad_input_is_one_line_and_exit_2(runs, case):
+    rc, so, se = runs[case]
+    assert rc == 2, (rc, so, se)
+    assert "Traceback" not in se and so == ""
+    err = se.strip().splitlines()
+    assert len(err) == 1, se
+    assert err[0].startswith("k3lab predict: error: "), err[0]
+    assert BAD[case][1] in err[0], err[0]
+
+
+def test_curve_adds_the_admission_limit_only_in_place_of_a_concurrency_above_it():
+    from k3lab.serving.predict import admission, curve
+    from k3lab.specs import Deployment, load_model
+
+    cfg, dep = load_model("kimi-k3"), Deployment("b300", 8, 8)
+    limit = admission(cfg, dep, 1024 + 400).requests
+    assert [p.concurrency for p in curve(cfg, dep, 1024, 400, concurrencies=(1, 2))] == [1, 2]
+    assert [p.concurrency for p in curve(cfg, dep, 1024, 400, concurrencies=(1, 2, 10 * limit))] == [1, 2, limit]
+    assert [p.concurrency for p in curve(cfg, dep, 1024, 400, concurrencies=(1, 2, 10 * limit), max_running=2)] == [1, 2]
