@@ -243,6 +243,11 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                            if p.weights_fit else {"model_tok_s": math.nan, "model_concurrency": 0,
                                                   "model_in_domain": False, "model_note": "weights do not fit"})
                 c = row.get("model_concurrency") or 0
+                if c < 1 and p.weights_fit:  # no serving model (another model, an uncalibrated GPU): bound at what the pools admit
+                    from .serving.predict import admission
+
+                    c = admission(cfg, dep, input_len + output_len, variants=vs, kv_dtype=kv_dtype,
+                                  mem_fraction=mem_fraction).requests
                 row["roofline_bound_tok_s"] = (roofline.bound(dep, c, cfg=cfg, context_tokens=input_len + output_len / 2)
                                                if c >= 1 else math.nan)
                 user = tok_s.get(gpu) if p.weights_fit else None  # nothing to price where the weights do not load

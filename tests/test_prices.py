@@ -101,7 +101,7 @@ def test_perf_per_dollar_by_tier_uses_only_the_article_throughputs():
     row = df[(df["tier"] == "inferencex_hyperscaler") & (df["gpu"] == "b300")].iloc[0]
     assert row["tok_s_per_dollar_hour"] == pytest.approx(1568 / (8 * 2.34))
     assert row["usd_per_million_tokens"] == pytest.approx(2.34 * 1e6 / (196 * 3600))
-    assert set(df["config"]) == {"8×MI355X TP8", "8×B300 TP8+DCP", "2×8 B200 TP16"}
+    assert set(df["config"]) == {"8×MI355X TP8", "8×B300 TP8+DCP8", "16×B200 TP16"}
 
 
 # --------------------------------------------------------------------------- power

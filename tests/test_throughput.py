@@ -68,7 +68,10 @@ def test_article_table_rows_hold_deployments():
     assert (m.deployment.gpu, m.deployment.num_gpus, m.deployment.tp) == ("mi355x", 8, 8)
     assert (b3.deployment.tp, b3.deployment.dcp) == (8, 8)       # "TP8+DCP" (size assumed 8)
     assert (b2.deployment.num_gpus, b2.deployment.tp, b2.deployment.num_nodes) == (16, 16, 2)
-    assert (m.label, b3.label, b2.label) == ("8×MI355X TP8", "8×B300 TP8+DCP", "2×8 B200 TP16")
+    assert (m.label, b3.label, b2.label) == ("8×MI355X TP8", "8×B300 TP8+DCP8", "16×B200 TP16")
+    from k3lab.specs import parse_layout  # one notation: the article's rows' labels parse back to them
+    assert all(parse_layout(r.label) == r.deployment.__class__(**{**r.deployment.__dict__, "id": parse_layout(r.label).id})
+               for r in (m, b3, b2))
     # prices come from data/prices.yaml's article tier: 2.50 / 6.00 / 4.25
     assert (m.usd_per_gpu_hour, b3.usd_per_gpu_hour, b2.usd_per_gpu_hour) == (2.50, 6.00, 4.25)
     assert (m.tok_s_per_dollar_hour_claimed, b3.tok_s_per_dollar_hour_claimed, b2.tok_s_per_dollar_hour_claimed) == \

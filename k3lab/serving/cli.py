@@ -9,6 +9,7 @@ Exit status 0; 2 with one line for a bad argument or a question the model cannot
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from ..cli_parser import OneLineParser
@@ -122,5 +123,8 @@ def cli_main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"k3lab predict: error: {e}", file=sys.stderr)
         return 2
-    print(json.dumps(p.as_dict(), indent=2, sort_keys=True) if args.json else format_prediction(p))
+    try:
+        print(json.dumps(p.as_dict(), indent=2, sort_keys=True) if args.json else format_prediction(p), flush=True)
+    except BrokenPipeError:  # `| head`: the reader has what it wanted (Python's documented recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

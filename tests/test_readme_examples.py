@@ -1,0 +1,54 @@
+"""The README's "Choosing hardware for Kimi K3" section shows real, current outputs.
+
+Each command is shown in README.md as ``$ python -m k3lab <args>`` followed by its output,
+verbatim; these tests run the same command and fail when the README's copy is stale (paste
+the new output). The decision sentences under it are ``k3lab.decision.headline``'s.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from k3lab.paths import REPO_ROOT
+
+#: the commands of the section, exactly as README.md shows them after ``$ python -m k3lab ``
+SHOWN = [
+    "compare --input-len 1024 --output-len 400 --top 4",
+    'predict --layout "8xmi355x tp8 [aiter-k3-opt]" --input-len 1024 --output-len 400 --concurrency 64',
+    "fit --gpu mi355x --gpus 8 --tp 8 --variant aiter-k3-opt",
+]
+
+
+def _readme() -> str:
+    return (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("shown", SHOWN, ids=lambda s: s.split()[0])
+def test_readme_hardware_example_is_current(shown):
+    """``$ python -m k3lab <args>`` and its whole output stand verbatim in a README code block."""
+    out = subprocess.run([sys.executable, "-m", "k3lab", *shlex.split(shown)],
+                         capture_output=True, text=True, check=True, cwd=REPO_ROOT).stdout
+    assert f"$ python -m k3lab {shown}\n{out.strip()}\n```" in _readme(), \
+        f"README.md's output of `python -m k3lab {shown}` is stale: paste the current one"
+
+
+def test_readme_hardware_section_comes_first():
+    """The newcomer's section sits right after the introduction, before "## Reproduce"."""
+    text = _readme()
+    first = text.index("\n## ")
+    assert text[first:].startswith("\n## Choosing hardware for Kimi K3: the answer in three commands\n")
+    assert first < text.index("\n## Reproduce\n")
+
+
+def test_readme_decision_headline_is_current():
+    """The decision sentences the README quotes are what k3lab.decision says now."""
+    from k3lab import decision
+
+    lines = decision.headline(decision.decide("kimi-k3", input_len=1024, output_len=400))
+    text = _readme()
+    missing = [x for x in lines if x not in text]
+    assert not missing, f"README.md's decision sentences are stale: {missing}"
