@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 
 from .. import claims, data
 from ..serving import article as A
 from ..serving import calibration
-from ..serving.field import matching
+from ..serving.field import accept_lengths, matching
 from ..serving.predict import Prediction
 from ..throughput import article_table, article_workload
 
@@ -201,8 +202,7 @@ def curve_panels(public_workload=(8192, 1024)):
                    GPU_COLORS.get(gpu, "k"), "s" if second else "o") for o in os_]
     w = article_workload()
     aI, aO = w["input_len_tokens"], w["output_len_tokens"]
-    accepts = sorted(v for _, v in A.field.accept_lengths())
-    tau = round(A._quantile(accepts, 0.5), 2)
+    tau = round(statistics.median(v for _, v in accept_lengths()), 2)
     art_series, art_marks = [], []
     for row_id, row in article_table().items():
         dep = row.deployment
