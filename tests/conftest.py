@@ -4,6 +4,8 @@ import shutil
 
 import pytest
 
+from k3lab import data, paths
+
 
 @pytest.fixture(autouse=True)
 def _isolated_results(tmp_path, monkeypatch):
@@ -42,3 +44,14 @@ def ci_run(tmp_path_factory):
     with results_at(root):
         pipeline.run("ci")
     return root
+
+
+@pytest.fixture
+def data_copy(tmp_path, monkeypatch):
+    """A private copy of data/ that the loader reads (K3LAB_DATA), caches cleared around it."""
+    d = tmp_path / "data"
+    shutil.copytree(paths.DATA_DIR, d)
+    monkeypatch.setenv("K3LAB_DATA", str(d))
+    data.clear_cache()
+    yield d
+    data.clear_cache()

@@ -28,17 +28,6 @@ ARTICLE_MI355X = "{tier: article, gpu: mi355x, usd_per_gpu_hour: 2.50}"
 RATE_CHECK_MI355X = "{tier: article_rate_check, gpu: mi355x, usd_per_gpu_hour: 2.59}"
 
 
-@pytest.fixture
-def data_copy(tmp_path, monkeypatch):
-    """A private copy of data/ that the loader reads (K3LAB_DATA), caches cleared around it."""
-    d = tmp_path / "data"
-    shutil.copytree(paths.DATA_DIR, d)
-    monkeypatch.setenv("K3LAB_DATA", str(d))
-    data.clear_cache()
-    yield d
-    data.clear_cache()
-
-
 def _edit(path: Path, old: str, new: str) -> None:
     text = path.read_text(encoding="utf-8")
     assert text.count(old) == 1, f"fixture drift: {old!r} is not exactly once in {path.name}"

@@ -8,7 +8,6 @@ PyYAML; the band's percentile and every hash are recomputed here by hand.
 import hashlib
 import math
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from k3lab import data, paths
+from k3lab import data
 from k3lab.serving import calibration as C
 from k3lab.serving import observations as O
 
@@ -37,17 +36,6 @@ def refit():
         data.clear_cache()
         out = {f: (C.calibrated(f), C.validation(f), C.band(f)) for f in C.families()}
     return out
-
-
-@pytest.fixture
-def data_copy(tmp_path, monkeypatch):
-    """A private copy of data/ that the loader reads (K3LAB_DATA), caches cleared around it."""
-    d = tmp_path / "data"
-    shutil.copytree(paths.DATA_DIR, d)
-    monkeypatch.setenv("K3LAB_DATA", str(d))
-    data.clear_cache()
-    yield d
-    data.clear_cache()
 
 
 def _quantile_by_hand(xs, q):
