@@ -147,17 +147,13 @@ def prefill_table():
     import pandas as pd
 
     from ..prefill import load_article
-    from ..serving.model import NO_SPEC, Workload
-    from ..serving.predict import predict
-    from ..specs import load_model
 
-    art, cfg, rows = load_article(), load_model("kimi-k3"), []
+    art, rows = load_article(), []
     for row_id, said in (("mi355x_tp8", f"{art.ttft_before_s:g} s before the fix; "
                                          f"{art.tok_s_before_low:,.0f}-{art.tok_s_before_high:,.0f} → "
                                          f"~{art.tok_s_after:,.0f} tok/s"),
                          ("b300_tp8_dcp", f"{art.ttft_b300_s:g} s")):
-        dep = article_table()[row_id].deployment
-        p = predict(cfg, dep, Workload(art.context_tokens, 1, 1), NO_SPEC, A.variants_for(dep))
+        p = A.prefill_question(art.context_tokens, row_id)
         s = p.ttft_ms / 1e3
         rows.append({"layout": p.layout, "model_ttft_s": round(s, 1), "model_ttft_s_low": round(p.low(s), 1),
                      "model_ttft_s_high": round(p.high(s), 1), "model_prefill_tok_s": round(art.context_tokens / s),

@@ -137,39 +137,48 @@ def ratio_band() -> tuple[float | None, int]:
     return _quantile(errs, 0.9), len(errs)
 
 
-def spec_speedups() -> dict:
-    """DSpark / no DSpark on 8×MI355X TP8 (the article's setting) at the article's workload:
-    ``single`` (one request) and ``peak`` (each side at its own best admitted concurrency), each
-    a list of (τ, factor); ``band`` (:func:`ratio_band`), ``pairs``, ``accept`` (low, high, runs),
-    ``implied_single`` (the τ that gives the article's 2.2×), the peaks' concurrencies."""
-    cfg = load_model("kimi-k3")
+def _article_mi355x():
+    """The article's MI355X question: (cfg, 8×MI355X TP8 deployment, input, output tokens, its
+    sglang switches)."""
     dep = article_table()["mi355x_tp8"].deployment
     w = article_workload()
-    I, O = w["input_len_tokens"], w["output_len_tokens"]
-    var = variants_for(dep)
-    lo, hi, n = accept_range()
-    base1 = predict(cfg, dep, Workload(I, O, 1), NO_SPEC, var)
+    return load_model("kimi-k3"), dep, w["input_len_tokens"], w["output_len_tokens"], variants_for(dep)
+
+
+def _speedups(taus):
+    """DSpark / no DSpark at each τ of ``taus`` on the article's MI355X question → (rows of tau,
+    single, peak, peak_concurrency; the no-DSpark peak prediction)."""
+    cfg, dep, I, O, var = _article_mi355x()
+    base1 = predict(cfg, dep, Workload(I, O, 1), NO_SPEC, var).output_tok_s
     base_pk = peak(cfg, dep, I, O, NO_SPEC, var)
-    single, pk = [], []
-    for tau in (round(lo, 2), round(hi, 2)):
-        s1 = predict(cfg, dep, Workload(I, O, 1), Spec("dspark", tau), var)
-        sp = peak(cfg, dep, I, O, Spec("dspark", tau), var)
-        single.append((tau, s1.output_tok_s / base1.output_tok_s))
-        pk.append((tau, sp.output_tok_s / base_pk.output_tok_s, sp.concurrency))
+    out = []
+    for t in taus:
+        s1 = predict(cfg, dep, Workload(I, O, 1), Spec("dspark", float(t)), var).output_tok_s
+        sp = peak(cfg, dep, I, O, Spec("dspark", float(t)), var)
+        out.append({"tau": float(t), "single": s1 / base1, "peak": sp.output_tok_s / base_pk.output_tok_s,
+                    "peak_concurrency": sp.concurrency})
+    return out, base_pk
+
+
+def spec_speedups() -> dict:
+    """DSpark / no DSpark on 8×MI355X TP8 (the article's setting) at the article's workload, at
+    the field's acceptance range: ``single`` (one request) and ``peak`` (each side at its own best
+    admitted concurrency), lists of (τ, factor) and (τ, factor, concurrency); ``band``
+    (:func:`ratio_band`), ``pairs``, ``accept`` (low, high, runs), ``implied_single`` (the τ that
+    gives the article's 2.2×), ``base_peak_concurrency`` (the no-DSpark peak's)."""
+    lo, hi, n = accept_range()
+    rows, base_pk = _speedups((round(lo, 2), round(hi, 2)))
     band, pairs = ratio_band()
-    return {"single": single, "peak": pk, "band": band, "pairs": pairs, "accept": (lo, hi, n),
-            "base_peak_concurrency": base_pk.concurrency, "base1": base1, "base_peak": base_pk,
-            "implied_single": implied_accept(2.2)}
+    return {"single": [(r["tau"], r["single"]) for r in rows],
+            "peak": [(r["tau"], r["peak"], r["peak_concurrency"]) for r in rows],
+            "band": band, "pairs": pairs, "accept": (lo, hi, n),
+            "base_peak_concurrency": base_pk.concurrency, "implied_single": implied_accept(2.2)}
 
 
 def implied_accept(speedup: float) -> float | None:
     """The DSpark acceptance length at which the model's single-request speed-up on 8×MI355X
     equals ``speedup`` (bisection over [1, block + 1]); None if out of reach."""
-    cfg = load_model("kimi-k3")
-    dep = article_table()["mi355x_tp8"].deployment
-    w = article_workload()
-    I, O = w["input_len_tokens"], w["output_len_tokens"]
-    var = variants_for(dep)
+    cfg, dep, I, O, var = _article_mi355x()
     base = predict(cfg, dep, Workload(I, O, 1), NO_SPEC, var).output_tok_s
 
     def f(t):
@@ -184,12 +193,12 @@ def implied_accept(speedup: float) -> float | None:
     return (a + b) / 2
 
 
-def prefill_question(context_tokens: int) -> Prediction:
-    """The model at one cold prefill of ``context_tokens`` on 8×MI355X TP8 (K3_OPT), one output
-    token: its TTFT and what lies outside the validated domain."""
-    cfg = load_model("kimi-k3")
-    dep = article_table()["mi355x_tp8"].deployment
-    return predict(cfg, dep, Workload(context_tokens, 1, 1), NO_SPEC, variants_for(dep))
+def prefill_question(context_tokens: int, row_id: str = "mi355x_tp8") -> Prediction:
+    """The model at one cold prefill of ``context_tokens`` on a row of the article's table
+    (default 8×MI355X TP8, with K3_OPT), one output token: its TTFT and what lies outside the
+    validated domain."""
+    dep = article_table()[row_id].deployment
+    return predict(load_model("kimi-k3"), dep, Workload(context_tokens, 1, 1), NO_SPEC, variants_for(dep))
 
 
 def speedup_curve(taus) -> list[dict]:
@@ -197,17 +206,4 @@ def speedup_curve(taus) -> list[dict]:
     length of ``taus``: ``single`` (one request) and ``peak`` (each side at its best admitted
     concurrency), with the peak concurrency of the DSpark side. → list of dicts (tau, single,
     peak, peak_concurrency)."""
-    cfg = load_model("kimi-k3")
-    dep = article_table()["mi355x_tp8"].deployment
-    w = article_workload()
-    I, O = w["input_len_tokens"], w["output_len_tokens"]
-    var = variants_for(dep)
-    base1 = predict(cfg, dep, Workload(I, O, 1), NO_SPEC, var).output_tok_s
-    base_pk = peak(cfg, dep, I, O, NO_SPEC, var).output_tok_s
-    out = []
-    for t in taus:
-        s1 = predict(cfg, dep, Workload(I, O, 1), Spec("dspark", float(t)), var).output_tok_s
-        sp = peak(cfg, dep, I, O, Spec("dspark", float(t)), var)
-        out.append({"tau": float(t), "single": s1 / base1, "peak": sp.output_tok_s / base_pk,
-                    "peak_concurrency": sp.concurrency})
-    return out
+    return _speedups(taus)[0]
