@@ -153,8 +153,12 @@ def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fractio
         return {**nan, "model_note": f"no public measurements calibrate the serving model for {dep.gpu.upper()}"}
     except ValueError as e:
         return {**nan, "model_note": str(e)}
-    return {"model_tok_s": p.output_tok_s, "model_tok_s_low": p.low(p.output_tok_s),
-            "model_tok_s_high": p.high(p.output_tok_s), "model_concurrency": p.concurrency,
+    iv = p.interval("output_tok_s")
+    if iv is None:  # a metric without a usable band prices nothing
+        return {**nan, "model_concurrency": p.concurrency,
+                "model_note": f"the serving model's decode speed is not validated for {p.family}"}
+    return {"model_tok_s": p.output_tok_s, "model_tok_s_low": iv[0],
+            "model_tok_s_high": iv[1], "model_concurrency": p.concurrency,
             "model_in_domain": p.in_domain, "model_note": "; ".join(p.outside)}
 
 

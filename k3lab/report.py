@@ -191,7 +191,7 @@ def perf_html(overrides=None) -> tuple[str, str]:
     def model_txt(r):
         p = peaks.get(r.label)
         return ("no calibrated model" if p is None else
-                f"{p.output_tok_s:,.0f} ({p.low(p.output_tok_s):,.0f}-{p.high(p.output_tok_s):,.0f}) tok/s at "
+                f"{p.output_tok_s:,.0f} ({'%s-%s' % tuple(f'{x:,.0f}' for x in p.interval('output_tok_s'))}) tok/s at "
                 f"c{p.concurrency}" + ("" if p.in_domain else ", outside its validated domain"))
 
     heads = ["price source (kind, date)"] + [

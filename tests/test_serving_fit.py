@@ -30,21 +30,19 @@ def committed():
 
 @pytest.fixture(scope="module")
 def refit():
-    """Every family refitted from the repository's data: {family: (params, validation, band)}."""
+    """Every family refitted from the repository's data: {family: (params, validation, bands)}."""
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("K3LAB_DATA", raising=False)
         data.clear_cache()
-        out = {f: (C.calibrated(f), C.validation(f), C.band(f)) for f in C.families()}
+        out = {f: (C.calibrated(f), C.validation(f), {m: C.covering_band(f, m) for m in O.METRICS})
+               for f in C.families()}
     return out
 
 
-def _quantile_by_hand(xs, q):
-    """Linear interpolation between order statistics (the rule calibration._quantile documents,
-    numpy's default 'linear' percentile): position k = (n − 1)·q."""
-    s = sorted(xs)
-    k = (len(s) - 1) * q
-    i = int(k)
-    return s[i] if i + 1 >= len(s) else s[i] + (s[i + 1] - s[i]) * (k - i)
+def _covering_by_hand(errs, q=0.9):
+    """The smallest e in errs with at least q of errs <= e: the ceil(q·n)-th smallest."""
+    s = sorted(errs)
+    return s[math.ceil(q * len(s)) - 1]
 
 
 # --------------------------------------------------------------------------- the refit
@@ -53,40 +51,53 @@ def _quantile_by_hand(xs, q):
 def test_families_with_observations(refit, committed):
     # data/serving_model.yaml order; Hopper and CDNA3 have no usable public figure
     assert list(refit) == ["amd-cdna4", "nvidia-blackwell"] == list(committed["families"])
-    assert C.band("nvidia-hopper") is None and C.band("amd-cdna3") is None      # 0 sources < MIN_SOURCES
 
 
 def test_refit_reproduces_the_committed_parameters(refit, committed):
     # A PIN: the committed numbers move when the data (an input file), the model's equations,
-    # the fit's bounds or tolerances (or a start that lands in another optimum), or scipy's
-    # least_squares change; then rerun `make serving-fit` (and bump MODEL_VERSION if the
-    # equations changed).
+    # the fit's bounds, prior or tolerances, or scipy's least_squares change; then rerun
+    # `make serving-fit` (and bump MODEL_VERSION if the equations changed).
     for fam, (p, _, _) in refit.items():
         want = committed["families"][fam]["params"]
-        for k in ("hbm_efficiency", "flop_efficiency", "layer_overhead_us"):
-            assert getattr(p, k) == pytest.approx(want[k], rel=1e-6), (fam, k)
+        for k in p.NAMES:
+            assert getattr(p, k) == pytest.approx(want[k], rel=1e-6, abs=1e-9), (fam, k)
 
 
-def test_refit_reproduces_the_committed_validation_and_band(refit, committed):
-    # A PIN like the parameters: every leave-one-source-out prediction and the band.
-    for fam, (_, v, b) in refit.items():
-        rows = committed["families"][fam]["validation"]
-        assert [o.id for o, _, _ in v.rows] == [r["id"] for r in rows]
-        for (o, pred, err), r in zip(v.rows, rows):
+def test_refit_reproduces_the_committed_validation_and_bands(refit, committed):
+    # A PIN like the parameters: every out-of-sample prediction, both splits, and every band.
+    for fam, (_, v, bands) in refit.items():
+        f = committed["families"][fam]
+        rows = f["validation"]
+        assert [(o.id, s) for o, _, _, s in v.rows] == [(r["id"], r["split"]) for r in rows]
+        for (o, pred, err, _), r in zip(v.rows, rows):
             assert o.source == r["source"] and o.kind == r["kind"] and o.value == pytest.approx(r["published"])
-            assert pred == pytest.approx(r["predicted_out_of_source"], rel=1e-6), r["id"]
+            assert pred == pytest.approx(r["predicted_out_of_sample"], rel=1e-6), r["id"]
             assert err == pytest.approx(r["log_error"], abs=1e-6), r["id"]
-        assert b == pytest.approx(committed["families"][fam]["band_log"], rel=1e-6)
+        assert v.split_date == f["time_split_date"]
+        for m, mb in bands.items():
+            want = f["bands"][m]
+            assert mb.validated == want["validated"] and mb.points == want["points"], (fam, m)
+            if want["band_log"] is None:
+                assert mb.band_log is None
+            else:
+                assert mb.band_log == pytest.approx(want["band_log"], rel=1e-6), (fam, m)
 
 
 def test_committed_counts_by_hand(committed):
-    # sources and calibration points counted from the committed observations themselves
     for fam, f in committed["families"].items():
         obs = [o for o in committed["observations"] if o["family"] == fam]
         assert f["sources"] == len({o["source"] for o in obs})
-        assert f["calibration_points"] == sum(1 for o in obs if o["kind"] in O.FITTED_KINDS)
+        assert f["calibration_points"] == len(obs)
+        loso = [r for r in f["validation"] if r["split"] == "leave_one_source_out"]
         # every observation of the family is predicted out of its own source exactly once
-        assert sorted(r["id"] for r in f["validation"]) == sorted(o["id"] for o in obs)
+        assert sorted(r["id"] for r in loso) == sorted(o["id"] for o in obs)
+        # the time split tests exactly the points dated on or after its date
+        d = f["time_split_date"]
+        late = sorted(o["id"] for o in obs if d is not None and (o["date"] is None or o["date"] >= d))
+        assert sorted(r["id"] for r in f["validation"] if r["split"] == "time_split") == late
+        for m, b in f["bands"].items():
+            for split in ("leave_one_source_out", "time_split"):
+                assert b["points"][split] == sum(1 for r in f["validation"] if r["metric"] == m and r["split"] == split)
 
 
 def test_committed_observations_are_todays(committed):
@@ -95,44 +106,57 @@ def test_committed_observations_are_todays(committed):
     assert sorted(r["id"] for r in rows) == sorted(now)
     for r in rows:
         o = now[r["id"]]
-        assert (r["kind"], r["family"], r["layout"], r["concurrency"]) == (o.kind, o.family, o.deployment.label,
-                                                                           o.workload.concurrency)
+        assert (r["kind"], r["family"], r["layout"], r["concurrency"], r["metric"]) == (
+            o.kind, o.family, o.deployment.label, o.workload.concurrency, o.metric)
         assert r["value"] == pytest.approx(o.value, rel=1e-12)
 
 
-# --------------------------------------------------------------------------- the band
+# --------------------------------------------------------------------------- the bands
 
 
 def test_log_errors_are_ln_predicted_over_published(committed):
     for fam, f in committed["families"].items():
         for r in f["validation"]:
-            assert r["log_error"] == pytest.approx(math.log(r["predicted_out_of_source"] / r["published"]), abs=1e-7)
+            assert r["log_error"] == pytest.approx(math.log(r["predicted_out_of_sample"] / r["published"]), abs=1e-7)
 
 
-def test_band_is_the_90th_percentile_of_the_committed_errors(committed):
+def test_each_band_covers_90_percent_on_each_split_by_hand(committed):
+    """A metric's band is the larger of the two splits' covering bands (the ceil(0.9·n)-th
+    smallest |error|), so it holds at least 90% of each split's points; its recorded coverage is
+    the share inside; a band wider than ×2 or from too few points is not validated."""
     for fam, f in committed["families"].items():
-        errs = [abs(r["log_error"]) for r in f["validation"]]
-        assert f["band_log"] == pytest.approx(_quantile_by_hand(errs, 0.9), abs=1e-8), fam
-    # written out for the MI35x family: 29 rows → position 28 · 0.9 = 25.2 between the 26th and
-    # 27th smallest errors; Blackwell: 31 rows → position 27.0, the 28th smallest exactly
-    amd = sorted(abs(r["log_error"]) for r in committed["families"]["amd-cdna4"]["validation"])
-    assert len(amd) == 29
-    assert committed["families"]["amd-cdna4"]["band_log"] == pytest.approx(amd[25] + 0.2 * (amd[26] - amd[25]), abs=1e-8)
-    nv = sorted(abs(r["log_error"]) for r in committed["families"]["nvidia-blackwell"]["validation"])
-    assert len(nv) == 31
-    assert committed["families"]["nvidia-blackwell"]["band_log"] == pytest.approx(nv[27], abs=1e-8)
+        for m, b in f["bands"].items():
+            errs = {s: [abs(r["log_error"]) for r in f["validation"] if r["metric"] == m and r["split"] == s]
+                    for s in ("leave_one_source_out", "time_split")}
+            srcs = {r["source"] for r in f["validation"] if r["metric"] == m and r["split"] == "leave_one_source_out"}
+            if len(errs["leave_one_source_out"]) < 3 or len(srcs) < 2:
+                assert b["band_log"] is None and not b["validated"] and b["why_not"], (fam, m)
+                continue
+            want = max(_covering_by_hand(e) for e in errs.values() if e)
+            assert b["band_log"] == pytest.approx(want, abs=1e-8), (fam, m)
+            for s, e in errs.items():
+                if e:
+                    share = sum(x <= want + 1e-12 for x in e) / len(e)
+                    assert share >= 0.9 and b["coverage"][s] == pytest.approx(share, abs=1e-6), (fam, m, s)
+            assert b["validated"] == (math.exp(want) <= 2.0), (fam, m)
 
 
-def test_band_quantile_agrees_with_numpy():
-    import numpy as np
-
-    xs = [0.3, 0.01, 0.2, 0.05, 0.12, 0.4, 0.07]
-    assert C._quantile(xs, 0.9) == pytest.approx(float(np.percentile(xs, 90)))
-    assert C._quantile(xs, 0.9) == pytest.approx(_quantile_by_hand(xs, 0.9))
-    assert math.isnan(C._quantile([], 0.9))
+def test_covering_band_by_hand():
+    errs = [0.3, 0.01, 0.2, 0.05, 0.12, 0.4, 0.07, 0.09, 0.11, 0.5]
+    assert C.covering(errs) == 0.4                                          # 9 of 10 inside
+    assert C.covering(errs[:7]) == 0.4                                      # ceil(6.3) = 7th smallest
+    assert C.coverage_of(errs, 0.2) == 0.7
 
 
-# --------------------------------------------------------------------------- leave one source out
+def test_time_split_date_is_the_median_date():
+    obs = C.family_observations("nvidia-blackwell")
+    dates = sorted(o.date for o in obs if o.date)
+    d = C.split_date(obs)
+    assert d == dates[len(dates) // 2]
+    assert any(x < d for x in dates) and any(x >= d for x in dates)
+
+
+# --------------------------------------------------------------------------- out-of-sample fits
 
 
 def test_out_of_source_prediction_is_a_fit_without_that_source(committed):
@@ -144,12 +168,12 @@ def test_out_of_source_prediction_is_a_fit_without_that_source(committed):
     rest = [o for o in obs if o.source != src]
     assert mine and len(rest) + len(mine) == len(obs)
     p = C.fit(rest, fam)
-    rows = {r["id"]: r for r in committed["families"][fam]["validation"]}
+    rows = {r["id"]: r for r in committed["families"][fam]["validation"] if r["split"] == "leave_one_source_out"}
     full = C.calibrated(fam)
     for o in mine:
         assert rows[o.id]["source"] == src
         out = C.predict_observation(o, p)
-        assert out == pytest.approx(rows[o.id]["predicted_out_of_source"], rel=1e-6), o.id
+        assert out == pytest.approx(rows[o.id]["predicted_out_of_sample"], rel=1e-6), o.id
         assert abs(math.log(out / C.predict_observation(o, full))) > 1e-4, o.id
 
 
@@ -159,10 +183,10 @@ def test_every_validation_row_was_fitted_without_its_source(refit):
     for fam, (full, v, _) in refit.items():
         obs = C.family_observations(fam)
         by_src = {}
-        for o, pred, _ in v.rows:
-            by_src.setdefault(o.source, []).append((o, pred))
+        for o, pred, _, split in v.rows:
+            if split == "leave_one_source_out":
+                by_src.setdefault(o.source, []).append((o, pred))
         assert set(by_src) == {o.source for o in obs}
-        # one source per family, the one with the most points (the fit most changed by leaving it out)
         src = max(by_src, key=lambda s: (len(by_src[s]), s))
         p = C.fit([o for o in obs if o.source != src], fam)
         assert p.as_tuple() != pytest.approx(full.as_tuple(), rel=1e-6)
@@ -170,10 +194,31 @@ def test_every_validation_row_was_fitted_without_its_source(refit):
             assert pred == pytest.approx(C.predict_observation(o, p), rel=1e-9)
 
 
+def test_time_split_rows_come_from_a_fit_on_earlier_figures(refit):
+    for fam, (_, v, _) in refit.items():
+        if v.split_date is None:
+            continue
+        obs = C.family_observations(fam)
+        p = C.fit([o for o in obs if o.date and o.date < v.split_date], fam)
+        rows = [(o, pred) for o, pred, _, s in v.rows if s == "time_split"]
+        assert rows and all(not o.date or o.date >= v.split_date for o, _ in rows)
+        for o, pred in rows:
+            assert pred == pytest.approx(C.predict_observation(o, p), rel=1e-9)
+
+
 def test_fit_needs_as_many_points_as_parameters():
     obs = C.family_observations("amd-cdna4")[:2]
-    with pytest.raises(ValueError, match="2 calibration points cannot fit 3 parameters"):
+    n = len(C.free_parameters(obs))
+    with pytest.raises(ValueError, match=f"2 calibration points cannot fit {n} parameters"):
         C.fit(obs, "amd-cdna4")
+
+
+def test_the_fallback_kernel_is_tied_without_a_run_that_used_it():
+    nv = C.family_observations("nvidia-blackwell")
+    assert all(o.prefill_attention == "fast" for o in nv)
+    assert "fallback_attention_efficiency" not in C.free_parameters(nv)
+    p = C.calibrated("nvidia-blackwell")
+    assert p.fallback_attention_efficiency == p.prefill_attention_efficiency
 
 
 def test_fitted_parameters_lie_within_bounds(refit):
@@ -194,10 +239,9 @@ def test_committed_hashes_are_the_inputs_bytes(committed):
 def test_fitted_reads_the_committed_fit(committed):
     data.clear_cache()
     for fam, f in committed["families"].items():
-        p, b = C.fitted(fam)
-        assert p.as_tuple() == (f["params"]["hbm_efficiency"], f["params"]["flop_efficiency"],
-                                f["params"]["layer_overhead_us"])
-        assert b == f["band_log"]
+        p, bands = C.fitted(fam)
+        assert p.as_tuple() == tuple(f["params"][k] for k in p.NAMES)
+        assert bands == {m: (b["band_log"] if b["validated"] else None) for m, b in f["bands"].items()}
     assert C.fitted_families() == ["amd-cdna4", "nvidia-blackwell"]
     with pytest.raises(data.DataError, match=r"^data/serving_fit\.yaml: no fit for family 'nvidia-hopper' "
                                              r"\(fitted: amd-cdna4, nvidia-blackwell\)$"):
@@ -254,21 +298,21 @@ def test_a_stale_fit_is_one_line_from_the_command(data_copy, tmp_path):
 def test_a_fit_of_another_model_version_is_refused(data_copy):
     f = data_copy / "serving_fit.yaml"
     text = f.read_text(encoding="utf-8")
-    assert text.count("model_version: '1'\n") == 1 and C.MODEL_VERSION == "1"
-    f.write_text(text.replace("model_version: '1'\n", "model_version: '0'\n"), encoding="utf-8")
+    assert text.count("model_version: '2'\n") == 1 and C.MODEL_VERSION == "2"
+    f.write_text(text.replace("model_version: '2'\n", "model_version: '1'\n"), encoding="utf-8")
     data.clear_cache()
     with pytest.raises(data.DataError) as ei:
         C.fitted("amd-cdna4")
     msg = str(ei.value)
-    assert "\n" not in msg and msg.startswith("data/serving_fit.yaml: made by serving model version '0'")
-    assert "this code is '1'" in msg
+    assert "\n" not in msg and msg.startswith("data/serving_fit.yaml: made by serving model version '1'")
+    assert "this code is '2'" in msg
 
 
 def test_code_of_another_model_version_refuses_the_committed_fit(monkeypatch):
-    monkeypatch.setattr(C, "MODEL_VERSION", "2")
+    monkeypatch.setattr(C, "MODEL_VERSION", "3")
     data.clear_cache()
     try:
-        with pytest.raises(data.DataError, match=r"version '1', this code is '2'"):
+        with pytest.raises(data.DataError, match=r"version '2', this code is '3'"):
             C.fitted_families()
     finally:
         data.clear_cache()

@@ -102,19 +102,49 @@ def test_weights_that_do_not_load():
 # --------------------------------------------------------------------------- band
 
 
-def test_band_gives_low_and_high(fit_yaml):
+def _bands(fit_yaml, family):
+    return {m: (b["band_log"] if b["validated"] else None) for m, b in fit_yaml["families"][family]["bands"].items()}
+
+
+def test_each_output_takes_its_metrics_band(fit_yaml):
+    """TTFT is judged by the TTFT band; tok/s, TPOT and the step by the decode band (the DSpark
+    band with speculation); a metric that is not validated gives no interval at all."""
     p = P.predict(CFG, MI355X, Workload(1024, 128, 8))
-    band = fit_yaml["families"]["amd-cdna4"]["band_log"]
-    assert p.family == "amd-cdna4" and p.band == band
-    assert p.validation_error == pytest.approx(math.exp(band) - 1)
+    bands = _bands(fit_yaml, "amd-cdna4")
+    assert p.family == "amd-cdna4" and p.bands == bands and p.band == bands["decode"]
     d = p.as_dict()
-    for k in ("tpot_ms", "ttft_ms", "itl_ms", "output_tok_s", "output_tok_s_per_node", "output_tok_s_per_gpu"):
-        v = getattr(p, k)
-        assert v > 0
-        assert p.low(v) == pytest.approx(v * math.exp(-band), rel=1e-12)
-        assert p.high(v) == pytest.approx(v * math.exp(band), rel=1e-12)
-        assert (d[k], d[f"{k}_low"], d[f"{k}_high"]) == (v, p.low(v), p.high(v))
-    assert d["band_log"] == band and d["validation_error"] == p.validation_error
+    for k, metric in (("tpot_ms", "decode"), ("ttft_ms", "ttft"), ("itl_ms", "decode"), ("output_tok_s", "decode")):
+        v, b = getattr(p, k), bands[metric]
+        assert v > 0 and p.band_of(k) == b
+        if b is None:
+            assert p.interval(k) is None and d[f"{k}_low"] is None
+        else:
+            assert p.interval(k) == pytest.approx((v * math.exp(-b), v * math.exp(b)), rel=1e-12)
+            assert (d[k], d[f"{k}_low"], d[f"{k}_high"]) == (v, *p.interval(k))
+    b = bands["decode"]
+    assert d["output_tok_s_per_gpu_low"] == pytest.approx(p.output_tok_s / 8 * math.exp(-b))
+    assert d["bands_log"] == bands
+    q = P.predict(CFG, MI355X, Workload(1024, 128, 8), Spec("dspark", 3.0))
+    assert q.band == bands["dspark"] and q.band_of("ttft_ms") == bands["ttft"]
+
+
+def test_the_acceptance_spread_widens_the_dspark_interval():
+    """A DSpark answer at the field's acceptance range spans the model at both ends, each widened
+    by the band: a low acceptance is slower, a high one faster."""
+    bands = {"decode": 0.1, "ttft": 0.2, "dspark": 0.3}
+    mid = P.predict(CFG, B300, Workload(1024, 400, 8), Spec("dspark", 3.0), accept_range=(2.0, 4.5))
+    ends = [P.predict(CFG, B300, Workload(1024, 400, 8), Spec("dspark", a)) for a in (2.0, 4.5)]
+    assert ends[0].output_tok_s < mid.output_tok_s < ends[1].output_tok_s
+    assert mid.spread["output_tok_s"] == pytest.approx((ends[0].output_tok_s, ends[1].output_tok_s))
+    assert mid.spread["tpot_ms"] == pytest.approx((ends[1].tpot_ms, ends[0].tpot_ms))
+    assert mid.accept_range == (2.0, 4.5)
+    if mid.band is not None:
+        lo, hi = mid.interval("output_tok_s")
+        assert lo == pytest.approx(ends[0].output_tok_s * math.exp(-mid.band))
+        assert hi == pytest.approx(ends[1].output_tok_s * math.exp(mid.band))
+    import dataclasses
+    fake = dataclasses.replace(mid, bands=bands)
+    assert fake.interval("tpot_ms") == pytest.approx((ends[1].tpot_ms * math.exp(-0.3), ends[0].tpot_ms * math.exp(0.3)))
 
 
 def test_per_node_and_per_gpu_rates():
@@ -129,7 +159,7 @@ def test_per_node_and_per_gpu_rates():
 def test_params_are_the_committed_fit(fit_yaml):
     p = P.predict(CFG, B300, Workload(1024, 400, 4))
     want = fit_yaml["families"]["nvidia-blackwell"]["params"]
-    assert p.params.as_tuple() == (want["hbm_efficiency"], want["flop_efficiency"], want["layer_overhead_us"])
+    assert p.params.as_tuple() == tuple(want[k] for k in p.params.NAMES)
 
 
 # --------------------------------------------------------------------------- the validated domain
@@ -195,7 +225,7 @@ def test_nearest_measurements_start_with_the_same_workload():
 def test_a_gpu_of_an_uncalibrated_family(fit_yaml, gpu, family):
     fams = yaml.safe_load((REPO / "data" / "serving_model.yaml").read_text(encoding="utf-8"))["families"]
     assert gpu in fams[family]["gpus"]
-    calibrated = [f for f, v in fit_yaml["families"].items() if v["band_log"] is not None]
+    calibrated = [f for f, v in fit_yaml["families"].items() if any(b["validated"] for b in v["bands"].values())]
     assert family not in calibrated
     with pytest.raises(P.NotCalibrated) as ei:
         P.predict(CFG, Deployment(gpu, 8, 8), Workload(1024, 128, 1))
@@ -255,7 +285,7 @@ BASE = ["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--input-len", "8192", "-
 
 JSON_KEYS = {
     "layout", "gpu", "family", "variants", "input_len", "output_len", "concurrency_asked", "concurrency",
-    "admitted_requests", "spec", "accept_len", "validation_error", "band_log", "in_validated_domain",
+    "admitted_requests", "spec", "accept_len", "accept_len_range", "bands_log", "validated", "in_validated_domain",
     "outside_validated_domain", "params", "nearest_measurements",
     *(f"{k}{s}" for k in ("tpot_ms", "ttft_ms", "itl_ms", "output_tok_s", "output_tok_s_per_node",
                           "output_tok_s_per_gpu") for s in ("", "_low", "_high")),
@@ -307,7 +337,9 @@ def _same(got: dict, p: P.Prediction):
     want = p.as_dict()
     assert set(got) == set(want) == JSON_KEYS
     for k, v in want.items():
-        if isinstance(v, float):
+        if k == "bands_log":
+            assert got[k] == pytest.approx(v, rel=1e-12) if None not in v.values() else got[k] == v
+        elif isinstance(v, float):
             assert got[k] == pytest.approx(v, rel=1e-12), k
         elif k == "params":
             assert got[k] == pytest.approx(v, rel=1e-12)

@@ -234,7 +234,9 @@ def rule_validated_model(claim, readings, in_domain: bool = True, claimed_value=
     ``[min p·e^-band, max p·e^band]``.
 
     - the question outside the model's validated domain (``in_domain`` False: a length,
-      concurrency or topology no public measurement covers) → ``not reproducible here``;
+      concurrency or topology no public measurement covers), or a reading whose band is None
+      (the metric is not validated: its out-of-sample error is unknown or wider than ×2)
+      → ``not reproducible here``;
     - the claim outside the span → ``discrepancy``, however wide the span (a claim outside even
       a wide band is flagged, never reported like one inside);
     - inside a span at most :data:`BAND_MAX_RATIO` wide → agrees (``consistent`` for a model);
@@ -246,6 +248,8 @@ def rule_validated_model(claim, readings, in_domain: bool = True, claimed_value=
     if not pts:
         raise ValueError(f"claim {claim.id}: rule validated_model needs at least one (predicted, band) reading")
     lows, highs = [], []
+    if any(b is None for _, b in pts):  # a metric the model is not validated on judges nothing
+        return "not reproducible here"
     for p, b in pts:
         p, b = _num("predicted", p), _num("band", b)
         if p <= 0 or b < 0:

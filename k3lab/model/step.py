@@ -104,6 +104,9 @@ class StepTerms:
     flops_experts: float
     comm_tokens: float
     pp_sends: int
+    #: of ``flops_dense``, the attention's (decode: absorbed MLA over the context; prefill: causal
+    #: MHA-form MLA): what runs in the attention kernel rather than a GEMM
+    flops_attention: float = 0.0
 
     @property
     def bytes_total(self) -> float:
@@ -205,11 +208,12 @@ def decode_terms(cfg: ModelConfig, dep, requests: float, context_tokens: float, 
                      tokens=float(tokens), passes=1, layers=len(layers), experts_touched_per_layer=experts,
                      bytes_weights=b_ne, bytes_experts=moe * experts * b_one, bytes_kv=b_kv, bytes_state=b_state,
                      flops_dense=tokens * (2 * ne / (tp * pp) + attn), flops_experts=tokens * 2 * ex / (tp * pp),
-                     comm_tokens=float(tokens), pp_sends=1 if pp > 1 else 0)
+                     comm_tokens=float(tokens), pp_sends=1 if pp > 1 else 0, flops_attention=tokens * attn)
 
 
 def prefill_terms(cfg: ModelConfig, dep, prompts: int, prompt_tokens: int, chunk_tokens: int, *,
-                  setting=None, routing: str = "uniform") -> StepTerms:
+                  setting=None, routing: str = "uniform", segments: tuple | None = None,
+                  absorbed_with_prefix: bool = False) -> StepTerms:
     """:class:`StepTerms` of prefilling ``prompts`` prompts of ``prompt_tokens`` tokens, packed
     into chunks of ``chunk_tokens`` (sglang's chunked prefill), on one GPU of the heaviest stage.
 
@@ -217,24 +221,41 @@ def prefill_terms(cfg: ModelConfig, dep, prompts: int, prompt_tokens: int, chunk
     tokens touch. FLOPs: 2 × active parameters per token ÷ (tp·pp) for every prompt token,
     plus causal MHA-form MLA attention per prompt (q/k ``qk_head_dim``, v ``v_head_dim``,
     ``heads/tp`` heads; :func:`k3lab.attention.attention_flops`) and the KDA state products.
-    Collectives: per layer per chunk, of the chunk's tokens."""
+    Collectives: per layer per chunk, of the chunk's tokens.
+
+    ``segments``: instead, ONE chunk holding these ``(prefix, tokens)`` pieces of prompts (a prompt
+    split over chunks attends over its earlier chunks' tokens: causal pairs bottom-right aligned);
+    ``prompts`` and ``prompt_tokens`` are then ignored but for the total. ``absorbed_with_prefix``:
+    a chunk in which any prompt continues from a cached prefix runs attention in absorbed MLA form
+    over the latent KV (per (query, key) pair and head 2·(2·kv_lora_rank + rope) FLOPs instead of
+    2·(qk_head_dim + v_head_dim)): what sglang's Triton backend does (0.5.16 and 0.5.23
+    ``models/deepseek_common/attention_backend_handler.py`` ``handle_attention_triton``: MHA only
+    for an extend batch whose prefix lengths sum to 0), unlike AITER's, which stays in MHA form
+    (``handle_attention_aiter``)."""
     from .flops import attention_flops
     from .sharding import Setting
 
     setting = Setting() if setting is None else setting
     tp, pp = dep.tp, dep.pp
     layers = _stage(cfg, tp, pp, setting)
-    total = prompts * prompt_tokens
-    chunks = max(1, -(-total // chunk_tokens))
+    heads = cfg.num_attention_heads // tp
+    mla = sum(1 for i in layers if (i + 1) in cfg.full_attn_layers)
+    kda = sum(1 for i in layers if (i + 1) in cfg.kda_layers)
+    if segments is None:
+        total = prompts * prompt_tokens
+        chunks = max(1, -(-total // chunk_tokens))
+        attn = prompts * mla * attention_flops(prompt_tokens, heads, cfg.qk_head_dim, cfg.v_head_dim)
+    else:
+        total, chunks = sum(n for _, n in segments), 1
+        qk, v = cfg.qk_head_dim, cfg.v_head_dim
+        if absorbed_with_prefix and any(p > 0 for p, _ in segments):
+            qk, v = cfg.kv_lora_rank + cfg.qk_rope_head_dim, cfg.kv_lora_rank
+        attn = mla * sum(attention_flops(n, heads, qk, v, kv_len=p + n) for p, n in segments)
     per_chunk = total / chunks
     moe = sum(1 for i in layers if i >= cfg.first_k_dense_replace)
     experts = expected_distinct_experts(per_chunk, cfg.num_experts, cfg.num_experts_per_token, routing)
     b_ne, b_one = rank_read_bytes(cfg, tp, pp, setting)
     ne, ex = _active_split(cfg)
-    mla = sum(1 for i in layers if (i + 1) in cfg.full_attn_layers)
-    kda = sum(1 for i in layers if (i + 1) in cfg.kda_layers)
-    heads = cfg.num_attention_heads // tp
-    attn = prompts * mla * attention_flops(prompt_tokens, heads, cfg.qk_head_dim, cfg.v_head_dim)
     kda_flops = total * kda * 2 * 2 * (cfg.linear_attn_num_heads / tp) * cfg.linear_attn_head_dim ** 2
     return StepTerms(kind="prefill", requests=float(prompts), tokens=float(total), passes=chunks,
                      layers=len(layers), experts_touched_per_layer=experts,
@@ -242,7 +263,7 @@ def prefill_terms(cfg: ModelConfig, dep, prompts: int, prompt_tokens: int, chunk
                      bytes_kv=0.0, bytes_state=0.0,
                      flops_dense=total * 2 * ne / (tp * pp) + attn + kda_flops,
                      flops_experts=total * 2 * ex / (tp * pp),
-                     comm_tokens=float(per_chunk), pp_sends=chunks if pp > 1 else 0)
+                     comm_tokens=float(per_chunk), pp_sends=chunks if pp > 1 else 0, flops_attention=attn)
 
 
 def draft_terms(cfg: ModelConfig, dep, requests: float, block_tokens: int, context_tokens: float,
@@ -276,4 +297,4 @@ def draft_terms(cfg: ModelConfig, dep, requests: float, block_tokens: int, conte
                      bytes_experts=0.0, bytes_kv=kv, bytes_state=0.0,
                      flops_dense=tokens * (w + lm_head) + attn,  # 2 FLOP per bf16 parameter (2 B)
                      flops_experts=0.0,
-                     comm_tokens=float(tokens), pp_sends=0)
+                     comm_tokens=float(tokens), pp_sends=0, flops_attention=attn)

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from .article import _DeploymentFields
-from .base import Count, Finite, Fraction, NonNegative, Num, Positive, PositiveInt, Text, _Doc, _Sourced
+from .base import Count, Finite, Fraction, NonNegative, NonNegativeInt, Num, Positive, PositiveInt, Text, _Doc, _Sourced
 
 
 # --------------------------------------------------------------------------- serving_model.yaml
@@ -71,48 +71,86 @@ class ServingModel(_Sourced):
 
 # --------------------------------------------------------------------------- serving_fit.yaml
 
+#: a share of points, 0 to 1
+Share = Annotated[float, Field(strict=True, ge=0, le=1, allow_inf_nan=False)]
+
 
 class FitParams(_Doc):
-    """One family's fitted parameters: fractions of peak HBM bandwidth and dense FLOP/s a
-    step achieves, and the fixed cost per layer per step (µs)."""
+    """One family's fitted parameters (:class:`k3lab.serving.model.FamilyParams`): fractions of
+    peak HBM bandwidth and FLOP/s kernels achieve, and fixed costs (µs per layer per pass, ms
+    per request)."""
 
     hbm_efficiency: Fraction
     flop_efficiency: Fraction
     layer_overhead_us: NonNegative
+    kv_efficiency: Fraction
+    prefill_attention_efficiency: Fraction
+    fallback_attention_efficiency: Fraction
+    request_overhead_ms: NonNegative
 
 
 class FitValidationRow(_Doc):
     id: Text
     source: Text
     gpu: Text
-    kind: Text
+    kind: Literal["output_tok_s", "tpot_ms", "itl_ms", "ttft_ms"]
+    metric: Literal["decode", "ttft", "dspark"]
+    split: Literal["leave_one_source_out", "time_split"]
     published: Positive
-    predicted_out_of_source: Positive
+    predicted_out_of_sample: Positive
     log_error: Finite
+
+
+class FitBand(_Doc):
+    """One metric's band: the log factor covering 90% of out-of-sample points on each split
+    (None without enough points), whether it is validated, why not, and per split the points
+    and the share inside."""
+
+    band_log: NonNegative | None
+    validated: bool
+    why_not: str
+    points: dict[Literal["leave_one_source_out", "time_split"], NonNegativeInt]
+    coverage: dict[Literal["leave_one_source_out", "time_split"], Share | None]
+
+    @model_validator(mode="after")
+    def _validated_has_band(self):
+        if self.validated and self.band_log is None:
+            raise ValueError("a validated metric needs a band_log")
+        if not self.validated and not self.why_not:
+            raise ValueError("a metric that is not validated needs why_not")
+        return self
 
 
 class FitFamily(_Doc):
     params: FitParams
-    band_log: NonNegative | None
+    fitted_parameters: list[Text]
     sources: PositiveInt
     calibration_points: PositiveInt
+    time_split_date: str | None
+    bands: dict[Literal["decode", "ttft", "dspark"], FitBand]
     validation: list[FitValidationRow]
 
 
 class FitObservation(_Doc):
     id: Text
     source: Text
+    date: str | None
     family: Text
     gpu: Text
     engine: Text
+    build: str
     layout: Text
+    variants: list[Text]
+    prefill_attention: Literal["fast", "fallback"]
     input_len: PositiveInt
     output_len: PositiveInt
     concurrency: PositiveInt
     spec: Text
     accept_len: Annotated[float, Field(strict=True, ge=1, allow_inf_nan=False)]
     kind: Text
+    metric: Literal["decode", "ttft", "dspark"]
     value: Positive
+    fitted: Positive
     normalisation: str
     spans_nodes: bool
 

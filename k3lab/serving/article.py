@@ -8,7 +8,7 @@ Each question is asked at the article's own workload (``data/article_table.yaml`
   sweep tries that the pools admit (:func:`k3lab.serving.predict.peak`; the article says
   "peaked"), or at the concurrency the article names (the MI355X's c64 after the fix); with and
   without DSpark, since the article says the fix raised the peak but not which rows ran it;
-  DSpark at the spread of acceptance lengths the field measured (:func:`accept_range`); the B200's
+  DSpark at the spread of acceptance lengths the field measured (:func:`k3lab.serving.field.accept_range`); the B200's
   two nodes under both readings of its ~195 Gb/s RoCE (a NIC per GPU, or one per node).
 - **speculative speed-ups** (S6, S7, :func:`spec_speedups`): DSpark over no DSpark at one
   request, and at each side's peak, on 8×MI355X; their band is the model's out-of-source error
@@ -34,29 +34,30 @@ from .predict import Prediction, peak, predict
 
 #: the article's ROCm setting: SGLANG_AITER_K3_OPT=1 (its 191 GiB per GPU, finding 1)
 ARTICLE_AMD_VARIANTS = ("aiter-k3-opt",)
-#: percentiles of the field's measured acceptance lengths that bound the DSpark readings
-ACCEPT_PERCENTILES = (0.1, 0.9)
-
-
 @dataclass(frozen=True)
 class Reading:
     """One way to read a claim, answered by the model: ``value`` in the claim's unit, ``band``
-    the validated error (log factor), ``in_domain`` whether the model is validated there."""
+    the validated error (log factor; None where the metric is not validated), ``in_domain``
+    whether the question lies where the model is validated."""
 
     label: str
     value: float
-    band: float
+    band: float | None
     in_domain: bool
     prediction: Prediction | None = None
     note: str = ""
 
     @property
+    def validated(self) -> bool:
+        return self.band is not None
+
+    @property
     def low(self) -> float:
-        return self.value * math.exp(-self.band)
+        return math.nan if self.band is None else self.value * math.exp(-self.band)
 
     @property
     def high(self) -> float:
-        return self.value * math.exp(self.band)
+        return math.nan if self.band is None else self.value * math.exp(self.band)
 
 
 def variants_for(dep: Deployment) -> tuple:
@@ -64,25 +65,8 @@ def variants_for(dep: Deployment) -> tuple:
     return ARTICLE_AMD_VARIANTS if dep.gpu_spec.vendor == "amd" else ()
 
 
-def _quantile(xs, q):
-    s = sorted(xs)
-    k = (len(s) - 1) * q
-    lo, hi = math.floor(k), math.ceil(k)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
-
-
-def accept_range() -> tuple[float, float, int]:
-    """(low, high, runs): the 10th and 90th percentiles of the DSpark acceptance lengths public
-    Kimi K3 runs measured (:func:`k3lab.serving.field.accept_lengths`); the article states none."""
-    vals = [v for _, v in field.accept_lengths()]
-    if not vals:
-        raise data.DataError("data/public_measurements.yaml: no measured DSpark acceptance length")
-    lo, hi = (_quantile(vals, q) for q in ACCEPT_PERCENTILES)
-    return max(1.0, lo), hi, len(vals)
-
-
 def _spec_settings():
-    lo, hi, _ = accept_range()
+    _, lo, hi, _ = field.accept_range()
     return [("no DSpark", NO_SPEC), (f"DSpark τ={lo:.2f}", Spec("dspark", round(lo, 2))),
             (f"DSpark τ={hi:.2f}", Spec("dspark", round(hi, 2)))]
 
@@ -119,10 +103,11 @@ def table_readings(row_id: str, per: str) -> list[Reading]:
 
 def ratio_band() -> tuple[float | None, int]:
     """(band, pairs): the 90th percentile of the out-of-source error on public DSpark / no-DSpark
-    ratios — pairs of one GPU, layout, workload, concurrency and kind, with and without DSpark,
+    ratios (the smallest band covering 90% of them, :func:`k3lab.serving.calibration.covering`) — pairs of one GPU, layout, workload, concurrency and kind, with and without DSpark,
     each predicted by the fit that left its own source out (every family pooled: the ratio
     tests the draft and verify terms, which all families share). None without such a pair."""
-    rows = {r.id: r for f in calibration.fitted_families() for r in calibration.fitted_validation(f)}
+    rows = {r.id: r for f in calibration.fitted_families() for r in calibration.fitted_validation(f)
+            if r.split == calibration.SPLITS[0]}
     obs = {o.id: o for o in calibration.fitted_observations()}
     key = lambda o: (o.gpu, o.layout, o.input_len, o.output_len, o.concurrency, o.kind)
     spec = {key(o): o for o in obs.values() if o.spec != "none"}
@@ -134,7 +119,7 @@ def ratio_band() -> tuple[float | None, int]:
         errs.append(abs(rows[s.id].log_error - rows[o.id].log_error))
     if not errs:
         return None, 0
-    return _quantile(errs, 0.9), len(errs)
+    return calibration.covering(errs), len(errs)
 
 
 def _article_mi355x():
@@ -166,7 +151,7 @@ def spec_speedups() -> dict:
     admitted concurrency), lists of (τ, factor) and (τ, factor, concurrency); ``band``
     (:func:`ratio_band`), ``pairs``, ``accept`` (low, high, runs), ``implied_single`` (the τ that
     gives the article's 2.2×), ``base_peak_concurrency`` (the no-DSpark peak's)."""
-    lo, hi, n = accept_range()
+    _, lo, hi, n = field.accept_range()
     rows, base_pk = _speedups((round(lo, 2), round(hi, 2)))
     band, pairs = ratio_band()
     return {"single": [(r["tau"], r["single"]) for r in rows],
@@ -193,12 +178,14 @@ def implied_accept(speedup: float) -> float | None:
     return (a + b) / 2
 
 
-def prefill_question(context_tokens: int, row_id: str = "mi355x_tp8") -> Prediction:
+def prefill_question(context_tokens: int, row_id: str = "mi355x_tp8", prefill_attention: str = "fast") -> Prediction:
     """The model at one cold prefill of ``context_tokens`` on a row of the article's table
     (default 8×MI355X TP8, with K3_OPT), one output token: its TTFT and what lies outside the
-    validated domain."""
+    validated domain. ``prefill_attention``: ``fast`` (AITER's MLA prefill, after the article's
+    fix) or ``fallback`` (the Triton extend-attention before it)."""
     dep = article_table()[row_id].deployment
-    return predict(load_model("kimi-k3"), dep, Workload(context_tokens, 1, 1), NO_SPEC, variants_for(dep))
+    return predict(load_model("kimi-k3"), dep, Workload(context_tokens, 1, 1), NO_SPEC, variants_for(dep),
+                   prefill_attention=prefill_attention)
 
 
 def speedup_curve(taus) -> list[dict]:

@@ -9,12 +9,14 @@ Exit status 0; 2 with one line for a bad argument or a question the model cannot
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 
 from ..cli_parser import OneLineParser
 from ..model.sharding import VARIANTS
 from ..specs import Deployment, known_gpus, load_model, parse_layout
+from . import field
 from .model import SPEC_ALGORITHMS, Spec, Workload
 from .predict import Prediction, predict
 
@@ -41,7 +43,8 @@ def _parser() -> OneLineParser:
     ap.add_argument("--concurrency", type=int, required=True, help="requests in flight (whole deployment)")
     ap.add_argument("--spec", default="none", choices=SPEC_ALGORITHMS, help="speculative decoding (default none)")
     ap.add_argument("--accept-len", type=float, default=None,
-                    help="tokens emitted per verify step with --spec dspark (1 to 8)")
+                    help="tokens emitted per verify step with --spec dspark (1 to 8); default: the median of the "
+                         "acceptance lengths public Kimi K3 runs measured, the band spanning their 10th-90th percentiles")
     ap.add_argument("--kv-dtype", default="bf16", choices=("bf16", "fp8"))
     ap.add_argument("--json", action="store_true", help="print JSON")
     return ap
@@ -68,41 +71,56 @@ def _deployment(args) -> tuple[Deployment, tuple]:
     return Deployment(args.gpu.lower(), args.gpus, args.tp, args.pp, dcp=args.dcp), variants
 
 
-def _spec(args) -> Spec:
+def _spec(args) -> tuple[Spec, tuple | None, str]:
+    """(the speculative setting, the acceptance range its answer spans, how it was chosen)."""
     if args.spec == "none":
         if args.accept_len is not None:
             raise ValueError("--accept-len needs --spec dspark")
-        return Spec()
-    if args.accept_len is None:
-        raise ValueError("--spec dspark needs --accept-len (tokens emitted per verify step)")
-    return Spec(args.spec, args.accept_len)
+        return Spec(), None, ""
+    if args.accept_len is not None:
+        return Spec(args.spec, args.accept_len), None, f"{args.accept_len:g} tokens per verify step (--accept-len)"
+    mid, lo, hi, n = field.accept_range()
+    return (Spec(args.spec, mid), (lo, hi),
+            f"{mid:g} tokens per verify step, the median of {n} public Kimi K3 runs (band spans their "
+            f"10th-90th percentiles, {lo:g}-{hi:g}; --accept-len sets one)")
 
 
-def format_prediction(p: Prediction) -> str:
-    """The human-readable answer: header naming the settings, a table with bands, nearest points."""
-    pct = f"±{p.validation_error:.0%}"
+def format_prediction(p: Prediction, accept_note: str = "") -> str:
+    """The human-readable answer: header naming the settings, a table with bands (or "not
+    validated" for a metric without a usable band), the domain caveat, nearest points."""
+    def band_word(kind):
+        b = p.band_of(kind)
+        return "not validated" if b is None else f"±{math.expm1(b):.0%}"
+
     head = [f"kimi-k3 on {p.layout} — sglang settings: {', '.join(p.variants) or 'defaults'}",
             f"  workload: {p.input_len:,} in / {p.output_len:,} out, concurrency {p.concurrency:,}"
             + (f" (asked {p.concurrency_asked:,}; the pools admit {p.admitted:,})" if p.concurrency < p.concurrency_asked
                else f" (the pools admit {p.admitted:,})")
-            + (f", DSpark with {p.accept_len:g} tokens per verify step" if p.spec != "none" else ", no speculative decoding"),
-            f"  serving model of family {p.family}; band = its out-of-source validation error ({pct}, 90th percentile)",
-            ""]
-    rows = [("output tok/s, deployment", p.output_tok_s, "{:,.0f}"),
-            ("output tok/s per node", p.output_tok_s_per_node, "{:,.0f}"),
-            ("output tok/s per GPU", p.output_tok_s_per_gpu, "{:,.1f}"),
-            ("TPOT (ms)", p.tpot_ms, "{:,.1f}"), ("TTFT (ms)", p.ttft_ms, "{:,.0f}"),
-            ("decode step (ms)", p.itl_ms, "{:,.1f}")]
+            + (f", DSpark at {accept_note}" if p.spec_on else ", no speculative decoding"),
+            f"  serving model of family {p.family}; bands = out-of-sample error covering 90% of public runs "
+            f"the fit did not see: {'DSpark' if p.spec_on else 'decode'} {band_word('output_tok_s')}, "
+            f"TTFT {band_word('ttft_ms')}"]
+    if not p.in_domain:
+        head.append("  OUTSIDE THE VALIDATED DOMAIN (the bands say nothing here): " + "; ".join(p.outside))
+    head.append("")
+    rows = [("output tok/s, deployment", "output_tok_s", 1.0, "{:,.0f}"),
+            ("output tok/s per node", "output_tok_s", 1 / p.num_nodes, "{:,.0f}"),
+            ("output tok/s per GPU", "output_tok_s", 1 / p.num_gpus, "{:,.1f}"),
+            ("TPOT (ms)", "tpot_ms", 1.0, "{:,.1f}"), ("TTFT (ms)", "ttft_ms", 1.0, "{:,.0f}"),
+            ("decode step (ms)", "itl_ms", 1.0, "{:,.1f}")]
     body = [f"  {'':<26}{'predicted':>11}  {'band':>21}"]
-    for name, v, fmt in rows:
-        band = f"{fmt.format(p.low(v))} – {fmt.format(p.high(v))}"
-        body.append(f"  {name:<26}{fmt.format(v):>11}  {band:>21}")
+    for name, kind, sc, fmt in rows:
+        iv = p.interval(kind, sc)
+        band = "not validated" if iv is None else f"{fmt.format(iv[0])} – {fmt.format(iv[1])}"
+        body.append(f"  {name:<26}{fmt.format(getattr(p, kind) * sc):>11}  {band:>21}")
     near = ["", "  nearest public measurements (same family):"]
     for n in p.nearest:
         near.append(f"    {n['id']}  {n['gpu'].upper()} {n['layout']}  {n['workload']}  {n['kind']} {n['value']:,.1f}")
     pr = p.params
-    tail = ["", f"  A model, not a measurement: HBM at {pr.hbm_efficiency:.0%} of peak, dense FLOP/s at "
-                f"{pr.flop_efficiency:.0%}, {pr.layer_overhead_us:.0f} µs per layer per pass (fitted on public data)."]
+    tail = ["", f"  A model, not a measurement: weights stream at {pr.hbm_efficiency:.0%} of peak HBM bandwidth, "
+                f"GEMMs at {pr.flop_efficiency:.0%} of peak FLOP/s, decode attention reads KV at {pr.kv_efficiency:.0%}, "
+                f"{pr.layer_overhead_us:.0f} µs per layer per pass, {pr.request_overhead_ms:.0f} ms per request "
+                f"(fitted on public data; means of a closed-loop benchmark, no percentiles)."]
     return "\n".join(head + body + near + tail)
 
 
@@ -117,14 +135,15 @@ def cli_main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(variants) - set(VARIANTS))
         if unknown:
             raise ValueError(f"unknown variant(s) {unknown}; known: {', '.join(VARIANTS)}")
-        spec = _spec(args)
+        spec, accept, accept_note = _spec(args)
         work = Workload(args.input_len, args.output_len, args.concurrency)
-        p = predict(load_model(args.model), dep, work, spec, variants, args.kv_dtype)
+        p = predict(load_model(args.model), dep, work, spec, variants, args.kv_dtype, accept_range=accept)
     except ValueError as e:
         print(f"k3lab predict: error: {e}", file=sys.stderr)
         return 2
     try:
-        print(json.dumps(p.as_dict(), indent=2, sort_keys=True) if args.json else format_prediction(p), flush=True)
+        print(json.dumps(p.as_dict(), indent=2, sort_keys=True) if args.json else format_prediction(p, accept_note),
+              flush=True)
     except BrokenPipeError:  # `| head`: the reader has what it wanted (Python's documented recipe)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

@@ -43,6 +43,28 @@ def accept_lengths(max_input_len: int = 16384) -> list[tuple[str, float]]:
     return sorted(out.values(), key=lambda x: (x[1], x[0]))
 
 
+#: percentiles of the field's measured acceptance lengths that bound a DSpark question
+ACCEPT_PERCENTILES = (0.1, 0.9)
+
+
+def _quantile(xs, q):
+    s = sorted(xs)
+    k = (len(s) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def accept_range() -> tuple[float, float, float, int]:
+    """(median, low, high, runs): the median and the 10th / 90th percentiles of the DSpark
+    acceptance lengths public Kimi K3 runs measured (:func:`accept_lengths`), rounded to 0.01
+    token: what a DSpark question uses when it states none (the article states none either)."""
+    vals = [v for _, v in accept_lengths()]
+    if not vals:
+        raise data.DataError("data/public_measurements.yaml: no measured DSpark acceptance length")
+    mid, lo, hi = (round(_quantile(vals, q), 2) for q in (0.5, *ACCEPT_PERCENTILES))
+    return mid, max(1.0, lo), hi, len(vals)
+
+
 def figure(measurement_id: str):
     """One public measurement by id (a validated entry of ``data/public_measurements.yaml``);
     DataError naming the file when no entry has that id."""

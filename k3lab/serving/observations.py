@@ -42,6 +42,16 @@ KINDS = ("output_tok_s", "tpot_ms", "itl_ms", "ttft_ms")
 FITTED_KINDS = KINDS
 WORKLOAD_FIELDS = ("gpu", "num_gpus", "tp", "input_len", "output_len", "concurrency", "metric", "scope", "spec")
 TAIL_STATISTICS = ("p90", "p95", "p99", "max", "min")
+#: what the model is validated on, each with its own band: decode speed without speculation (TPOT,
+#: ITL, output tok/s), time to first token (any speculative setting), and speed with DSpark
+METRICS = ("decode", "ttft", "dspark")
+
+
+def metric_of(kind: str, spec_on: bool) -> str:
+    """The :data:`METRICS` group of a model output ``kind`` (:data:`KINDS`)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown model output {kind!r}; known: {', '.join(KINDS)}")
+    return "ttft" if kind == "ttft_ms" else ("dspark" if spec_on else "decode")
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,17 @@ class Observation:
     value: float
     variants: tuple = ()
     normalisation: str = ""
+    #: the figure's date (YYYY-MM-DD or coarser; the source's where the entry has none), or None
+    date: str | None = None
+    #: the MLA prefill attention kernel the run used (:data:`k3lab.serving.model.PREFILL_ATTENTION`)
+    prefill_attention: str = "fast"
+    #: the engine build the source states (image tag, release, commit), verbatim
+    build: str = ""
+
+    @property
+    def metric(self) -> str:
+        """The validation metric the figure belongs to (:data:`METRICS`)."""
+        return metric_of(self.kind, self.spec.on)
 
 
 @dataclass(frozen=True)
@@ -153,8 +174,20 @@ def normalise(m) -> Observation | Excluded:
         return out(str(e))
     kind, value, how = _to_model_units(m, dep)
     kv = "fp8" if (m.kv_dtype or "bf16").startswith("fp8") else "bf16"
+    src = data.load("public_measurements").sources[m.source]
     return Observation(m.id, m.source, fam, m.gpu, m.engine, dep, work, spec, kv, kind, value,
-                       _variants(m), how)
+                       _variants(m), how, date=m.date or src.date, prefill_attention=_prefill_attention(m),
+                       build=m.engine_version or "")
+
+
+def _prefill_attention(m) -> str:
+    """The MLA prefill attention kernel of a run: ``fallback`` where an AMD run states the Triton
+    backend for the target (``--attention-backend triton``: sglang's generic extend-attention,
+    which AMD's Day-0 recipes chose while AITER's MLA prefill refused 12 heads per rank), else
+    ``fast``. A backend stated only for the draft model does not count."""
+    b = (m.attention_backend or "").strip().lower()
+    amd = data.load("hardware").gpus[m.gpu].vendor == "amd"
+    return "fallback" if amd and b.startswith("triton") else "fast"
 
 
 def _to_model_units(m, dep: Deployment) -> tuple[str, float, str]:

@@ -18,7 +18,7 @@ from .. import data, memory
 from ..specs import Deployment, ModelConfig
 from . import calibration
 from .model import NO_SPEC, FamilyParams, Spec, Workload, benchmark
-from .observations import family_of
+from .observations import family_of, metric_of
 
 #: concurrencies a benchmark sweep tries (powers of two and the article's c24 / c48 / c96)
 SWEEP = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
@@ -52,11 +52,22 @@ def admission(cfg: ModelConfig, dep: Deployment, context_tokens: int, spec: Spec
     return Admission(dep.replicas * min(p.max_running_requests, kv), p.max_running_requests, kv, dep.replicas, var)
 
 
+#: which band a model output is judged by (:data:`k3lab.serving.observations.METRICS`)
+def metric_for(kind: str, spec_on: bool) -> str:
+    """The validation metric of a model output ``kind`` (``output_tok_s``, ``tpot_ms``,
+    ``itl_ms``, ``ttft_ms``): TTFT its own, the rest decode or DSpark by the speculative setting."""
+    return metric_of("tpot_ms" if kind == "itl_ms" else kind, spec_on)
+
+
 @dataclass(frozen=True)
 class Prediction:
     """The model's answer (see the module docstring). Times in ms; tok/s of output tokens.
-    ``band``: the family's validated error as a factor's log, the values' ``_low`` / ``_high``
-    are ``value · e^∓band``; ``validation_error`` the same as a fraction (e^band − 1)."""
+
+    ``bands``: per validation metric (decode, TTFT, DSpark) the family's validated error as a
+    factor's log, or None where that metric is not validated (then no interval is given and no
+    verdict or price may use the value). ``spread``: per output kind, the (low, high) of the
+    central value over the acceptance lengths the DSpark question spans (empty without one).
+    :meth:`interval` combines both."""
 
     layout: str
     gpu: str
@@ -75,10 +86,14 @@ class Prediction:
     output_tok_s: float
     num_gpus: int
     num_nodes: int
-    band: float
+    bands: dict
     params: FamilyParams
     nearest: tuple = field(default=())
     outside: tuple = field(default=())
+    spread: dict = field(default_factory=dict)
+    accept_range: tuple = field(default=())
+
+    KINDS = ("output_tok_s", "tpot_ms", "ttft_ms", "itl_ms")
 
     @property
     def in_domain(self) -> bool:
@@ -87,8 +102,24 @@ class Prediction:
         return not self.outside
 
     @property
-    def validation_error(self) -> float:
-        return math.expm1(self.band)
+    def spec_on(self) -> bool:
+        return self.spec != "none"
+
+    def band_of(self, kind: str) -> float | None:
+        """The log band ``kind`` is judged by, or None where its metric is not validated."""
+        return self.bands.get(metric_for(kind, self.spec_on))
+
+    @property
+    def band(self) -> float | None:
+        """The band of the throughput and TPOT (decode, or DSpark with speculation)."""
+        return self.band_of("output_tok_s")
+
+    def validated(self, kind: str = "output_tok_s") -> bool:
+        return self.band_of(kind) is not None
+
+    @property
+    def validation_error(self) -> float | None:
+        return None if self.band is None else math.expm1(self.band)
 
     @property
     def output_tok_s_per_node(self) -> float:
@@ -98,29 +129,38 @@ class Prediction:
     def output_tok_s_per_gpu(self) -> float:
         return self.output_tok_s / self.num_gpus
 
-    def low(self, v: float) -> float:
-        return v * math.exp(-self.band)
-
-    def high(self, v: float) -> float:
-        return v * math.exp(self.band)
+    def interval(self, kind: str, scale: float = 1.0) -> tuple[float, float] | None:
+        """(low, high) of output ``kind`` × ``scale`` (e.g. 1 / GPUs for tok/s per GPU): the spread
+        over the acceptance lengths widened by the metric's band; None where not validated."""
+        b = self.band_of(kind)
+        if b is None:
+            return None
+        v = getattr(self, kind)
+        lo, hi = self.spread.get(kind, (v, v))
+        return min(lo, v) * scale * math.exp(-b), max(hi, v) * scale * math.exp(b)
 
     def as_dict(self) -> dict:
         d = {"layout": self.layout, "gpu": self.gpu, "family": self.family, "variants": list(self.variants),
              "input_len": self.input_len, "output_len": self.output_len,
              "concurrency_asked": self.concurrency_asked, "concurrency": self.concurrency,
              "admitted_requests": self.admitted, "spec": self.spec, "accept_len": self.accept_len,
-             "validation_error": self.validation_error, "band_log": self.band,
+             "accept_len_range": list(self.accept_range),
+             "bands_log": dict(self.bands), "validated": {k: self.validated(k) for k in self.KINDS},
              "in_validated_domain": self.in_domain, "outside_validated_domain": list(self.outside),
              "params": {k: getattr(self.params, k) for k in FamilyParams.NAMES}}
+        per = {"output_tok_s": ("output_tok_s", 1.0), "output_tok_s_per_node": ("output_tok_s", 1 / self.num_nodes),
+               "output_tok_s_per_gpu": ("output_tok_s", 1 / self.num_gpus)}
         for k in ("tpot_ms", "ttft_ms", "itl_ms", "output_tok_s", "output_tok_s_per_node", "output_tok_s_per_gpu"):
-            v = getattr(self, k)
-            d[k], d[f"{k}_low"], d[f"{k}_high"] = v, self.low(v), self.high(v)
+            kind, sc = per.get(k, (k, 1.0))
+            iv = self.interval(kind, sc)
+            d[k] = getattr(self, k)
+            d[f"{k}_low"], d[f"{k}_high"] = (None, None) if iv is None else iv
         d["nearest_measurements"] = [dict(n) for n in self.nearest]
         return d
 
 
-def family_params(gpu: str) -> tuple[str, FamilyParams, float]:
-    """(family, fitted parameters, band) for a GPU from the committed fit
+def family_params(gpu: str) -> tuple[str, FamilyParams, dict]:
+    """(family, fitted parameters, bands per metric) for a GPU from the committed fit
     (:func:`k3lab.serving.calibration.fitted`); :class:`NotCalibrated` when its family has no
     validated fit."""
     fam = family_of(gpu)
@@ -180,29 +220,47 @@ def spans_nodes(dep: Deployment) -> bool:
 
 
 def predict(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_SPEC, variants=(),
-            kv_dtype: str = "bf16", mem_fraction: float = 0.9, nics_per_node: int | None = None) -> Prediction:
+            kv_dtype: str = "bf16", mem_fraction: float = 0.9, nics_per_node: int | None = None,
+            accept_range: tuple[float, float] | None = None, prefill_attention: str = "fast") -> Prediction:
     """The model at ``work`` (see the module docstring). A concurrency above what the pools
     admit is lowered to it (``concurrency`` < ``concurrency_asked``); ValueError when not one
-    request fits."""
-    fam, params, band = family_params(dep.gpu)
+    request fits. ``accept_range``: with DSpark, the (low, high) acceptance lengths the answer's
+    intervals must span (the model runs at each; ``spec.accept_len`` stays the central value).
+    ``prefill_attention``: ``fast`` (sglang's default kernels today) or ``fallback`` (finding 3's
+    Triton fallback on ROCm)."""
+    fam, params, bands = family_params(dep.gpu)
     adm = admission(cfg, dep, work.input_len + work.output_len, spec, variants, kv_dtype, mem_fraction)
     if adm.requests < 1:
         raise ValueError(f"{dep.label}: not one {work.input_len + work.output_len:,}-token request fits "
                          f"(weights {'do not load' if adm.max_running_requests_per_replica == 0 else 'load, pools hold none'})")
     w = Workload(work.input_len, work.output_len, min(work.concurrency, adm.requests))
-    t = benchmark(cfg, dep, w, params, spec, variants, kv_dtype, nics_per_node)
+
+    def run(s):
+        return benchmark(cfg, dep, w, params, s, variants, kv_dtype, nics_per_node, prefill_attention)
+
+    t = run(spec)
+    spread, rng = {}, ()
+    if spec.on and accept_range:
+        lo, hi = sorted(float(a) for a in accept_range)
+        ends = [run(Spec(spec.algorithm, a)) for a in (lo, hi)]
+        for kind, get in (("output_tok_s", lambda x: x.output_tok_s), ("tpot_ms", lambda x: x.tpot_s * 1e3),
+                          ("itl_ms", lambda x: x.step_s * 1e3), ("ttft_ms", lambda x: x.ttft_s * 1e3)):
+            vals = [get(x) for x in ends]
+            spread[kind] = (min(vals), max(vals))
+        rng = (lo, hi)
     return Prediction(layout=dep.label, gpu=dep.gpu, family=fam, variants=tuple(variants),
                       input_len=w.input_len, output_len=w.output_len, concurrency_asked=work.concurrency,
                       concurrency=w.concurrency, admitted=adm.requests, spec=spec.algorithm,
                       accept_len=spec.accept_len, tpot_ms=t.tpot_s * 1e3, ttft_ms=t.ttft_s * 1e3,
                       itl_ms=t.step_s * 1e3, output_tok_s=t.output_tok_s, num_gpus=dep.num_gpus,
-                      num_nodes=dep.num_nodes, band=band, params=params, nearest=nearest(dep.gpu, w, spec),
-                      outside=domain_gaps(dep.gpu, dep, w))
+                      num_nodes=dep.num_nodes, bands=dict(bands), params=params, nearest=nearest(dep.gpu, w, spec),
+                      outside=domain_gaps(dep.gpu, dep, w), spread=spread, accept_range=rng)
 
 
 def curve(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, spec: Spec = NO_SPEC,
           variants=(), concurrencies=SWEEP, kv_dtype: str = "bf16", mem_fraction: float = 0.9,
-          nics_per_node: int | None = None, max_running: int | None = None) -> list[Prediction]:
+          nics_per_node: int | None = None, max_running: int | None = None,
+          accept_range: tuple[float, float] | None = None, prefill_attention: str = "fast") -> list[Prediction]:
     """:func:`predict` at each concurrency of ``concurrencies`` the pools admit (the first one
     above the admission limit is replaced by the limit itself). ``max_running``: a lower cap on
     requests in flight (whole deployment), e.g. what a state-pool setting leaves."""
@@ -210,8 +268,8 @@ def curve(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, sp
     limit = adm.requests if max_running is None else min(adm.requests, data.check_count("max_running", max_running))
     over = limit and any(c > limit for c in concurrencies)  # the first one above the limit becomes the limit
     cs = sorted({c for c in concurrencies if c <= limit} | ({limit} if over else set()))
-    return [predict(cfg, dep, Workload(input_len, output_len, c), spec, variants, kv_dtype, mem_fraction, nics_per_node)
-            for c in cs]
+    return [predict(cfg, dep, Workload(input_len, output_len, c), spec, variants, kv_dtype, mem_fraction, nics_per_node,
+                    accept_range, prefill_attention) for c in cs]
 
 
 def peak(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, spec: Spec = NO_SPEC,
