@@ -1,6 +1,6 @@
 """The GPU benchmark of findings 2 and 3 (issue 32): one prepared command for a lent GPU.
 
-    python benchmarks/gpu/run.py                          # --device cuda: the full sweep, ~3-5 min on an H200
+    python benchmarks/gpu/run.py                          # --device cuda: the full sweep, sized for ~8 min on an H200
     python benchmarks/gpu/run.py --device cpu --quick     # the same path on a CPU, tiny shapes, seconds
 
 Writes ``gpu_bench_{prefill,decode,renorm,kernels}.csv`` and ``gpu_bench.meta.json`` into

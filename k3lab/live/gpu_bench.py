@@ -1,6 +1,6 @@
 """The GPU benchmark (issue 32): findings 2 and 3 measured on an accelerator, one prepared command.
 
-    python benchmarks/gpu/run.py --device cuda            # H200: ~3-5 min, writes data/measured/nvidia-h200/
+    python benchmarks/gpu/run.py --device cuda            # sized for ~8 min on an H200 (not yet run on one)
     python benchmarks/gpu/run.py --device cpu --quick     # the same path on a CPU, tiny shapes, seconds
 
 Sections (each its own CSV; :mod:`k3lab.schemas.gpu_bench` checks them): ``prefill``
