@@ -19,8 +19,10 @@ it is cached); a CSV table → a pandas DataFrame of the converted rows (a copy)
 stream → its list of records. Consumers trust these and do not check them again.
 
 :func:`read` checks a file of a known kind at any path (a live run's fresh measurement)
-the same way; :func:`check_all` loads every input (``reproduce`` does it before any
-notebook runs). Files under ``data/`` that are not inputs are listed in :data:`NOT_INPUTS`.
+the same way, :func:`read_measured` a file by its schema alone (the GPU benchmark's folders,
+named by the device that wrote them, are found under ``measured/`` and registered here);
+:func:`check_all` loads every input (``reproduce`` does it before any notebook runs). Files
+under ``data/`` that are not inputs are listed in :data:`NOT_INPUTS`.
 """
 
 from __future__ import annotations
@@ -35,12 +37,13 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from . import readers
-from .paths import REPO_ROOT, data_dir
+from .paths import DATA_DIR, REPO_ROOT, data_dir
 from .readers import DataError  # noqa: F401  (the loader's error, raised by every step)
 from .schemas import (METHODS, PRICE_KINDS, PRICE_UNIT, ArticlePrefill, ArticleTable, Claims,  # noqa: F401
                       DraftModel, Hardware, Prices, PublicMeasurements, ServingFit, ServingModel, ServingRules,
                       Sharding, StartupLogs, StorageOverrides, UpstreamChanges)
 from .schemas.files import JsonFile, Lines, Table, adapter
+from .schemas.gpu_bench import committed as gpu_bench_files
 from .schemas.measured import AttentionHeads, BenchServing, Meta, TopkRenorm, TopkTies
 from .schemas.model import ModelConfigFile
 from .schemas.transcripts import AiterProbe, RankBytes, ReleaseMatrix, TopkRepro
@@ -84,6 +87,8 @@ SCHEMAS: dict[str, tuple[str, type]] = {
     "sglang_k3_rank_bytes": (f"{MEASURED}/sglang_0523_k3_rank_bytes.json", RankBytes),
     "sglang_k3_rank_bytes_meta": (f"{MEASURED}/sglang_0523_k3_rank_bytes.meta.json", Meta),
 }
+# the GPU benchmark's runs (benchmarks/gpu/run.py), one folder per device kind: found, not listed
+SCHEMAS.update(gpu_bench_files(DATA_DIR / "measured"))
 
 #: files under ``data/`` that k3lab never reads, and why
 NOT_INPUTS: dict[str, str] = {
@@ -169,6 +174,10 @@ def validate(name: str, doc: Any, where: str | None = None):
             return schema.model_validate(doc)
         except ValidationError as e:
             raise _first_error(where, e, doc) from None
+    return _check_json(schema, doc, where)
+
+
+def _check_json(schema: type[JsonFile], doc: Any, where: str):
     try:
         adapter(schema.schema).validate_python(doc)
     except ValidationError as e:
@@ -181,7 +190,12 @@ def validate(name: str, doc: Any, where: str | None = None):
 
 
 def _cell(value: str, hint, where: str, col: str):
-    """One CSV cell → the type its column declares (int, float, bool, str)."""
+    """One CSV cell → the type its column declares (int, float, bool, str); ``n/a`` → None
+    where the column allows None (``X | None``)."""
+    if type(None) in typing.get_args(hint):
+        if value == "n/a":
+            return None
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
     base = typing.get_origin(hint) is typing.Annotated and typing.get_args(hint)[0] or hint
     try:
         if base is bool:
@@ -223,7 +237,8 @@ def _read_table(schema: type[Table], path, where: str):
         schema.check(rows)
     except ValueError as e:
         raise _rule(where, e) from None
-    return pd.DataFrame([r for _, r in rows], columns=cols)
+    # None ("n/a") as pandas reads it: a missing value
+    return pd.DataFrame([{c: (math.nan if v is None else v) for c, v in r.items()} for _, r in rows], columns=cols)
 
 
 def read(name: str, path=None):
@@ -243,6 +258,15 @@ def read(name: str, path=None):
     if issubclass(schema, JsonFile):
         return validate(name, readers.read_json(path, where, schema.allow_infinity), where)
     raise TypeError(f"SCHEMAS[{name!r}]: unknown schema kind {schema!r}")
+
+
+def read_measured(schema: type, path):
+    """A measurement at any path checked by ``schema`` (a :class:`Table` or :class:`JsonFile`):
+    the GPU benchmark's files, whose folders are named by the device that wrote them."""
+    where = _where(path)
+    if issubclass(schema, Table):
+        return _read_table(schema, path, where)
+    return _check_json(schema, readers.read_json(path, where, schema.allow_infinity), where)
 
 
 def parse_lines(name: str, lines, where: str) -> list[dict]:

@@ -22,6 +22,7 @@ import torch
 from .. import attention as A
 from .. import mla_kernels
 from .. import data
+from .device_bench import cpu_model
 
 DEFAULT_LENS = (1024, 2048, 4096, 8192, 16384, 32768)
 #: repeats per sequence length: many where a run is cheap, one at 32k (~1–2 min a run here).
@@ -31,7 +32,7 @@ COLUMNS = ["seq_len", "heads_real", "heads_padded", "repeats", "t_real_median_s"
            "ratio_measured", "ratio_min", "ratio_flops", "ratio_flops_plus_copy", "gflop_s_real", "gflop_s_padded_useful", "device", "dtype"]
 
 
-def _pad_copies(q, k, v, m):
+def pad_copies(q, k, v, m):
     """The wrapper's own work besides the kernel: three zero-pad copies and one slice."""
     padded = [A.pad_heads(x, m) for x in (q, k, v)]  # all three are timed; v's slice stands for the output
     return padded[2][:, : q.shape[1]].contiguous()
@@ -89,7 +90,7 @@ def measure(lens=DEFAULT_LENS, repeats: dict | int | None = None, heads: int = 1
             else:
                 t_pad.append(_time_once(padded, (q, k, v, cu), device))
                 t_real.append(_time_once(plain, (q, k, v, cu), device))
-            t_copy.append(_time_once(_pad_copies, (q, k, v, m), device))
+            t_copy.append(_time_once(pad_copies, (q, k, v, m), device))
             bar.update(1)
         del q, k, v
         fl_real = A.attention_flops(s, heads)
@@ -110,17 +111,6 @@ def measure(lens=DEFAULT_LENS, repeats: dict | int | None = None, heads: int = 1
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def machine_meta(device: str, command: str) -> dict:
     """Machine, versions, date and command for the ``.meta.json`` beside a measurement."""
     meta = {
@@ -129,7 +119,7 @@ def machine_meta(device: str, command: str) -> dict:
         "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": command,
         "device": device,
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
