@@ -189,7 +189,7 @@ def test_a_duplicate_is_excluded_with_its_why():
 
 
 def test_set_aside_in_the_data_is_excluded_with_its_why():
-    m = variant(TPOT_BASE, use=False, why="prefix-reusing workload")
+    m = variant(TPOT_BASE, use=False, why="prefix-reusing workload", why_kind="prefix_reuse")
     assert reason_of(m) == "prefix-reusing workload"
 
 

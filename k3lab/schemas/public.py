@@ -11,9 +11,16 @@ Start-up memory figures go to ``public_startup_logs.yaml`` (notebook 01), not he
 Whether the serving model may use a figure is decided by rules in
 :mod:`k3lab.serving.observations` (layout, workload, metric and scope it can normalise),
 plus ``use: false`` with ``why`` for what those rules cannot see (a prefix-reusing workload, a
-disaggregated deployment, a duplicate of another entry). An entry whose workload, metric or
-scope is ambiguous is used only with a ``reading``: the one the study takes, and the evidence
-for it (e.g. a second source stating the lengths).
+disaggregated deployment, a duplicate of another entry). Every ``use: false`` names its rule
+in ``why_kind`` (:data:`WHY_KINDS`); ``tests/test_public_measurements.py`` checks each kind
+against the fields that can show it. An entry whose workload, metric or scope is ambiguous is
+used only with a ``reading``: the one the study takes, and the evidence for it (e.g. a second
+source stating the lengths).
+
+sglang switches that change what a rank holds are recorded per entry in ``sglang_env``, read
+from the source's recipe, launch command or image (never from a text match), with the
+evidence in ``sglang_env_evidence``: ``"1"`` on, ``"0"`` off, ``null`` the source does not let
+one tell. Only sglang entries carry it (the switches are sglang's).
 """
 
 from __future__ import annotations
@@ -30,6 +37,20 @@ METRICS = ("output_tok_s", "total_tok_s", "input_tok_s", "ttft_ms", "tpot_ms", "
 SCOPES = ("deployment", "per_node", "per_gpu", "per_stream")
 SPEC_ALGORITHMS = ("none", "dspark", "dflash", "eagle", "eagle3", "mtp", "ngram")
 STATUSES = ("current", "withdrawn", "superseded")
+#: why a figure is set aside (``use: false``), one rule each:
+#: ``duplicate`` the same figure as ``duplicate_of`` (restated, collected twice, or derived from it);
+#: ``prefix_reuse`` prompts share a prefix the cache serves; ``trace_workload`` replayed agentic or
+#: chat traces; ``variable_workload`` prompts or outputs not of fixed length (natural text,
+#: datasets, ``--random-range-ratio`` below 1); ``disaggregated`` prefill/decode on separate
+#: workers; ``requantised`` a checkpoint other than the official MXFP4 one; ``kernel_variant`` an
+#: opt-in or emulated kernel path instead of the default; ``broken_run`` a bug, a misconfiguration,
+#: a cold run or a figure its author disowns; ``harness_artifact`` what the number measures is the
+#: harness (profiling overhead, a clock that is not the metric, a rescaled estimate);
+#: ``offline_benchmark`` a fixed-batch run instead of online serving
+WHY_KINDS = ("duplicate", "prefix_reuse", "trace_workload", "variable_workload", "disaggregated", "requantised",
+             "kernel_variant", "broken_run", "harness_artifact", "offline_benchmark")
+#: sglang environment switches ``sglang_env`` may record (those the serving model distinguishes)
+SGLANG_ENV = ("SGLANG_AITER_K3_OPT",)
 #: fields an ``ambiguous`` note may name
 AMBIGUOUS_FIELDS = ("gpu", "num_gpus", "nodes", "tp", "ep", "dp", "pp", "dcp", "engine", "engine_version",
                     "attention_backend", "moe_backend", "spec", "input_len", "output_len", "concurrency",
@@ -106,6 +127,9 @@ class Measurement(_Doc):
     engine_version: str | None = None
     attention_backend: str | None = None
     moe_backend: str | None = None
+    #: switch name → "1" (on), "0" (off) or None (the source does not let one tell)
+    sglang_env: dict[Literal[SGLANG_ENV], Literal["0", "1"] | None] = {}
+    sglang_env_evidence: str | None = None
     spec: SpecSetting
     input_len: PositiveInt | None = None
     output_len: PositiveInt | None = None
@@ -123,6 +147,7 @@ class Measurement(_Doc):
     note: str | None = None
     use: bool = True
     why: str | None = None
+    why_kind: Literal[WHY_KINDS] | None = None
     reading: str | None = None
     duplicate_of: str | None = None
 
@@ -142,10 +167,18 @@ class Measurement(_Doc):
             raise ValueError(f"{self.id}: ambiguous names unknown field(s) {unknown}")
         if self.status != "current" and not self.status_note:
             raise ValueError(f"{self.id}: a {self.status} figure needs a status_note saying who withdrew it and why")
-        if not self.use and not self.why:
-            raise ValueError(f"{self.id}: use: false needs a why")
+        if not self.use and not (self.why and self.why_kind):
+            raise ValueError(f"{self.id}: use: false needs a why and a why_kind (one of {', '.join(WHY_KINDS)})")
+        if self.use and (self.why or self.why_kind):
+            raise ValueError(f"{self.id}: why / why_kind belong to use: false entries only")
         if self.duplicate_of is not None and self.use:
             raise ValueError(f"{self.id}: a duplicate (duplicate_of {self.duplicate_of}) must have use: false")
+        if (self.duplicate_of is not None) != (self.why_kind == "duplicate"):
+            raise ValueError(f"{self.id}: why_kind duplicate and duplicate_of go together")
+        if self.sglang_env and self.engine != "sglang":
+            raise ValueError(f"{self.id}: sglang_env is for sglang entries (engine is {self.engine})")
+        if bool(self.sglang_env) != bool(self.sglang_env_evidence):
+            raise ValueError(f"{self.id}: sglang_env and sglang_env_evidence go together")
         return self
 
 
