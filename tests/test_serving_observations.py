@@ -67,7 +67,7 @@ def reason_of(m) -> str:
 def test_a_published_tpot_is_kept_as_is():
     o = obs_of(entry(TPOT_BASE))
     assert (o.kind, o.value, o.normalisation) == ("tpot_ms", 8.57, "as published")
-    assert o.family == "nvidia-blackwell" and o.gpu == "b300" and o.engine == "sglang"
+    assert o.family == "nvidia-blackwell-ultra" and o.gpu == "b300" and o.engine == "sglang"
     assert (o.workload.input_len, o.workload.output_len, o.workload.concurrency) == (8192, 1024, 1)
     assert o.deployment.label == "8×B300 TP8" and o.spec.algorithm == "none" and o.spec.accept_len == 1.0
     assert o.kv_dtype == "bf16"                        # kv_dtype not stated → bf16
@@ -152,12 +152,15 @@ def test_fp8_kv_spellings_are_fp8():
     assert obs_of(variant(TPOT_BASE, kv_dtype="bf16")).kv_dtype == "bf16"
 
 
-def test_k3_opt_switch_is_a_variant_on_amd_only():
-    # the issue's moe_backend states SGLANG_AITER_K3_OPT=1 on MI355X
-    assert "K3_OPT=1" in entry(AMD_ITL).moe_backend
-    assert obs_of(entry(AMD_ITL)).variants == ("aiter-k3-opt",)
-    nv = variant(TPOT_BASE, moe_backend="flashinfer (SGLANG_AITER_K3_OPT=1 set by mistake)")
-    assert obs_of(nv).variants == ()
+def test_k3_opt_switch_is_read_from_the_recorded_setting_not_the_text():
+    # #32548's recipe sets SGLANG_AITER_K3_OPT=1: recorded in sglang_env (with its evidence)
+    m = entry(AMD_ITL)
+    assert m.sglang_env == {"SGLANG_AITER_K3_OPT": "1"} and m.sglang_env_evidence
+    assert obs_of(m).variants == ("aiter-k3-opt",)
+    # the text alone no longer decides: a note naming the switch, with the setting recorded off or unknown
+    off = variant(AMD_ITL, sglang_env={"SGLANG_AITER_K3_OPT": "0"}, note="K3_OPT=1 in another cell")
+    unknown = variant(AMD_ITL, sglang_env={"SGLANG_AITER_K3_OPT": None})
+    assert obs_of(off).variants == () and obs_of(unknown).variants == ()
 
 
 def test_dspark_with_acceptance_is_an_observation():

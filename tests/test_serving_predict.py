@@ -31,8 +31,8 @@ def fit_yaml():
     return yaml.safe_load((REPO / "data" / "serving_fit.yaml").read_text(encoding="utf-8"))
 
 
-def _measured(fit_yaml, family):
-    obs = [o for o in fit_yaml["observations"] if o["family"] == family]
+def _measured(fit_yaml, family, metric="decode"):
+    obs = [o for o in fit_yaml["observations"] if o["family"] == family and o["metric"] == metric]
     assert obs
     return (min(o["input_len"] for o in obs), max(o["input_len"] for o in obs), max(o["concurrency"] for o in obs))
 
@@ -153,12 +153,12 @@ def test_per_node_and_per_gpu_rates():
     assert (p.num_gpus, p.num_nodes) == (16, 2)
     assert p.output_tok_s_per_node == pytest.approx(p.output_tok_s / 2)
     assert p.output_tok_s_per_gpu == pytest.approx(p.output_tok_s / 16)
-    assert p.family == "nvidia-blackwell"
+    assert p.family == "nvidia-blackwell-ultra"
 
 
 def test_params_are_the_committed_fit(fit_yaml):
     p = P.predict(CFG, B300, Workload(1024, 400, 4))
-    want = fit_yaml["families"]["nvidia-blackwell"]["params"]
+    want = fit_yaml["families"]["nvidia-blackwell-ultra"]["params"]
     assert p.params.as_tuple() == tuple(want[k] for k in p.params.NAMES)
 
 
@@ -168,8 +168,9 @@ def test_params_are_the_committed_fit(fit_yaml):
 def test_measured_domain_of_the_families(fit_yaml):
     # what the domain tests below stand on, from the committed observations
     assert _measured(fit_yaml, "amd-cdna4") == (1024, 8192, 64)
-    assert _measured(fit_yaml, "nvidia-blackwell") == (1024, 8192, 128)
-    assert not any(o["spans_nodes"] for o in fit_yaml["observations"])
+    assert _measured(fit_yaml, "nvidia-blackwell-ultra") == (1024, 8192, 64)
+    fams = {o["family"] for o in fit_yaml["observations"] if o["spans_nodes"]}
+    assert fams == {"nvidia-blackwell"}                                    # only the 16×B200 runs span nodes
 
 
 def test_input_length_beyond_twice_the_measured_max(fit_yaml):
@@ -187,9 +188,9 @@ def test_concurrency_beyond_twice_the_measured_max(fit_yaml):
     assert P.domain_gaps("mi350x", MI355X, Workload(1024, 128, 2 * c)) == ()
     assert P.domain_gaps("mi350x", MI355X, Workload(1024, 128, 2 * c + 1)) == (
         "concurrency 129 is outside the measured 1-64 (x2)",)
-    _, _, c = _measured(fit_yaml, "nvidia-blackwell")
+    _, _, c = _measured(fit_yaml, "nvidia-blackwell-ultra")
     assert P.domain_gaps("b300", B300, Workload(1024, 128, 2 * c + 1)) == (
-        "concurrency 257 is outside the measured 1-128 (x2)",)
+        "concurrency 129 is outside the measured 1-64 (x2)",)
     both = P.domain_gaps("b300", B300, Workload(20_000, 128, 300))
     assert len(both) == 2 and both[0].startswith("input length 20,000") and both[1].startswith("concurrency 300")
 
@@ -206,6 +207,23 @@ def test_a_deployment_spanning_nodes_leaves_the_domain():
 def test_a_question_inside_is_in_domain():
     p = P.predict(CFG, MI355X, Workload(8192, 1024, 16))
     assert p.in_domain and p.outside == () and p.as_dict()["outside_validated_domain"] == []
+
+
+def test_ttft_has_its_own_domain_per_prefill_kernel(fit_yaml):
+    """TTFT is validated where TTFT was measured with the same prefill kernel: the public Triton-
+    fallback runs on MI35x all used 8k prompts, so a 172k fallback prefill is outside, while the
+    decode speed of the same question is inside its own domain."""
+    fallback = [o["input_len"] for o in fit_yaml["observations"] if o["family"] == "amd-cdna4"
+                and o["metric"] == "ttft" and o["prefill_attention"] == "fallback"]
+    assert fallback and max(fallback) == 8192
+    assert P.domain_gaps("mi355x", MI355X, Workload(16384, 1, 1), "ttft", "fallback") == ()
+    assert P.domain_gaps("mi355x", MI355X, Workload(16385, 1, 1), "ttft", "fallback") == (
+        "input length 16,385 is outside the measured 8,192-8,192 (x2)",)
+    p = P.predict(CFG, MI355X, Workload(8192, 1024, 1), prefill_attention="fallback")
+    assert p.ttft_outside == () and p.gaps("ttft_ms") == ()
+    q = P.predict(CFG, Deployment("mi355x", 8, 8), Workload(1024, 1024, 1), prefill_attention="fallback")
+    assert q.in_domain and q.ttft_outside == ("input length 1,024 is outside the measured 8,192-8,192 (x2)",)
+    assert P.domain_gaps("b300", B300, Workload(1024, 128, 1), "dspark")[0].startswith("input length 1,024")
 
 
 def test_nearest_measurements_start_with_the_same_workload():
@@ -225,7 +243,7 @@ def test_nearest_measurements_start_with_the_same_workload():
 def test_a_gpu_of_an_uncalibrated_family(fit_yaml, gpu, family):
     fams = yaml.safe_load((REPO / "data" / "serving_model.yaml").read_text(encoding="utf-8"))["families"]
     assert gpu in fams[family]["gpus"]
-    calibrated = [f for f, v in fit_yaml["families"].items() if any(b["validated"] for b in v["bands"].values())]
+    calibrated = list(fit_yaml["families"])
     assert family not in calibrated
     with pytest.raises(P.NotCalibrated) as ei:
         P.predict(CFG, Deployment(gpu, 8, 8), Workload(1024, 128, 1))
@@ -286,6 +304,7 @@ BASE = ["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--input-len", "8192", "-
 JSON_KEYS = {
     "layout", "gpu", "family", "variants", "input_len", "output_len", "concurrency_asked", "concurrency",
     "admitted_requests", "spec", "accept_len", "accept_len_range", "bands_log", "validated", "in_validated_domain",
+    "ttft_outside_validated_domain",
     "outside_validated_domain", "params", "nearest_measurements",
     *(f"{k}{s}" for k in ("tpot_ms", "ttft_ms", "itl_ms", "output_tok_s", "output_tok_s_per_node",
                           "output_tok_s_per_gpu") for s in ("", "_low", "_high")),

@@ -19,55 +19,107 @@ def _concurrency_axis(ax, concurrencies) -> None:
     ax.minorticks_off()
 
 
+METRIC_TITLES = {"decode": "decode speed (TPOT, ITL, tok/s), no DSpark", "ttft": "time to first token",
+                 "dspark": "speed with DSpark (TPOT, tok/s)"}
+SPLIT_MARKS = {"leave_one_source_out": ("o", "left out with its source"), "time_split": ("x", "later than the fit's figures")}
+
+
 def validation_figure(validation_rows, observations, bands: dict, article=None):
-    """Published ÷ the model's out-of-source prediction, against concurrency, one panel per GPU
-    family: how far each public measurement sits from a model fitted without its source. The
-    dashed lines are the family's band (90th percentile). ``article``: optional list of
-    (family, label, claimed, low, high, concurrency): the article's figures ÷ the model at its
-    workload, drawn as a star with the span of the model's readings."""
+    """Published against the model's out-of-sample prediction, one panel per GPU family (rows) and
+    metric (columns: decode, TTFT, DSpark), log-log; the diagonal is a perfect model, the dashed
+    lines the metric's band (or "not validated"). Filled circles: predicted by a fit without the
+    figure's own source; crosses: by a fit on earlier figures only. ``bands``: {family: {metric:
+    log band or None}}. ``article``: optional list of (family, label, claimed, low, high,
+    concurrency): the article's figures against the model's span at its workload (a star with the
+    span, on the decode panel)."""
     import matplotlib.pyplot as plt
 
-    fams = [f for f in bands if any(r.family == f for r in observations)]
+    from ..serving.calibration import MAX_BAND_FACTOR
+
+    fams = [f for f in bands if any(o.family == f for o in observations)]
+    metrics = list(METRIC_TITLES)
     obs = {o.id: o for o in observations}
-    fig, axes = plt.subplots(1, len(fams), figsize=(6.4 * len(fams), 4.8), sharey=True, squeeze=False)
-    for ax, fam in zip(axes[0], fams):
-        rows = [r for r in validation_rows.get(fam, [])]
-        seen = set()
-        for r in rows:
-            o = obs[r.id]
-            m, kind_label = KIND_MARKERS[r.kind]
-            lab = f"{o.gpu.upper()} {kind_label}" + (" (DSpark)" if o.spec != "none" else "")
-            col = GPU_COLORS.get(o.gpu, "0.4")
-            ratio = math.exp(-r.log_error)  # published / predicted
-            ax.scatter(o.concurrency * (1.06 if o.spec != "none" else 1.0), ratio, marker=m, s=38,
-                       facecolor=col if o.spec == "none" else "white", edgecolor=col, linewidth=1.2,
-                       label=None if lab in seen else lab, zorder=3)
-            seen.add(lab)
-        b = bands[fam]
-        ax.axhline(1.0, color="k", lw=0.8)
-        if b is not None:
-            for y in (math.exp(b), math.exp(-b)):
-                ax.axhline(y, color="k", lw=0.8, ls="--")
-            ax.text(0.01, math.exp(b), f" band ±{math.expm1(b):.0%} (90th pct.)", va="bottom", fontsize=8,
-                    transform=ax.get_yaxis_transform())
-        for a in (article or []):
-            if a[0] != fam:
-                continue
-            _, label, claimed, lo, hi, conc = a
-            ax.errorbar([conc], [claimed / math.sqrt(lo * hi)], yerr=[[claimed / math.sqrt(lo * hi) - claimed / hi],
-                        [claimed / lo - claimed / math.sqrt(lo * hi)]], fmt="*", ms=15, color="gold", mec="k",
-                        ecolor="k", capsize=4, zorder=5, label=f"article: {label}")
-        _concurrency_axis(ax, [obs[r.id].concurrency for r in rows] + [a[5] for a in (article or []) if a[0] == fam])
-        ax.set_yscale("log")
-        ax.set_yticks([0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0], ["0.25", "0.35", "0.5", "0.7", "1.0", "1.4", "2.0"])
-        ax.minorticks_off()
-        ax.set_xlabel("concurrency (requests in flight)")
-        ax.set_title(f"{fam}: {len(rows)} public figures, each predicted without its own source", fontsize=10)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right", ncol=2, framealpha=0.9)
-    axes[0][0].set_ylabel("published ÷ model (1 = the model is right)")
-    fig.suptitle("Where public Kimi K3 measurements sit against the serving model (filled: no DSpark; "
-                 "open: DSpark)", fontsize=11)
+    fig, axes = plt.subplots(len(fams), len(metrics), figsize=(5.0 * len(metrics), 4.4 * len(fams)), squeeze=False)
+    for i, fam in enumerate(fams):
+        for j, m in enumerate(metrics):
+            ax = axes[i][j]
+            rows = [r for r in validation_rows.get(fam, []) if r.metric == m]
+            seen, vals = set(), []
+            for r in rows:
+                o = obs[r.id]
+                mk, split_label = SPLIT_MARKS[r.split]
+                lab = f"{o.gpu.upper()}, {split_label}"
+                col = GPU_COLORS.get(o.gpu, "0.4")
+                ax.scatter(r.predicted_out_of_sample, r.published, marker=mk, s=30 if mk == "o" else 40,
+                           color=col, alpha=0.85, linewidth=1.2, label=None if lab in seen else lab, zorder=3)
+                seen.add(lab)
+                vals += [r.predicted_out_of_sample, r.published]
+            if m == "decode":
+                for a in (article or []):
+                    if a[0] != fam or not a[3] == a[3]:
+                        continue
+                    _, label, claimed, lo, hi, _ = a
+                    mid = math.sqrt(lo * hi)
+                    ax.errorbar([mid], [claimed], xerr=[[mid - lo], [hi - mid]], fmt="*", ms=14, color="gold",
+                                mec="k", ecolor="k", capsize=3, zorder=5, label=f"article: {label}")
+                    vals += [lo, hi, claimed]
+            if not vals:
+                ax.text(0.5, 0.5, "no public figure of this kind", ha="center", va="center", transform=ax.transAxes)
+                ax.set_xticks([]), ax.set_yticks([])
+            else:
+                lo, hi = min(vals) / 1.6, max(vals) * 1.6
+                ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
+                b = bands[fam].get(m)
+                if b is not None:
+                    for f in (math.exp(b), math.exp(-b)):
+                        ax.plot([lo, hi], [lo * f, hi * f], color="k", lw=0.8, ls="--")
+                    note = f"band ×{math.exp(b):.2f} (±{math.expm1(b):.0%})"
+                else:
+                    note = f"not validated (no band within ×{MAX_BAND_FACTOR:g})"
+                ax.text(0.02, 0.97, note, transform=ax.transAxes, va="top", fontsize=8,
+                        bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})
+                ax.set_xscale("log"), ax.set_yscale("log")
+                ax.set_xlim(lo, hi), ax.set_ylim(lo, hi)
+                ax.set_aspect("equal", adjustable="box")
+                ax.legend(fontsize=6.5, loc="lower right", framealpha=0.9)
+            ax.grid(alpha=0.3, which="both")
+            ax.set_title(f"{fam}: {METRIC_TITLES[m]} ({len(rows)})", fontsize=9)
+            ax.set_xlabel("model, out of sample (ms or tok/s)", fontsize=8)
+            ax.set_ylabel("published (same unit)", fontsize=8)
+    fig.suptitle("Public Kimi K3 figures against the serving model fitted without them "
+                 "(diagonal: the model is right; dashed: the metric's band)", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def coverage_figure(summary):
+    """Share of out-of-sample figures inside the band, per family and metric, on each split, beside
+    the nominal 90%. ``summary``: rows with family, metric, band_factor, validated, and
+    coverage_<split> / points_<split> (:func:`k3lab.serving.calibration.summary` or the committed
+    fit's bands)."""
+    import matplotlib.pyplot as plt
+
+    rows = list(summary)
+    fig, ax = plt.subplots(figsize=(max(6.5, 1.25 * len(rows) + 2), 4.2))
+    width = 0.38
+    for k, (split, (mk, label)) in enumerate(SPLIT_MARKS.items()):
+        xs = [i + (k - 0.5) * width for i in range(len(rows))]
+        ys = [r[f"coverage_{split}"] if r[f"coverage_{split}"] == r[f"coverage_{split}"] else 0 for r in rows]
+        bars = ax.bar(xs, ys, width, color=("#37474f", "#90a4ae")[k], label=f"{label}")
+        for x, y, r in zip(xs, ys, rows):
+            n = r[f"points_{split}"]
+            ax.text(x, y + 0.01, f"{y:.0%}\nn={n}" if n and r["band_factor"] == r["band_factor"] else f"n={n}",
+                    ha="center", va="bottom", fontsize=7)
+        del bars
+    ax.axhline(0.9, color="#c62828", lw=1, ls="--", label="nominal 90%")
+    ax.set_xticks(range(len(rows)), [f"{r['family']}\n{r['metric']}\n" + (f"band ×{r['band_factor']:.2f}"
+                                     if r["validated"] else "not validated") for r in rows], fontsize=7.5)
+    ax.set_ylim(0, 1.18)
+    ax.set_yticks([0, 0.25, 0.5, 0.75, 0.9, 1.0], ["0", "25%", "50%", "75%", "90%", "100%"])
+    ax.set_ylabel("share of out-of-sample figures inside the band")
+    ax.set_title("Does the band hold on figures the fit did not see? (per family and metric)", fontsize=10)
+    ax.legend(fontsize=7.5, loc="upper right", ncol=3)
+    ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     return fig
 

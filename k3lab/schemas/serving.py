@@ -87,6 +87,7 @@ class FitParams(_Doc):
     prefill_attention_efficiency: Fraction
     fallback_attention_efficiency: Fraction
     request_overhead_ms: NonNegative
+    scale_out_us: NonNegative
 
 
 class FitValidationRow(_Doc):
@@ -134,6 +135,7 @@ class FitFamily(_Doc):
 class FitObservation(_Doc):
     id: Text
     source: Text
+    origin: Text
     date: str | None
     family: Text
     gpu: Text

@@ -13,8 +13,9 @@ efficiency is tied to the fast kernel's where no run of the family used the fall
 
 **Validation**, on points the fit did not see, two ways:
 
-- *leave one source out*: each source (an issue, a PR, a blog) removed in turn, the family refitted
-  on the rest, that source's points predicted (points of one source share a setup and a build, so
+- *leave one source out*: each source (an issue, a PR, a blog; a project's documents of one run
+  together: :func:`k3lab.serving.observations.origin_of`) removed in turn, the family refitted on
+  the rest, that source's points predicted (points of one source share a setup and a build, so
   leaving out a point at a time would flatter the model);
 - *time split*: fitted on the figures dated before the family's median date, tested on the rest
   (builds move: a model fitted on July's runs must say how wrong it is on September's).
@@ -47,17 +48,20 @@ from .observations import KINDS, METRICS, Observation, observations
 #: bandwidth), fixed costs in µs / ms
 BOUNDS = {"hbm_efficiency": (0.05, 0.95), "flop_efficiency": (0.02, 0.8), "layer_overhead_us": (0.0, 400.0),
           "kv_efficiency": (0.02, 0.95), "prefill_attention_efficiency": (0.01, 0.8),
-          "fallback_attention_efficiency": (0.005, 0.8), "request_overhead_ms": (0.0, 500.0)}
+          "fallback_attention_efficiency": (0.005, 0.8), "request_overhead_ms": (0.0, 500.0),
+          "scale_out_us": (0.0, 500.0)}
 #: the start of every fit, and the typical values the weak prior pulls toward
 START = {"hbm_efficiency": 0.6, "flop_efficiency": 0.3, "layer_overhead_us": 40.0, "kv_efficiency": 0.5,
-         "prefill_attention_efficiency": 0.3, "fallback_attention_efficiency": 0.1, "request_overhead_ms": 20.0}
+         "prefill_attention_efficiency": 0.3, "fallback_attention_efficiency": 0.1, "request_overhead_ms": 20.0,
+         "scale_out_us": 20.0}
 SCALE = {"hbm_efficiency": 0.1, "flop_efficiency": 0.1, "layer_overhead_us": 10.0, "kv_efficiency": 0.1,
-         "prefill_attention_efficiency": 0.1, "fallback_attention_efficiency": 0.05, "request_overhead_ms": 10.0}
+         "prefill_attention_efficiency": 0.1, "fallback_attention_efficiency": 0.05, "request_overhead_ms": 10.0,
+         "scale_out_us": 10.0}
 #: weight of the weak prior: a parameter at the far end of its bounds costs as much as one point
 #: off by this log error. It keeps a parameter the points barely move (a family without long
 #: prompts says little of prefill attention) near a typical value instead of a bound, so that
 #: leave-one-source-out refits stay comparable; where the points speak, they outweigh it.
-PRIOR_WEIGHT = 0.1
+PRIOR_WEIGHT = 1.0
 #: sources a family (and a metric) needs before its out-of-sample error means anything
 MIN_SOURCES = 2
 #: out-of-sample points a metric needs for a band
@@ -88,11 +92,19 @@ def _plan(o: Observation):
 
 def free_parameters(obs: list[Observation]) -> tuple[str, ...]:
     """The parameters ``obs`` can move: all but the fallback kernel's efficiency where no run
-    used the fallback prefill kernel (it is then tied to the fast kernel's)."""
+    used the fallback prefill kernel (it is then tied to the fast kernel's), and the scale-out
+    latency where no run spans nodes (then 0)."""
     names = list(FamilyParams.NAMES)
     if not any(o.prefill_attention == "fallback" for o in obs):
         names.remove("fallback_attention_efficiency")
+    if not any(spans_nodes(o.deployment) for o in obs):
+        names.remove("scale_out_us")
     return tuple(names)
+
+
+def spans_nodes(dep) -> bool:
+    """One replica's TP group or pipeline crosses the scale-up domain (collectives over the network)."""
+    return dep.tp_nodes > 1 or (dep.pp > 1 and dep.tp * dep.pp > dep.gpus_per_node)
 
 
 def _params(family: str, names, x) -> FamilyParams:
@@ -198,8 +210,8 @@ def validation(family: str) -> Validation:
             pred = predict_observation(o, p)
             rows.append((o, pred, math.log(pred / o.value), split))
 
-    for s in sorted({o.source for o in obs}):
-        held_out([o for o in obs if o.source != s], [o for o in obs if o.source == s], SPLITS[0])
+    for s in sorted({o.origin for o in obs}):
+        held_out([o for o in obs if o.origin != s], [o for o in obs if o.origin == s], SPLITS[0])
     d = split_date(obs)
     if d is not None:
         held_out([o for o in obs if o.date and o.date < d], [o for o in obs if not o.date or o.date >= d], SPLITS[1])
@@ -252,7 +264,7 @@ def covering_band(family: str, metric: str) -> MetricBand:
     the metric's out-of-sample errors on each split that has points (see the module docstring)."""
     v = validation(family)
     errs = {s: v.errors(metric, s) for s in SPLITS}
-    srcs = {o.source for o, _, _, s in v.rows if o.metric == metric and s == SPLITS[0]}
+    srcs = {o.origin for o, _, _, s in v.rows if o.metric == metric and s == SPLITS[0]}
     points = {s: len(e) for s, e in errs.items()}
     loso = errs[SPLITS[0]]
     if len(loso) < MIN_POINTS or len(srcs) < MIN_SOURCES:
@@ -336,14 +348,13 @@ def fit_document(date: str, command: str) -> dict:
                    "validation": [{"id": o.id, "source": o.source, "gpu": o.gpu, "kind": o.kind, "metric": o.metric,
                                    "split": s, "published": o.value, "predicted_out_of_sample": round(pred, 9),
                                    "log_error": round(e, 9)} for o, pred, e, s in v.rows]}
-    obs = [{"id": o.id, "source": o.source, "date": o.date, "family": o.family, "gpu": o.gpu, "engine": o.engine,
+    obs = [{"id": o.id, "source": o.source, "origin": o.origin, "date": o.date, "family": o.family, "gpu": o.gpu, "engine": o.engine,
             "build": o.build, "layout": o.deployment.label, "variants": list(o.variants),
             "prefill_attention": o.prefill_attention, "input_len": o.workload.input_len,
             "output_len": o.workload.output_len, "concurrency": o.workload.concurrency, "spec": o.spec.algorithm,
             "accept_len": o.spec.accept_len, "kind": o.kind, "metric": o.metric, "value": o.value,
             "fitted": round(predict_observation(o, calibrated(o.family)), 6), "normalisation": o.normalisation,
-            "spans_nodes": o.deployment.tp_nodes > 1 or (o.deployment.pp > 1 and o.deployment.tp * o.deployment.pp
-                                                          > o.deployment.gpus_per_node)} for o in observations()]
+            "spans_nodes": spans_nodes(o.deployment)} for o in observations()]
     return {"generated": {"date": date, "command": command, "model_version": MODEL_VERSION,
                           "scipy": scipy.__version__},
             "inputs": input_hashes(), "families": fams, "observations": obs,
@@ -441,8 +452,8 @@ def fitted_bands(family: str) -> dict:
 
 
 def fitted_families() -> list[str]:
-    """Families with at least one validated metric in the committed fit."""
-    return [k for k, f in _fitted_doc().families.items() if any(b.validated for b in f.bands.values())]
+    """Families with a fit in the committed file (each metric validated or not: :func:`fitted`)."""
+    return list(_fitted_doc().families)
 
 
 def fitted_observations():

@@ -101,7 +101,10 @@ def format_prediction(p: Prediction, accept_note: str = "") -> str:
             f"the fit did not see: {'DSpark' if p.spec_on else 'decode'} {band_word('output_tok_s')}, "
             f"TTFT {band_word('ttft_ms')}"]
     if not p.in_domain:
-        head.append("  OUTSIDE THE VALIDATED DOMAIN (the bands say nothing here): " + "; ".join(p.outside))
+        head.append(f"  {'DSpark' if p.spec_on else 'decode'} speed OUTSIDE THE VALIDATED DOMAIN (its band says "
+                    "nothing here): " + "; ".join(p.outside))
+    if p.ttft_outside:
+        head.append("  TTFT OUTSIDE THE VALIDATED DOMAIN (its band says nothing here): " + "; ".join(p.ttft_outside))
     head.append("")
     rows = [("output tok/s, deployment", "output_tok_s", 1.0, "{:,.0f}"),
             ("output tok/s per node", "output_tok_s", 1 / p.num_nodes, "{:,.0f}"),

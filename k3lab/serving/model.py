@@ -9,6 +9,7 @@ kernels one after the other, each at its own roofline::
              + max(weight bytes / (hbm_efficiency · HBM B/s), GEMM FLOPs / (flop_efficiency · peak))   GEMMs
              + attention                                                                              attention
              + collectives (NCCL ring model, k3lab.roofline.collective_s)
+             + collectives that cross nodes · scale_out_us
 
     decode / verify attention = max((KV + KDA state bytes) / (kv_efficiency · HBM B/s),
                                     attention FLOPs / (flop_efficiency · BF16 peak))
@@ -77,7 +78,11 @@ class FamilyParams:
     cache and KDA state (0, 1]; ``prefill_attention_efficiency``: achieved fraction of the BF16
     peak of the MLA prefill attention kernel (0, 1]; ``fallback_attention_efficiency``: the same
     for the fallback kernel (families without one: equal to the fast kernel's);
-    ``request_overhead_ms``: fixed ms per request before its first token (≥ 0)."""
+    ``request_overhead_ms``: fixed ms per request before its first token (≥ 0);
+    ``scale_out_us``: fixed µs per collective that crosses nodes (a TP group or a pipeline
+    spanning nodes over RoCE / InfiniBand: the network's small-message latency, far above
+    NCCL's per-hop constant; families without a run that spans nodes: 0, and the question is
+    outside their validated domain)."""
 
     family: str
     hbm_efficiency: float
@@ -87,9 +92,11 @@ class FamilyParams:
     prefill_attention_efficiency: float = 1.0
     fallback_attention_efficiency: float = 1.0
     request_overhead_ms: float = 0.0
+    scale_out_us: float = 0.0
 
     NAMES = ("hbm_efficiency", "flop_efficiency", "layer_overhead_us", "kv_efficiency",
-             "prefill_attention_efficiency", "fallback_attention_efficiency", "request_overhead_ms")
+             "prefill_attention_efficiency", "fallback_attention_efficiency", "request_overhead_ms",
+             "scale_out_us")
 
     def as_tuple(self) -> tuple[float, ...]:
         return tuple(getattr(self, k) for k in self.NAMES)
@@ -177,7 +184,8 @@ class PassCost:
     the HBM peak; ``gemm_flop_s``: GEMM FLOPs at the BF16/FP8 peaks; ``attn_mem_s``: KV cache +
     KDA state bytes at the HBM peak; ``attn_flop_s``: attention FLOPs at the BF16 peak;
     ``layer_passes``: layer executions paying the fixed cost; ``comm_s``: collectives (no
-    parameter); ``prefill``: attention runs in the prefill kernel (a chunk), not the decode one."""
+    parameter); ``scale_out_events``: collectives that cross nodes (each pays ``scale_out_us``);
+    ``prefill``: attention runs in the prefill kernel (a chunk), not the decode one."""
 
     gemm_mem_s: float
     gemm_flop_s: float
@@ -186,6 +194,7 @@ class PassCost:
     layer_passes: float
     comm_s: float
     prefill: bool = False
+    scale_out_events: float = 0.0
 
     def seconds(self, p: FamilyParams, fallback: bool = False) -> float:
         gemm = max(self.gemm_mem_s / p.hbm_efficiency, self.gemm_flop_s / p.flop_efficiency)
@@ -194,7 +203,8 @@ class PassCost:
             attn = self.attn_flop_s / eff
         else:
             attn = max(self.attn_mem_s / p.kv_efficiency, self.attn_flop_s / p.flop_efficiency)
-        return self.layer_passes * p.layer_overhead_us * 1e-6 + gemm + attn + self.comm_s
+        return ((self.layer_passes * p.layer_overhead_us + self.scale_out_events * p.scale_out_us) * 1e-6
+                + gemm + attn + self.comm_s)
 
 
 def pass_cost(terms: StepTerms, cfg: ModelConfig, dep: Deployment, nics_per_node: int | None = None,
@@ -205,11 +215,23 @@ def pass_cost(terms: StepTerms, cfg: ModelConfig, dep: Deployment, nics_per_node
     g = dep.gpu_spec
     bw, bf16, fp8 = g.hbm_bw_tb_s * 1e12, g.dense_bf16_tflops * 1e12, g.dense_fp8_tflops * 1e12
     t_ar, t_send = collective_s(cfg, dep, terms, nics_per_node=nics_per_node)
-    return PassCost(gemm_mem_s=(terms.bytes_weights + terms.bytes_experts) / bw,
+    return PassCost(scale_out_events=scale_out_events(terms, dep), gemm_mem_s=(terms.bytes_weights + terms.bytes_experts) / bw,
                     gemm_flop_s=(terms.flops_dense - terms.flops_attention) / bf16 + terms.flops_experts / fp8,
                     attn_mem_s=(terms.bytes_kv + terms.bytes_state) / bw,
                     attn_flop_s=terms.flops_attention / bf16,
                     layer_passes=float(terms.layer_passes), comm_s=t_ar + t_send, prefill=prefill)
+
+
+def scale_out_events(terms: StepTerms, dep: Deployment) -> float:
+    """Collectives of a pass that cross nodes: every all-reduce of every layer execution when the
+    TP group spans nodes (``data/serving_model.yaml`` ``all_reduces_per_layer``), and the stage
+    sends of a pipeline that spans nodes."""
+    n = 0.0
+    if dep.tp_nodes > 1:
+        n += data.load("serving_model").all_reduces_per_layer.value * terms.layer_passes
+    if dep.pp > 1 and dep.tp * dep.pp > dep.gpus_per_node:
+        n += terms.pp_sends
+    return float(n)
 
 
 def pass_seconds(terms: StepTerms, cfg: ModelConfig, dep: Deployment, params: FamilyParams,
@@ -300,7 +322,7 @@ def plan(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_SPEC
 def _times(c: PassCost, k: float) -> PassCost:
     """``c`` repeated ``k`` times in sequence (pipeline stages one after another)."""
     return PassCost(c.gemm_mem_s * k, c.gemm_flop_s * k, c.attn_mem_s * k, c.attn_flop_s * k,
-                    c.layer_passes * k, c.comm_s * k, c.prefill)
+                    c.layer_passes * k, c.comm_s * k, c.prefill, c.scale_out_events * k)
 
 
 @dataclass(frozen=True)

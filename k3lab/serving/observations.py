@@ -13,8 +13,10 @@ order they are applied (the first that fails names the reason):
 3. its metric is one the model predicts: output or total tok/s, TPOT (also ITL and tok/s per
    user, = 1000 / TPOT), TTFT; not a tail statistic (p90…);
 4. its workload is stated: GPUs, TP, input and output lengths, concurrency; an ambiguous one
-   (or an ambiguous metric or scope) only with the entry's ``reading``;
-5. its speculative setting is known: off, or DSpark with a stated acceptance length;
+   (or an ambiguous metric or scope) only with the entry's ``reading``; a TTFT at concurrency 1
+   needs no output length (one request's first token comes from its prefill alone);
+5. its speculative setting is known: off, or DSpark with a stated acceptance length (a TTFT at
+   concurrency 1 needs no acceptance length: it is read as the prefill, DSpark off);
 6. its layout is one the model covers: TP (× PP) replicas, EP over the TP group, DCP dividing
    TP; no DP attention or expert groups spanning replicas.
 
@@ -78,6 +80,8 @@ class Observation:
     prefill_attention: str = "fast"
     #: the engine build the source states (image tag, release, commit), verbatim
     build: str = ""
+    #: who measured it (:func:`origin_of`): what leave-one-source-out leaves out together
+    origin: str = ""
 
     @property
     def metric(self) -> str:
@@ -125,9 +129,11 @@ def _layout(m) -> tuple[Deployment | None, str]:
 
 
 def _variants(m) -> tuple:
-    """sglang switches an entry states (SGLANG_AITER_K3_OPT=1 on ROCm)."""
-    text = f"{m.moe_backend or ''} {m.engine_version or ''} {m.note or ''}"
-    return ("aiter-k3-opt",) if "K3_OPT=1" in text and m.gpu and data.load("hardware").gpus[m.gpu].vendor == "amd" else ()
+    """sglang switches an entry records (``sglang_env``, read from the source's recipe, launch
+    command or image; k3lab.schemas.public): ``SGLANG_AITER_K3_OPT: "1"`` → ``aiter-k3-opt``.
+    ``"0"`` and an unknown (``null``) setting run sglang's ROCm default (AITER's 256-aligned expert
+    padding), which is what such a server holds unless the switch is set."""
+    return ("aiter-k3-opt",) if (m.sglang_env or {}).get("SGLANG_AITER_K3_OPT") == "1" else ()
 
 
 def normalise(m) -> Observation | Excluded:
@@ -149,13 +155,17 @@ def normalise(m) -> Observation | Excluded:
         return out(f"metric {m.metric} is not a model output")
     if m.statistic in TAIL_STATISTICS:
         return out(f"a tail statistic ({m.statistic})")
-    missing = [k for k in ("num_gpus", "tp", "input_len", "output_len", "concurrency") if getattr(m, k) is None]
+    alone = m.metric == "ttft_ms" and m.concurrency == 1  # one request's TTFT: its prefill alone
+    missing = [k for k in ("num_gpus", "tp", "input_len", "output_len", "concurrency") if getattr(m, k) is None
+               and not (alone and k == "output_len")]
     if missing:
         return out(f"workload not stated: {', '.join(missing)}")
     amb = [k for k in WORKLOAD_FIELDS if k in m.ambiguous and k != "spec"]
     if amb and not m.reading:
         return out(f"ambiguous {amb[0]}: {m.ambiguous[amb[0]]}")
     alg = m.spec.algorithm
+    if alone and alg not in (None, "none") and m.spec.accept_length is None:
+        alg = "none"  # a lone request's prefill: the draft's acceptance does not enter it
     if alg is None or ("spec" in m.ambiguous and alg != "none" and m.spec.accept_length is None):
         return out("speculative decoding not stated")
     if alg not in ("none", "dspark"):
@@ -168,8 +178,8 @@ def normalise(m) -> Observation | Excluded:
     if dep is None:
         return out(why)
     try:
-        spec = Spec(alg, float(m.spec.accept_length or 1.0))
-        work = Workload(m.input_len, m.output_len, m.concurrency)
+        spec = Spec(alg, float(m.spec.accept_length or 1.0) if alg != "none" else 1.0)
+        work = Workload(m.input_len, m.output_len or 1, m.concurrency)
     except ValueError as e:
         return out(str(e))
     kind, value, how = _to_model_units(m, dep)
@@ -177,7 +187,16 @@ def normalise(m) -> Observation | Excluded:
     src = data.load("public_measurements").sources[m.source]
     return Observation(m.id, m.source, fam, m.gpu, m.engine, dep, work, spec, kv, kind, value,
                        _variants(m), how, date=m.date or src.date, prefill_attention=_prefill_attention(m),
-                       build=m.engine_version or "")
+                       build=m.engine_version or "", origin=origin_of(m.source))
+
+
+def origin_of(source: str) -> str:
+    """Who stands behind a source's figures: a project's own documents and configs (a README and
+    the result files behind it, a cookbook page and its config cells) are one origin, named by
+    the repository; an issue, a pull request or a blog is its own. Leaving one *source* out
+    means leaving its whole origin out: two documents of one run are not two sources."""
+    src = data.load("public_measurements").sources[source]
+    return src.repo if src.kind in ("doc", "config") and src.repo else source
 
 
 def _prefill_attention(m) -> str:

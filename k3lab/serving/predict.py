@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from .. import data, memory
 from ..specs import Deployment, ModelConfig
 from . import calibration
+from .calibration import spans_nodes
 from .model import NO_SPEC, FamilyParams, Spec, Workload, benchmark
 from .observations import family_of, metric_of
 
@@ -92,14 +93,19 @@ class Prediction:
     outside: tuple = field(default=())
     spread: dict = field(default_factory=dict)
     accept_range: tuple = field(default=())
+    ttft_outside: tuple = field(default=())
 
     KINDS = ("output_tok_s", "tpot_ms", "ttft_ms", "itl_ms")
 
     @property
     def in_domain(self) -> bool:
-        """The question lies where the family's public measurements validate the model
-        (:func:`domain_gaps` found nothing)."""
+        """The question's speed (decode, or DSpark) lies where the family's public measurements
+        validate the model (:func:`domain_gaps` found nothing)."""
         return not self.outside
+
+    def gaps(self, kind: str) -> tuple:
+        """Where the question leaves the validated domain of output ``kind``'s metric."""
+        return self.ttft_outside if kind == "ttft_ms" else self.outside
 
     @property
     def spec_on(self) -> bool:
@@ -147,6 +153,7 @@ class Prediction:
              "accept_len_range": list(self.accept_range),
              "bands_log": dict(self.bands), "validated": {k: self.validated(k) for k in self.KINDS},
              "in_validated_domain": self.in_domain, "outside_validated_domain": list(self.outside),
+             "ttft_outside_validated_domain": list(self.ttft_outside),
              "params": {k: getattr(self.params, k) for k in FamilyParams.NAMES}}
         per = {"output_tok_s": ("output_tok_s", 1.0), "output_tok_s_per_node": ("output_tok_s", 1 / self.num_nodes),
                "output_tok_s_per_gpu": ("output_tok_s", 1 / self.num_gpus)}
@@ -162,7 +169,8 @@ class Prediction:
 def family_params(gpu: str) -> tuple[str, FamilyParams, dict]:
     """(family, fitted parameters, bands per metric) for a GPU from the committed fit
     (:func:`k3lab.serving.calibration.fitted`); :class:`NotCalibrated` when its family has no
-    validated fit."""
+    fit (no public measurement passed the rules). A fitted family whose metrics are not validated
+    still answers, with no band ("not validated")."""
     fam = family_of(gpu)
     ok = calibration.fitted_families()
     if fam is None or fam not in ok:
@@ -193,30 +201,30 @@ def nearest(gpu: str, work: Workload, spec: Spec, k: int = 3) -> tuple:
 DOMAIN_FACTOR = 2.0
 
 
-def domain_gaps(gpu: str, dep: Deployment, work: Workload) -> tuple[str, ...]:
-    """Where a question leaves the family's validated domain: a prompt length (what prefill was
-    validated on) or a concurrency (the decode batch) more than :data:`DOMAIN_FACTOR` beyond
-    the family's observations, or a deployment spanning nodes over scale-out when no
-    observation of the family does. The output length is not a regime of its own: it only
-    weighs prefill against decode, both validated. Empty when inside. The band is an
-    out-of-source error measured inside; outside it says nothing."""
+def domain_gaps(gpu: str, dep: Deployment, work: Workload, metric: str = "decode",
+                prefill_attention: str = "fast") -> tuple[str, ...]:
+    """Where a question leaves the family's validated domain for one ``metric`` (decode, TTFT or
+    DSpark, :data:`k3lab.serving.observations.METRICS`): a prompt length or a concurrency more
+    than :data:`DOMAIN_FACTOR` beyond the family's observations of that metric (for TTFT, those
+    with the same prefill attention kernel: a kernel's speed at 8k says little of it at 172k), or
+    a deployment spanning nodes over scale-out when no observation of the family does. The
+    output length is not a regime of its own: it only weighs prefill against decode. Empty when
+    inside. The band is an out-of-sample error measured inside; outside it says nothing."""
     fam = family_of(gpu)
-    obs = [o for o in calibration.fitted_observations() if o.family == fam]
+    fam_obs = [o for o in calibration.fitted_observations() if o.family == fam]
+    obs = [o for o in fam_obs if o.metric == metric
+           and (metric != "ttft" or o.prefill_attention == prefill_attention)]
     if not obs:
-        return ("no public measurement of this family",)
+        what = {"ttft": f"TTFT with the {prefill_attention} prefill kernel", "dspark": "DSpark"}.get(metric, "decode speed")
+        return (f"no public measurement of {what} on this family",)
     out = []
     for name, v, lo, hi in (("input length", work.input_len, min(o.input_len for o in obs), max(o.input_len for o in obs)),
                             ("concurrency", work.concurrency, 1, max(o.concurrency for o in obs))):
         if not lo / DOMAIN_FACTOR <= v <= hi * DOMAIN_FACTOR:
             out.append(f"{name} {v:,} is outside the measured {lo:,}-{hi:,} (x{DOMAIN_FACTOR:g})")
-    if spans_nodes(dep) and not any(o.spans_nodes for o in obs):
+    if spans_nodes(dep) and not any(o.spans_nodes for o in fam_obs):
         out.append("it spans nodes over scale-out; no public measurement of the family does")
     return tuple(out)
-
-
-def spans_nodes(dep: Deployment) -> bool:
-    """One replica's TP group or pipeline crosses the scale-up domain (collectives over the network)."""
-    return dep.tp_nodes > 1 or (dep.pp > 1 and dep.tp * dep.pp > dep.gpus_per_node)
 
 
 def predict(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_SPEC, variants=(),
@@ -254,7 +262,9 @@ def predict(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_S
                       accept_len=spec.accept_len, tpot_ms=t.tpot_s * 1e3, ttft_ms=t.ttft_s * 1e3,
                       itl_ms=t.step_s * 1e3, output_tok_s=t.output_tok_s, num_gpus=dep.num_gpus,
                       num_nodes=dep.num_nodes, bands=dict(bands), params=params, nearest=nearest(dep.gpu, w, spec),
-                      outside=domain_gaps(dep.gpu, dep, w), spread=spread, accept_range=rng)
+                      outside=domain_gaps(dep.gpu, dep, w, "dspark" if spec.on else "decode"),
+                      ttft_outside=domain_gaps(dep.gpu, dep, w, "ttft", prefill_attention), spread=spread,
+                      accept_range=rng)
 
 
 def curve(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, spec: Spec = NO_SPEC,
