@@ -310,3 +310,14 @@ def test_the_serving_model_pins_are_the_claims_it_judges():
     reg = claims.registry().values()
     assert {c.id for c in reg if c.method == "modelled" and c.rule in ("validated_model", "direction")} == \
         set(SERVING_MODEL_PINS)
+
+
+def test_s6_cites_the_public_single_request_pair_on_the_mi355x_die():
+    """The public pair S6 cites: sglang's MI350X TP8 cookbook cells at 8,192/1,024, one request,
+    186.0 tok/s per GPU with DSpark (PR #39029) against 58.0 without; the B300 pairs are context."""
+    from k3lab.serving.field import spec_pairs
+
+    pairs = {(a.id, b.id): x for a, b, x in spec_pairs(concurrency=1)}
+    assert pairs[("sglang_cookbook_mi350x_nospec_tokps_gpu_c1", "sglang_pr39029_mi350x_dspark_tokps_gpu_c1")] == \
+        pytest.approx(186.0 / 58.0)
+    assert all(a.workload.concurrency == 1 and b.spec.algorithm == "dspark" for a, b, _ in spec_pairs(concurrency=1))

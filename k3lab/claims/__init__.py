@@ -8,7 +8,7 @@ method. Nothing else in k3lab or in a notebook writes a verdict.
 
 Methods (:data:`METHODS`): ``measured`` (ran here on real code or hardware), ``derived``
 (computed independently from primary sources), ``cited`` (a third party's public measurement
-of the claim's own setting: measured, but not here), ``arithmetic`` (recomputed from the
+of the claim's setting, its differences named: measured, but not here), ``arithmetic`` (recomputed from the
 article's own numbers), ``emulated`` (real code in a state the study built), ``modelled``
 (an analytic model with assumptions; the band or bound is stated), ``unchecked``.
 

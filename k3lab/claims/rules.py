@@ -302,8 +302,9 @@ def rule_validated_model(claim, readings, in_domain: bool = True, claimed_value=
 
 
 def rule_cited(claim, values, claimed_value=None, **_):
-    """Third-party measurements of the claim's own setting and workload (``values``; method
-    ``cited``: measured, but not here): the claim within the claim's tolerance of any of them
+    """Third-party measurements of the claim's setting (``values``; method ``cited``: measured,
+    but not here; the finding names where a measurement's setting differs, e.g. its workload
+    or a GPU of the same silicon): the claim within the claim's tolerance of any of them
     agrees (capped at ``consistent``: the study did not make the measurement); otherwise
     ``discrepancy`` (capped at ``inconsistent with public measurements``, for the same reason).
     No matching measurement → ``not reproducible here``."""

@@ -19,7 +19,7 @@ Units: TFLOPS and TB/s per GPU, GB (1e9 B), tok/s per GPU, $/GPU-hour; a lead is
 
 from __future__ import annotations
 
-from .. import claims, data, decision, memory
+from .. import claims, data, decision, memory, prices
 from ..specs import ModelConfig, load_gpu, load_model
 from ..throughput import article_table
 
@@ -99,8 +99,11 @@ def spec_records(doc: dict, probe: dict | None = None) -> list[claims.Record]:
              correction=f"sglang {', '.join(rel)} ship n-gram speculative decoding (--speculative-algorithm NGRAM), which "
                         "drafts from the request's own tokens and needs no draft tensors; an external draft model "
                         "(DSpark) is one way, not the only one",
-             notes="what n-gram drafting gains on the article's random 1,024-token prompts (repetition is what it "
-                   "feeds on), and whether its kernels build for gfx950, are not measured here")]
+             notes="sglang 0.5.23 names it among the verify paths of hybrid (state-space) models like K3's KDA "
+                   "layers (srt/arg_groups/mamba_hook.py, validate_mamba_extra_buffer: 'eagle/ngram/dspark/dflash all "
+                   "verify through prepare_mamba_track_for_verify'); what n-gram drafting gains on the article's random "
+                   "1,024-token prompts (repetition is what it feeds on), and whether its kernels build for gfx950, are "
+                   "not measured here")]
     patched = [r for r in doc["rows"] if r["state"] == "patched"]
     fix1 = bool(patched) and all(r["outcome"] == "ok" and r["matches_reference"] for r in patched)
     pad = probe["prefill_12_heads_patched"]
@@ -120,15 +123,31 @@ def spec_records(doc: dict, probe: dict | None = None) -> list[claims.Record]:
     return out
 
 
-def _leads(b: decision.Breakeven) -> list[tuple]:
-    """Per independent price source that prices both GPUs: (tier, kind, price ratio MI355X ÷ B300,
-    lead at the article's throughput, (low, mid, high) lead on the serving model)."""
-    return [(tier, kind, r, b.article / r - 1, (b.model_low / r - 1, b.model / r - 1, b.model_high / r - 1))
+def _article_leads() -> list[tuple]:
+    """At the article's own throughput, per independent price source that prices both GPUs of
+    :data:`k3lab.decision.PAIR` (:func:`k3lab.prices.perf_per_dollar_by_tier`; no model): (tier,
+    kind, price ratio MI355X ÷ B300, the MI355X's perf/$ lead as a fraction)."""
+    table = article_table()
+    a, b = (table[k].label for k in decision.PAIR)
+    out = []
+    for tier, g in prices.perf_per_dollar_by_tier().groupby("tier", sort=False):
+        by = g.set_index("config")
+        if g["kind"].iloc[0] in ("article", prices.OVERRIDE_TIER) or not {a, b} <= set(by.index):
+            continue
+        out.append((tier, str(g["kind"].iloc[0]), by.loc[a, "usd_per_gpu_hour"] / by.loc[b, "usd_per_gpu_hour"],
+                    by.loc[a, "tok_s_per_dollar_hour"] / by.loc[b, "tok_s_per_dollar_hour"] - 1))
+    return out
+
+
+def _model_leads(b: decision.Breakeven) -> list[tuple]:
+    """On the serving model, per source of ``b`` (:func:`k3lab.decision.decide`'s break-even):
+    (tier, kind, (low, mid, high) lead of the MI355X, the two families' bands combined)."""
+    return [(tier, kind, (b.model_low / r - 1, b.model / r - 1, b.model_high / r - 1))
             for tier, kind, _date, _pm, _pb, r, _reading in b.sources]
 
 
 def _count(leads) -> str:
-    """'ahead under a, behind under b, too close to call under c of n' (empty parts left out)."""
+    """'ahead under a, behind under b, too close to call under c of n sources' (empty parts left out)."""
     ahead = sum(lo > 0 for lo, _ in leads)
     behind = sum(hi < 0 for _, hi in leads)
     parts = [f"{w} under {n}" for w, n in (("ahead", ahead), ("behind", behind),
@@ -136,10 +155,14 @@ def _count(leads) -> str:
     return ", ".join(parts) + f" of {len(leads)} sources"
 
 
+def _span(leads) -> str:
+    """'+5.9%' or '-10.2% to +0.6%'."""
+    lo, hi = min(leads), max(leads)
+    return f"{lo:+.1%}" if lo == hi else f"{lo:+.1%} to {hi:+.1%}"
+
+
 def _market_pair() -> str:
     """The lowest MI355X and B300 market figures, from two sources, as a price ratio (not paired)."""
-    from .. import prices
-
     pr = prices.prices()
     m = pr[(pr["kind"] == "market") & pr["independent"]]
     lo = {g: m[m["gpu"] == g].sort_values("usd_per_gpu_hour").iloc[0] for g in ("mi355x", "b300") if (m["gpu"] == g).any()}
@@ -155,32 +178,43 @@ def throughput_records(d: decision.Decision | None = None) -> list[claims.Record
     T22 (the outlet). ``d``: :func:`k3lab.decision.decide` for Kimi K3 (computed when None)."""
     d = decision.decide("kimi-k3") if d is None else d
     R = claims.judge
-    b = d.breakeven
-    if b is None or not b.sources:
+    rows = _article_leads()
+    if not rows:
         raise data.DataError("data/prices.yaml: no independent price source prices both the MI355X and the B300")
-    rows = _leads(b)
-    art = [(x, x) for *_, x, _ in rows]
-    mod = [(lo, hi) for *_, (lo, _, hi) in rows]
+    leads = [a for *_, a in rows]
+    art = [(x, x) for x in leads]
     mi = next(x for x in d.article_prices if x[0] == "mi355x")
-    src = "; ".join(f"{t} ({k}) {r:.3f}: {a:+.1%}" for t, k, r, a, _ in rows)
-    out = [R("T20", f"the article's own throughput (MI355X ÷ B300 per GPU {b.article:.3f}: the MI355X wins perf/$ "
-                    f"below that price ratio) under every independent price source that prices both GPUs, price "
-                    f"ratio and the MI355X's lead: {src}",
-             value=f"{min(a for *_, a, _ in rows):+.1%} to {max(a for *_, a, _ in rows):+.1%} ({_count(art)})",
-             leads=art,
+    t = article_table()
+    per_gpu = (t[decision.PAIR[0]].tok_s / t[decision.PAIR[0]].num_gpus) / (t[decision.PAIR[1]].tok_s / t[decision.PAIR[1]].num_gpus)
+    by_kind = {}
+    for _, k, _, a in rows:
+        by_kind.setdefault(k, []).append(a)
+    kinds = "; ".join(f"{k.replace('_', '-')} {_span(v)}" for k, v in by_kind.items())
+    reversed_by = sorted({k for _, k, _, a in rows if a < 0})
+    out = [R("T20", f"the article's own throughput (MI355X ÷ B300 per GPU {per_gpu:.3f}: the MI355X wins perf/$ below "
+                    "that price ratio) under every independent price source that prices both GPUs, price ratio and "
+                    "the MI355X's lead: " + "; ".join(f"{tr} ({k}) {r:.3f}: {a:+.1%}" for tr, k, r, a in rows),
+             value=f"{_span(leads)} ({_count(art)})", leads=art,
              correction=f"the direction turns on the price: at independent prices the article's own throughput gives "
-                        f"the MI355X {min(a for *_, a, _ in rows):+.0%} to {max(a for *_, a, _ in rows):+.0%}, and its "
+                        f"the MI355X {min(leads):+.0%} to {max(leads):+.0%}, and its "
                         f"~45% needs its own ${mi[1]:.2f}, below every independent MI355X rental price "
                         f"(${mi[2]:.2f}-${mi[3]:.2f}, T5)",
              notes="the prices are independent (data/prices.yaml), the throughput the article's: its argument redone at "
-                   f"other prices; {_market_pair()}")]
+                   f"other prices. By kind of price: {kinds}; the reversals come from {', '.join(reversed_by) or 'none'}"
+                   + (" prices (InferenceX's B300 rows are 1.2x its B200, a placeholder as its source's code comment "
+                      "says, data/prices.yaml)" if "cost_model" in reversed_by else "") + f"; {_market_pair()}")]
+    b = d.breakeven
+    if b is None:
+        raise data.DataError("data/serving_fit.yaml: the serving model covers neither the MI355X nor the B300 row")
+    mrows = _model_leads(b)
+    mod = [(lo, hi) for *_, (lo, _, hi) in mrows]
     out.append(R("T21", f"the serving model's peaks ({b.model_setting}, {b.workload}): MI355X ÷ B300 per GPU {b.model:.3f} "
                         f"({b.model_low:.3f}-{b.model_high:.3f}, the two families' bands combined), under the same "
                         "sources, the MI355X's lead: "
-                        + "; ".join(f"{t} {m:+.0%} ({lo:+.0%} to {hi:+.0%})" for t, _, _, _, (lo, m, hi) in rows),
+                        + "; ".join(f"{tr} {m:+.0%} ({lo:+.0%} to {hi:+.0%})" for tr, _, (lo, m, hi) in mrows),
                  bound=f"model: {_count(mod)}", leads=mod,
-                 notes="no speculative decoding on either side; the model's band, not the prices, leaves the sources it "
-                       "cannot call open"))
+                 notes="no speculative decoding on either side; the model's band, not the prices, leaves open: "
+                       + (", ".join(f"{tr} ({k})" for tr, k, (lo, _, hi) in mrows if lo <= 0 <= hi) or "no source")))
     out.append(R("T22", "the article names no outlet, and none was found in any source searched (2026-12-02); what it "
                         "could not re-verify is judged here: 952 (T1), $2.50 vs $6.00 (T5), 1.65x (T4)",
                  notes="a statement about a source, like M13: live mode cannot check it either"))
