@@ -93,15 +93,10 @@ def _breakeven(cmp_df) -> Breakeven | None:
 
 
 def _article_prices() -> list:
-    """(gpu, the article's $/GPU-hour, independent list/market prices of the same GPU: min, max, n)."""
-    pr = prices.prices()
-    art = pr[pr["tier"] == "article"].set_index("gpu")["usd_per_gpu_hour"]
-    ind = pr[pr["independent"] & pr["kind"].isin(["on_demand", "reserved", "market"])]
-    out = []
-    for gpu, v in art.items():
-        o = ind[ind["gpu"] == gpu]["usd_per_gpu_hour"]
-        out.append((gpu, float(v), float(o.min()) if len(o) else None, float(o.max()) if len(o) else None, len(o)))
-    return out
+    """(gpu, the article's $/GPU-hour, independent rental prices of the same GPU: min, max, n), as
+    :func:`k3lab.prices.price_check` counts them."""
+    return [(r.gpu, float(r.article_usd_per_gpu_hour), r.other_min, r.other_max, int(r.n_prices))
+            for r in prices.price_check().itertuples()]
 
 
 def decide(model: str = "kimi-k3", context_tokens: int | None = None, variants=(), **kw) -> Decision:

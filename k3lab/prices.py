@@ -135,11 +135,30 @@ def perf_per_dollar_by_tier(overrides: dict | None = None):
     return df.sort_values(by="tier", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
-def price_check(kinds=("on_demand", "market")):
-    """Each article price against independent prices of the given kinds for the same GPU.
+#: kinds of price a GPU-hour can be rented at (a cost model's tier is not one)
+RENTAL_KINDS = ("on_demand", "reserved", "market")
+
+
+def rental_rate_range(gpu: str, kinds=RENTAL_KINDS) -> dict:
+    """Where a rental rate of ``gpu`` can sit by independent prices of ``kinds`` (default
+    :data:`RENTAL_KINDS`: on-demand and committed-term list prices, market indices and quotes):
+    from the lowest to the highest. No discount widens it: the data holds committed-term
+    discounts for a few GPUs and providers only (:func:`committed_discounts`), none for every
+    GPU. Keys: low, high, n_prices, dates. ValueError if ``gpu`` has no such price."""
+    pr = prices()
+    mine = pr[(pr["gpu"] == gpu) & pr["independent"] & pr["kind"].isin(kinds)]
+    if mine.empty:
+        raise ValueError(f"no independent {'/'.join(kinds)} price for {gpu} in data/prices.yaml")
+    return {"low": float(mine["usd_per_gpu_hour"].min()), "high": float(mine["usd_per_gpu_hour"].max()),
+            "n_prices": len(mine), "dates": sorted(set(mine["source_date"]))}
+
+
+def price_check(kinds=RENTAL_KINDS):
+    """Each article price against independent prices of the given kinds for the same GPU
+    (:func:`rental_rate_range`).
 
     Like with like: the article's prices are rental rates, so by default they meet on-demand
-    list prices and market indices, never cost-model tiers (shown separately by
+    and committed-term list prices and market indices, never cost-model tiers (shown separately by
     :func:`perf_per_dollar_by_tier`) and never the article's own "rate checks".
     Columns: gpu, article_usd_per_gpu_hour, kinds, n_prices, other_min, other_max, within_range.
     """
@@ -149,17 +168,10 @@ def price_check(kinds=("on_demand", "market")):
     art = pr[pr["tier"] == data.load("article_table").price_tier]
     rows = []
     for g, a in zip(art["gpu"], art["usd_per_gpu_hour"]):
-        other = pr[(pr["gpu"] == g) & pr["independent"] & pr["kind"].isin(kinds)]["usd_per_gpu_hour"]
-        if other.empty:
-            raise ValueError(f"no independent {'/'.join(kinds)} price for {g} in data/prices.yaml")
-        rows.append({"gpu": g, "article_usd_per_gpu_hour": a, "kinds": "/".join(kinds), "n_prices": len(other),
-                     "other_min": float(other.min()), "other_max": float(other.max()),
-                     "within_range": bool(other.min() <= a <= other.max())})
+        r = rental_rate_range(g, kinds)
+        rows.append({"gpu": g, "article_usd_per_gpu_hour": a, "kinds": "/".join(kinds), "n_prices": r["n_prices"],
+                     "other_min": r["low"], "other_max": r["high"], "within_range": bool(r["low"] <= a <= r["high"])})
     return pd.DataFrame(rows)
-
-
-#: kinds of price a GPU-hour can be rented at (a cost model's tier is not one)
-RENTAL_KINDS = ("on_demand", "reserved", "market")
 
 
 def _provider(note) -> str:
@@ -184,23 +196,6 @@ def committed_discounts():
                          "discount": 1 - r.usd_per_gpu_hour / o.usd_per_gpu_hour})
     return pd.DataFrame(rows, columns=["gpu", "provider", "on_demand_usd_per_gpu_hour", "reserved_usd_per_gpu_hour",
                                        "discount"])
-
-
-def rental_rate_range(gpu: str) -> dict:
-    """Where a rental rate of ``gpu`` can plausibly sit, from independent prices of the rental
-    kinds (:data:`RENTAL_KINDS`): from the lowest one less the largest committed-term discount
-    the data shows (:func:`committed_discounts`: a negotiated rate below list is not a
-    contradiction) up to the highest list price. Keys: lowest, highest, discount, low, high,
-    n_prices, dates. ValueError if no independent rental price exists for ``gpu``."""
-    pr = prices()
-    mine = pr[(pr["gpu"] == gpu) & pr["independent"] & pr["kind"].isin(RENTAL_KINDS)]
-    if mine.empty:
-        raise ValueError(f"no independent rental price for {gpu} in data/prices.yaml")
-    disc = committed_discounts()
-    d = float(disc["discount"].max()) if len(disc) else 0.0
-    lo, hi = float(mine["usd_per_gpu_hour"].min()), float(mine["usd_per_gpu_hour"].max())
-    return {"lowest": lo, "highest": hi, "discount": d, "low": lo * (1 - d), "high": hi, "n_prices": len(mine),
-            "dates": sorted(set(mine["source_date"]))}
 
 
 def price_ratio_by_tier(num: str = "b300", den: str = "mi355x"):

@@ -7,8 +7,8 @@ import pytest
 
 from k3lab import claims
 
-ARTICLE_IDS = ([f"M{i}" for i in range(1, 14)] + [f"S{i}" for i in range(1, 11)]
-               + [f"P{i}" for i in range(1, 10)] + [f"T{i}" for i in range(1, 20)])
+ARTICLE_IDS = ([f"M{i}" for i in range(1, 16)] + [f"S{i}" for i in range(1, 13)]
+               + [f"P{i}" for i in range(1, 12)] + [f"T{i}" for i in range(1, 23)])
 
 
 def test_registry_holds_every_claim_with_a_method_and_a_known_rule():
@@ -22,19 +22,42 @@ def test_registry_holds_every_claim_with_a_method_and_a_known_rule():
 
 
 def test_new_claims_say_why_they_were_added():
-    for cid in ("M11", "M12", "M13", "S8", "S9", "S10", "P8", "P9", "T14", "T15", "T16", "T17", "T18", "T19"):
+    for cid in ("M11", "M12", "M13", "M14", "M15", "S8", "S9", "S10", "S11", "S12", "P8", "P9", "P10", "P11",
+                "T14", "T15", "T16", "T17", "T18", "T19", "T20", "T21", "T22"):
         assert claims.get(cid).added
 
 
 @pytest.mark.parametrize("method,raw,capped", [
     ("measured", "reproduced", "reproduced"), ("derived", "reproduced", "reproduced"),
-    ("arithmetic", "reproduced", "consistent"), ("emulated", "reproduced", "consistent"),
-    ("modelled", "reproduced", "consistent"), ("unchecked", "reproduced", "not reproducible here"),
+    ("arithmetic", "reproduced", "consistent"), ("emulated", "reproduced", "consistent (emulated)"),
+    ("modelled", "reproduced", "consistent"), ("cited", "reproduced", "consistent"),
+    ("unchecked", "reproduced", "not reproducible here"),
+    ("emulated", "consistent", "consistent (emulated)"),
+    # a negative verdict needs evidence as strong as a positive one: independent evidence and the
+    # article's own numbers keep it; an emulation, a model or a cited measurement say "inconsistent with"
+    ("measured", "discrepancy", "discrepancy"), ("derived", "corrected", "corrected"),
     ("arithmetic", "corrected", "corrected"), ("arithmetic", "discrepancy", "discrepancy"),
+    ("emulated", "discrepancy", "inconsistent with the emulation"),
+    ("emulated", "corrected", "inconsistent with the emulation"),
+    ("modelled", "discrepancy", "inconsistent with the model"), ("modelled", "corrected", "inconsistent with the model"),
+    ("cited", "discrepancy", "inconsistent with public measurements"),
     ("unchecked", "discrepancy", "not reproducible here"),
+    ("modelled", "not reproducible here", "not reproducible here"),
 ])
 def test_method_caps_the_verdict(method, raw, capped):
     assert claims.cap(method, raw) == capped
+    assert claims.cap(method, capped) == capped            # a recorded verdict passes its own method's cap
+
+
+def test_a_qualified_verdict_belongs_to_its_method():
+    # the ledger re-caps every row: a verdict qualified for another method changes, so it is refused
+    assert claims.cap("derived", "inconsistent with the model") == "discrepancy"
+    assert claims.cap("modelled", "consistent (emulated)") == "consistent"
+    assert claims.cap("modelled", "inconsistent with the emulation") == "inconsistent with the model"
+    with pytest.raises(ValueError, match="unknown verdict 'inconsistent'"):
+        claims.cap("modelled", "inconsistent")                # never recorded without what it is inconsistent with
+    with pytest.raises(ValueError, match="unknown verdict"):
+        claims.cap("derived", "wrong")
 
 
 def test_arithmetic_claims_never_read_reproduced():
@@ -108,11 +131,18 @@ def test_rounding_rule_tells_rounding_first_from_a_wrong_number():
         claims.verdict("T6", exact=[47.6, 31.4, 7.32], from_rounded=[48, 33])
 
 
-def test_qualified_verdict_is_one_documented_form_of_consistent():
-    assert claims.VERDICTS == ("reproduced", "consistent", "consistent (rounded inputs)", "discrepancy",
-                               "corrected", "not reproducible here")
-    assert set(claims.BASE_VERDICTS) | set(claims.QUALIFIED) == set(claims.VERDICTS)
+def test_qualified_verdicts_are_documented_forms_of_their_base():
+    assert claims.VERDICTS == ("reproduced", "consistent", "consistent (rounded inputs)", "consistent (emulated)",
+                               "inconsistent with the emulation", "inconsistent with the model",
+                               "inconsistent with public measurements", "discrepancy", "corrected",
+                               "not reproducible here")
+    # every verdict a record carries is a rule's or a qualified one; the bare "inconsistent" only counts
+    assert set(claims.RULE_VERDICTS) | set(claims.QUALIFIED) == set(claims.VERDICTS)
+    assert set(claims.BASE_VERDICTS) - set(claims.VERDICTS) == {"inconsistent"}
     assert claims.base_verdict("consistent (rounded inputs)") == "consistent"
+    assert claims.base_verdict("consistent (emulated)") == "consistent"
+    for v in ("inconsistent with the emulation", "inconsistent with the model", "inconsistent with public measurements"):
+        assert claims.base_verdict(v) == "inconsistent"
     assert claims.base_verdict("corrected") == "corrected"
     with pytest.raises(ValueError, match="unknown verdict"):
         claims.base_verdict("consistent (rounded)")
@@ -146,7 +176,8 @@ def test_model_claims_read_the_validated_model_and_cannot_be_reproduced():
     # T1 claims 952 tok/s; each reading is (predicted, band as a log factor)
     assert claims.verdict("T1", readings=[(1000, 0.1)]) == "consistent"          # inside, modelled caps
     assert claims.verdict("T1", readings=[(1000, 0.1), (2200, 0.1)]) == "not reproducible here"  # > 2x wide
-    assert claims.verdict("T1", readings=[(2000, 0.1)]) == "discrepancy"         # 952 below the band
+    # 952 below the band: the model disagrees, which cannot show the article wrong
+    assert claims.verdict("T1", readings=[(2000, 0.1)]) == "inconsistent with the model"
     assert claims.verdict("T1", readings=[(1000, 0.1)], in_domain=False) == "not reproducible here"
     assert claims.verdict("T11") == "not reproducible here"
 
@@ -154,8 +185,9 @@ def test_model_claims_read_the_validated_model_and_cannot_be_reproduced():
 def test_matches_holds_and_corrections():
     assert claims.verdict("M10", value=12) == "reproduced"
     assert claims.verdict("M10", value=16) == "discrepancy"
-    assert claims.verdict("P3", value="refuses", correction="it refuses to start") == "corrected"
-    assert claims.verdict("S2", value=claims.get("S2").claimed) == "consistent"  # emulated
+    # P3 is emulated: it can say the emulation disagrees, never that the article is wrong
+    assert claims.verdict("P3", value="refuses", correction="it refuses to start") == "inconsistent with the emulation"
+    assert claims.verdict("S2", value=claims.get("S2").claimed) == "consistent (emulated)"
     assert claims.verdict("T14", holds=False, correction="TP8xPP2 fits too") == "corrected"
     assert claims.verdict("T16", holds=True) == "consistent"  # arithmetic
     with pytest.raises(ValueError, match="True, False or None"):
@@ -169,8 +201,34 @@ def test_matches_holds_and_corrections():
 def test_a_correction_is_kept_in_the_notes():
     r = claims.judge("M12", "driver readings", value="309.2 / 288.4", holds=False, correction="7% more", notes="n")
     assert r.verdict == "corrected" and r.notes == "correction: 7% more; n"
+    # an emulation's correction stays in the notes, though its verdict cannot say "corrected"
+    r = claims.judge("S8", "emulated state", value="3 of 5", holds=False, correction="only mixed batches")
+    assert r.verdict == "inconsistent with the emulation" and r.notes == "correction: only mixed batches"
     r = claims.judge("M12", "driver readings", value="288.0 / 288.0", holds=True, correction="unused")
     assert r.verdict == "reproduced" and r.notes == ""
+
+
+def test_matches_on_evidence_that_covers_part_of_the_claim_reads_consistent():
+    # S1 is derived from the published config, which lists no tensors: agreement cannot establish
+    # "ships zero draft tensors"; a disagreement would still be a discrepancy
+    assert claims.verdict("S1", value=0) == "reproduced"
+    assert claims.verdict("S1", value=0, covers_claim=False) == "consistent"
+    assert claims.verdict("S1", value=1, covers_claim=False) == "discrepancy"
+
+
+def test_direction_rule():
+    # T20 (arithmetic): leads without a band; T21 (modelled): leads with the model's band
+    assert claims.verdict("T20", leads=[(0.1, 0.1), (0.02, 0.02)]) == "consistent"        # arithmetic caps
+    assert claims.verdict("T20", leads=[(0.1, 0.1), (-0.04, -0.04)]) == "discrepancy"     # reversed under one source
+    assert claims.verdict("T20", leads=[(0.1, 0.1), (-0.04, -0.04)], correction="a tie") == "corrected"
+    assert claims.verdict("T20", leads=[(0.0, 0.0)]) == "not reproducible here"           # exactly level: no winner
+    assert claims.verdict("T21", leads=[(0.02, 1.3), (0.07, 1.4)]) == "consistent"
+    assert claims.verdict("T21", leads=[(0.02, 1.3), (-0.03, 1.2)]) == "not reproducible here"  # band straddles 0
+    assert claims.verdict("T21", leads=[(0.02, 1.3), (-0.5, -0.1)]) == "inconsistent with the model"
+    with pytest.raises(ValueError, match="at least one"):
+        claims.verdict("T21", leads=[])
+    with pytest.raises(ValueError, match="low end is above"):
+        claims.verdict("T21", leads=[(0.2, 0.1)])
 
 
 def test_in_range_per_value_ranges():

@@ -90,4 +90,12 @@ def test_cited_needs_a_tolerance():
 def test_cited_is_a_method_the_schema_and_the_cap_know():
     assert "cited" in claims.METHODS
     assert cap("cited", "reproduced") == "consistent"
-    assert cap("cited", "discrepancy") == "discrepancy"
+    # a third party's measurement that disagrees cannot show the article wrong either
+    assert cap("cited", CITED(_claim(952, "cited", "cited", Tolerance(rel=0.1, why="t")), values=[1060])) == \
+        "inconsistent with public measurements"
+
+
+def test_a_model_outside_its_band_reads_inconsistent_with_the_model():
+    c = _claim(1000, "validated_model")
+    assert cap("modelled", VM(c, readings=[(1300, B)])) == "inconsistent with the model"
+    assert cap("modelled", VM(c, readings=[(1000, B)], in_domain=False)) == "not reproducible here"

@@ -20,7 +20,8 @@ REL = 1e-3
 #: claim id → (method, verdict, value as recorded: a number, a text, or None for a model claim)
 EXPECTED = {
     "M1": ("derived", "reproduced", 2.7795),
-    # issue 22: one about-N rule (102.5-103.5B) and the per-token count (lm_head in, input table out)
+    # issue 22: one about-N rule (102.5-103.5B) and the per-token count (lm_head in, input table out);
+    # issue 30: kept — that convention gives K2 31.69B and DeepSeek-V3 36.63B, their published 32B and 37B
     "M2": ("derived", "discrepancy", 104.19),
     "M3": ("derived", "reproduced", "896 / 16 / 93 / 1M"),
     "M4": ("derived", "reproduced", 1.56),
@@ -32,22 +33,40 @@ EXPECTED = {
     "M9": ("arithmetic", "consistent", 1.536),
     "M10": ("derived", "reproduced", 12),
     "M11": ("derived", "reproduced", "no"),
+    # issue 30: the same 288 GiB of HBM3E; NVIDIA's driver exposes 93.26% of it (275,040 MiB / 288 GiB)
     "M12": ("derived", "corrected", "309.2 / 288.4"),
     "M13": ("unchecked", "not reproducible here", None),
-    "S1": ("derived", "reproduced", 0),
-    "S2": ("emulated", "consistent", "NameError: name 'top_k_renorm_prob' is not defined. Did you mean: 'top_p_renorm_prob'?"),
-    "S3": ("emulated", "consistent", "top_p only"),
+    # issue 30: MI355X / B200 dense 2,500/2,250 = 1.11x, FP4 10,100/9,000 = 1.12x, 8.0/8.0 TB/s,
+    # 309.22/192.27 GB = 1.61x usable, against 952/8 ÷ 498/16 = 3.82x tok/s per GPU
+    "M14": ("derived", "reproduced", "compute 1.11-1.12x, bandwidth 1.00x, capacity 1.61x"),
+    # issue 30: DeepSeek-V3 (688.6 GB) and Kimi K2 (1,029 GB) exceed 8 x 85.5 GB of H100, fit 8 x 150.8 GB of H200
+    "M15": ("derived", "corrected", "capacity decided for 2 of 2 earlier models (deepseek-v3, kimi-k2)"),
+    # issue 30: the config lists no tensors; "ships zero draft tensors" reads at most consistent
+    "S1": ("derived", "consistent", 0),
+    # issue 30: an emulated verdict says so (consistent (emulated) / inconsistent with the emulation)
+    "S2": ("emulated", "consistent (emulated)",
+           "NameError: name 'top_k_renorm_prob' is not defined. Did you mean: 'top_p_renorm_prob'?"),
+    "S3": ("emulated", "consistent (emulated)", "top_p only"),
     "S4": ("measured", "reproduced", "dense: 5 mixes / sparse: 3 mixes"),
     "S5": ("measured", "reproduced", "plain-PyTorch top-k renorm (pivot, mask, divide)"),
-    "S6": ("modelled", "not reproducible here", None),
+    # issue 30: cited — the public single-request pair on the MI355X's die (MI350X TP8, 8,192/1,024):
+    # 186.0 / 58.0 tok/s per GPU = 3.21x, outside 'roughly 2.2x' (2.15-2.25)
+    "S6": ("cited", "inconsistent with public measurements", "3.21"),
     "S7": ("modelled", "not reproducible here", None),
-    "S8": ("emulated", "corrected", "3 of 5 dense-path mixes crash"),
-    "S9": ("emulated", "consistent", "runs on CUDA unpatched"),
-    "S10": ("emulated", "corrected", "0 of 4 like-request batches crash, 3 mixed ones"),
+    "S8": ("emulated", "inconsistent with the emulation", "3 of 5 dense-path mixes crash"),
+    "S9": ("emulated", "consistent (emulated)", "runs on CUDA unpatched"),
+    # issue 30: "the very first real request" read as the first real (mixed) traffic, which crashes
+    "S10": ("emulated", "consistent (emulated)", "0 of 4 like-request batches crash, 3 mixed ones"),
+    # issue 30: sglang 0.5.16 / 0.5.23 SpeculativeAlgorithm.NGRAM, NGRAMWorker.draft_worker -> None
+    "S11": ("derived", "corrected", "n-gram speculative decoding, no draft model (0.5.16, 0.5.23)"),
+    "S12": ("emulated", "consistent (emulated)", "a missing definition and a shape mismatch, no new kernel"),
     "P1": ("arithmetic", "consistent", 2.217),
-    "P2": ("derived", "corrected", "16 or 128 (AITER's MLA prefill ASM)"),
-    "P3": ("emulated", "consistent", "falls back to Triton"),
-    "P4": ("emulated", "consistent", 0),
+    # issue 30: sglang's own guard (0.5.16-0.5.18) asserts the article's set word for word; the kernel
+    # it calls is unreadable here, so consistent, not reproduced
+    "P2": ("derived", "consistent", "4, 8, or multiples of 16"),
+    "P3": ("emulated", "consistent (emulated)", "falls back to Triton"),
+    # issue 30: the article's procedure as the claim, not the study's 0
+    "P4": ("emulated", "consistent (emulated)", "bit-identical in 7 of 7 cases (max abs diff 0)"),
     "P5": ("modelled", "not reproducible here", None),
     # issue 20: judged by the serving model, which cannot see the kernel and is outside its domain at
     # 172k; the article's own arithmetic (1.86-3.25x) stays in the notes
@@ -55,14 +74,18 @@ EXPECTED = {
     # issue 22: the fix swaps the decode kernel too (Triton -> AITER) unless prefill alone changes backend
     "P7": ("modelled", "not reproducible here", None),
     "P8": ("arithmetic", "discrepancy", 3373),
-    "P9": ("arithmetic", "discrepancy", 3.85),
+    # issue 30: 2-3x against the Amdahl bound of the article's own numbers, 51 s / (172,000 / 13,000 s) = 3.85x
+    "P9": ("arithmetic", "consistent", "2-3x within 1-3.85x"),
+    "P10": ("modelled", "not reproducible here", None),
+    "P11": ("modelled", "not reproducible here", None),
     "T1": ("modelled", "not reproducible here", None),
     # issue 20: the serving model's readings (DSpark off, and on at the field's acceptance) span > 2x
     "T2": ("modelled", "not reproducible here", None),
     "T3": ("modelled", "not reproducible here", None),
     "T4": ("arithmetic", "consistent", 1.647),
-    # issue 22: rental rates against rental prices, less the largest committed-term discount in the data
-    "T5": ("derived", "consistent", "2.50 / 6.00 / 4.25"),
+    # issue 30: rental rates against the independent rental prices price_check.csv counts, no discount:
+    # MI355X 2.95 (TensorWave) - 8.60 (OCI); B300 5.00 (Ornn) - 15.00 (OCI); B200 4.50 (Ornn) - 14.00 (OCI)
+    "T5": ("derived", "discrepancy", "2.95-8.60 / 5.00-15.00 / 4.50-14.00"),
     "T6": ("arithmetic", "consistent", "47.6 / 32.7 / 7.3"),
     "T7": ("arithmetic", "consistent (rounded inputs)", 45.7),
     "T8": ("arithmetic", "consistent (rounded inputs)", 6.5),
@@ -72,11 +95,17 @@ EXPECTED = {
     "T12": ("derived", "discrepancy", "1400 / 1000"),
     "T13": ("unchecked", "not reproducible here", None),
     "T14": ("derived", "corrected", "TP16 and TP8×PP2 both load"),
-    "T15": ("derived", "reproduced", "partly offsets (against the B300 too)"),
+    # issue 30: (1,400 - 1,100) W x PUE 1.3 x $0.10/kWh = $0.039 per GPU-hour, against 6.00 - 2.50
+    "T15": ("derived", "reproduced", "partly offsets: $0.039 of a $3.50 gap per GPU-hour"),
     "T16": ("arithmetic", "consistent", "39.3% < 58.3%"),
     "T17": ("arithmetic", "corrected", 249),
     "T18": ("derived", "consistent", "6.00"),
     "T19": ("derived", "reproduced", "TP8+DCP"),
+    # issue 30: 952/1,568 = 0.607 per GPU against the price ratios 1.48/2.34, 1.90/2.81, 2.10/3.48,
+    # 8.60/15.00: leads -4.0%, -10.2%, +0.6%, +5.9%
+    "T20": ("arithmetic", "corrected", "-10.2% to +5.9% (ahead under 2, behind under 2 of 4 sources)"),
+    "T21": ("modelled", "not reproducible here", None),
+    "T22": ("unchecked", "not reproducible here", None),
 }
 
 
@@ -85,16 +114,21 @@ EXPECTED = {
 BOUNDS = {
     "M6": ">= 66.3% (weights alone)",
     # issue 20: the serving model fitted on public runs (data/serving_fit.yaml), with its validated band
-    "S6": "model 0.97-4.47x",
     "S7": "model 0.46-1.60x",
     "P5": "model 13,726-17,883 tok/s (outside its domain)",
     "P6": "model 1.0x (outside its domain, blind to the kernel)",
     "P7": "decode attention 22.7 -> 30.2 FLOP/B",
+    "P10": "model 9.6-12.5 s (outside its domain)",
+    "P11": "model 5.5-9.5 s (outside its domain)",
     "T1": "model 897-2,572 (2 readings)",
     "T2": "model 744-3,165 (3 readings)",
     "T3": "model 329-3,755 (6 readings)",
     "T13": "roofline: communication 33% of a TP16 decode step at c64",
+    # issue 30: the break-even 0.925 (0.614-1.391) against the same four price ratios
+    "T21": "model: ahead under 2, too close to call under 2 of 4 sources",
 }
+#: the pins that move when the serving model is refitted (its band and peaks): tell whoever refits
+SERVING_MODEL_PINS = ("T1", "T2", "T3", "S7", "P5", "P6", "P10", "P11", "T21")
 
 
 @pytest.fixture(scope="module")
@@ -268,3 +302,22 @@ def test_startup_settings_checked():
         f1_memory._startup_settings({**log, "variants": ["hicache"]}, parse_layout("8xb300 tp8"))
     with pytest.raises(ValueError, match="not one k3lab predicts"):
         f1_memory._startup_prediction(cfg, {**log, "quantity": "kv_blocks"}, mi, ("aiter-k3-opt",))
+
+
+def test_the_serving_model_pins_are_the_claims_it_judges():
+    """The list above names every claim whose pin moves with a refit of the serving model: the
+    modelled claims judged by its band (validated_model, direction)."""
+    reg = claims.registry().values()
+    assert {c.id for c in reg if c.method == "modelled" and c.rule in ("validated_model", "direction")} == \
+        set(SERVING_MODEL_PINS)
+
+
+def test_s6_cites_the_public_single_request_pair_on_the_mi355x_die():
+    """The public pair S6 cites: sglang's MI350X TP8 cookbook cells at 8,192/1,024, one request,
+    186.0 tok/s per GPU with DSpark (PR #39029) against 58.0 without; the B300 pairs are context."""
+    from k3lab.serving.field import spec_pairs
+
+    pairs = {(a.id, b.id): x for a, b, x in spec_pairs(concurrency=1)}
+    assert pairs[("sglang_cookbook_mi350x_nospec_tokps_gpu_c1", "sglang_pr39029_mi350x_dspark_tokps_gpu_c1")] == \
+        pytest.approx(186.0 / 58.0)
+    assert all(a.workload.concurrency == 1 and b.spec.algorithm == "dspark" for a, b, _ in spec_pairs(concurrency=1))

@@ -67,15 +67,19 @@ def test_price_check_compares_like_with_like(raw):
     pc = P.price_check().set_index("gpu")
     assert set(pc.index) == {"mi355x", "b300", "b200"}  # the article's three GPUs
     for gpu, row in pc.iterrows():
-        other = _independent(raw, gpu, ("on_demand", "market"))
+        other = _independent(raw, gpu, ("on_demand", "reserved", "market"))
         assert (row["other_min"], row["other_max"], row["n_prices"]) == (min(other), max(other), len(other))
         assert row["within_range"] == (min(other) <= row["article_usd_per_gpu_hour"] <= max(other))
-    # MI355X: the on-demand / market figures are 2.95 (TensorWave quote) and 8.60 (OCI): the
-    # article's 2.50 is below them. The InferenceX cost-model tiers (1.48-2.10) and the article's
+    # MI355X: the on-demand / reserved / market figures are 2.95 (TensorWave quote) and 8.60 (OCI):
+    # the article's 2.50 is below them. The InferenceX cost-model tiers (1.48-2.10) and the article's
     # own Vultr "rate check" (2.59) never enter.
     assert (pc.loc["mi355x", "other_min"], pc.loc["mi355x", "other_max"]) == (2.95, 8.60)
     assert not pc.loc["mi355x", "within_range"]
     assert pc.loc["b300", "within_range"]  # 6.00 lies in [5.00 (Ornn), 15.00 (OCI)]
+    # B300: Hyperstack 7.40, OCI 15.00, DigitalOcean 12-month 7.94, Ornn 5.00 — four rental prices,
+    # the count T5 and the decision box give; no committed-term discount widens the range
+    assert (pc.loc["b300", "n_prices"], pc.loc["b300", "other_min"]) == (4, 5.00)
+    assert not pc.loc["b200", "within_range"] and pc.loc["b200", "other_min"] == 4.50  # 4.25 below Ornn's 4.50
 
 
 def test_price_check_by_kind(raw):

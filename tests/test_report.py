@@ -23,7 +23,8 @@ CODE = "frame = compute_the_answer()  # unique-code-marker"
 
 LEDGER = [  # claim_id, method, verdict
     ("X1", "derived", "reproduced"), ("X2", "measured", "reproduced"), ("X3", "derived", "reproduced"),
-    ("X4", "arithmetic", "consistent"), ("X5", "emulated", "consistent"), ("X6", "modelled", "not reproducible here"),
+    ("X4", "arithmetic", "consistent"), ("X5", "emulated", "consistent (emulated)"),
+    ("X6", "modelled", "not reproducible here"),
     ("X7", "derived", "discrepancy"),
 ]
 
@@ -88,6 +89,16 @@ def test_decision_comes_first_and_marks_article_vs_study(study):
     assert "ARTICLE" in decision and "STUDY" in decision          # (b) each number's origin
     assert "reproduced: 2 derived, 1 measured" in decision         # (c) counts by method (hand count)
     assert "3 were shown independently" in decision               # the plain-language answer
+
+
+def test_the_page_opens_with_the_articles_bottom_line(study):
+    """The bottom line (k3lab.bottom_line, from the ledger) comes before the decision box; this
+    ledger has no T20/T21, and the box says so rather than guess."""
+    i = study.index('id="bottom-line"')
+    assert i < study.index('id="decision"') < study.index('id="verdicts"')
+    box = study[i:study.index('id="decision"')]
+    assert "is not in this ledger" in box and "1 · memory fit" in box
+    assert "holds (shown here): X1, X2, X3" in box and "does not hold: X7 (claimed 1, found 1)" in box
 
 
 def test_code_cells_are_collapsed_and_tables_are_html(study):

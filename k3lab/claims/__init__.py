@@ -8,28 +8,35 @@ method. Nothing else in k3lab or in a notebook writes a verdict.
 
 Methods (:data:`METHODS`): ``measured`` (ran here on real code or hardware), ``derived``
 (computed independently from primary sources), ``cited`` (a third party's public measurement
-of the claim's own setting: measured, but not here), ``arithmetic`` (recomputed from the
+of the claim's setting, its differences named: measured, but not here), ``arithmetic`` (recomputed from the
 article's own numbers), ``emulated`` (real code in a state the study built), ``modelled``
 (an analytic model with assumptions; the band or bound is stated), ``unchecked``.
 
-Verdicts (:data:`VERDICTS`): five base verdicts (:data:`BASE_VERDICTS`) and one qualified
-form (:data:`QUALIFIED`, counted as its base by :func:`base_verdict`), and what each may claim:
+Verdicts (:data:`VERDICTS`): what a rule decides (:data:`RULE_VERDICTS`), capped by the
+method (:func:`cap`), each counted as one of six base verdicts (:data:`BASE_VERDICTS`, through
+:func:`base_verdict`). A negative verdict needs evidence as strong as a positive one:
 
 - ``reproduced``: an independent check (method ``measured`` or ``derived``) agrees within
-  the stated tolerance. Nothing else can reach it (:func:`cap`).
+  the stated tolerance. Nothing else can reach it.
 - ``consistent``: the evidence agrees but cannot establish the claim by its method
-  (``arithmetic`` on the article's own numbers, an ``emulated`` state, a ``cited``
-  measurement made by someone else, a ``modelled`` band that is narrow enough to tell the
-  claim from its negation, a range of independent prices that places a rate but cannot
-  establish it).
-- ``consistent (rounded inputs)``: arithmetic that agrees only when done on the article's
-  own *rounded* inputs (its 48 / 33), while the exact computation rounds to another number.
-- ``discrepancy``: the evidence disagrees; the evidence gives the size of the difference.
-- ``corrected``: the article's statement is wrong in a way the evidence pins down (its unit,
-  a contradiction with its own numbers, what really happens instead).
-- ``not reproducible here``: nothing here can confirm it (an upper or lower bound, a model
-  fitted to the article's own numbers, a band too wide, a setting the article leaves
-  unstated, hardware we lack); the notes say what live mode measures.
+  (``arithmetic`` on the article's own numbers, a ``cited`` measurement made by someone else,
+  a ``modelled`` band that is narrow enough to tell the claim from its negation, a range of
+  independent prices that places a rate but cannot establish it, evidence that reaches only
+  part of the claim). Two qualified forms: ``consistent (rounded inputs)`` (arithmetic that
+  agrees only on the article's own *rounded* inputs, its 48 / 33, while the exact computation
+  rounds to another number) and ``consistent (emulated)`` (real code in a state the study built).
+- ``inconsistent with the emulation`` / ``with the model`` / ``with public measurements``
+  (base ``inconsistent``): an emulation, a model or a third party's measurement disagrees. It
+  can no more show the article wrong than its agreement could show it right, so it never reads
+  ``discrepancy`` or ``corrected`` (:data:`METHOD_QUALIFIED`); a correction it finds stays in
+  the notes.
+- ``discrepancy``: independent evidence (or the article's own numbers) disagrees; the
+  evidence gives the size of the difference.
+- ``corrected``: the article's statement is wrong in a way independent evidence (or its own
+  numbers) pins down (its unit, a contradiction with its own numbers, what really happens instead).
+- ``not reproducible here``: nothing here can confirm or refute it (an upper or lower bound, a
+  band too wide, a setting the article leaves unstated, hardware we lack); the notes say what
+  live mode measures.
 
 "About N" (one rule, :func:`same_as_stated`): a number the article gives as "about",
 "roughly", "near", "around" or "~" agrees when the value rounds half up to it at the last
@@ -48,11 +55,11 @@ from .ledger import ledger, read_records, verdict_literals, verdicts_by_method
 from .record import Record, Recorder, judge, verdict
 from .registry import (LEDGER_COLUMNS, LEDGER_VIEW, METHODS, RECORD_COLUMNS, SUMMARY_COLUMNS, Claim, get,
                        registry)
-from .rules import (BAND_MAX_RATIO, BASE_VERDICTS, INDEPENDENT, QUALIFIED, RULES, VERDICTS, agrees,
-                    base_verdict, cap, decimals_of, round_half_up, same_as_stated,
+from .rules import (BAND_MAX_RATIO, BASE_VERDICTS, INDEPENDENT, METHOD_QUALIFIED, QUALIFIED, RULE_VERDICTS, RULES,
+                    VERDICTS, agrees, base_verdict, cap, decimals_of, round_half_up, same_as_stated,
                     stated_exponent)
 
-__all__ = ["BAND_MAX_RATIO", "BASE_VERDICTS", "INDEPENDENT", "QUALIFIED", "LEDGER_COLUMNS", "LEDGER_VIEW", "METHODS", "RECORD_COLUMNS",
+__all__ = ["BAND_MAX_RATIO", "BASE_VERDICTS", "INDEPENDENT", "METHOD_QUALIFIED", "QUALIFIED", "RULE_VERDICTS", "LEDGER_COLUMNS", "LEDGER_VIEW", "METHODS", "RECORD_COLUMNS",
            "RULES", "SUMMARY_COLUMNS", "VERDICTS", "Claim", "Record", "Recorder", "agrees",
            "base_verdict", "cap", "decimals_of", "get", "judge", "ledger", "read_records",
            "registry", "round_half_up", "same_as_stated", "stated_exponent", "verdict", "verdict_literals", "verdicts_by_method"]

@@ -12,8 +12,14 @@ from .rules import RULES, cap, format_value as _fmt
 
 def verdict(claim_id: str, **inputs) -> str:
     """Apply the claim's rule (from the registry) to ``inputs``, capped by its method."""
+    return _decide(claim_id, inputs)[1]
+
+
+def _decide(claim_id: str, inputs: dict) -> tuple[str, str]:
+    """(what the claim's rule says, the verdict its method allows)."""
     c = get(claim_id)
-    return cap(c.method, RULES[c.rule](c, **inputs))
+    said = RULES[c.rule](c, **inputs)
+    return said, cap(c.method, said)
 
 
 @dataclass(frozen=True)
@@ -39,8 +45,10 @@ def judge(claim_id: str, evidence: str, *, value=None, bound=None, notes: str = 
     """Judge one claim → :class:`Record`. ``value``: what k3lab found (shown in the
     ``reproduced`` column; for ``modelled``/``unchecked`` claims it must be None and the
     model's output goes to ``bound``, so a bound never reads as a reproduced value).
-    ``inputs``: the numbers the claim's rule needs (see :data:`RULES`). A ``corrected``
-    verdict keeps its ``correction`` (what holds instead) at the head of the notes."""
+    ``inputs``: the numbers the claim's rule needs (see :data:`RULES`). When the rule says
+    ``corrected``, its ``correction`` (what holds instead) heads the notes, also where the
+    method caps the verdict (an emulation's or a model's correction is what it shows, not a
+    verdict on the article)."""
     c = get(claim_id)
     if not str(evidence).strip():
         raise ValueError(f"claim {claim_id}: evidence must say what the verdict rests on")
@@ -49,8 +57,8 @@ def judge(claim_id: str, evidence: str, *, value=None, bound=None, notes: str = 
     rule_inputs = dict(inputs)
     if value is not None:
         rule_inputs.setdefault("value", value)
-    v = verdict(claim_id, **rule_inputs)
-    if v == "corrected" and inputs.get("correction"):  # what holds instead is part of the record
+    said, v = _decide(claim_id, rule_inputs)
+    if said == "corrected" and inputs.get("correction"):  # what holds instead is part of the record
         notes = f"correction: {inputs['correction']}" + (f"; {notes}" if str(notes).strip() else "")
     return Record(claim_id, "" if value is None else _fmt(value), "" if bound is None else str(bound),
                   v, str(evidence), str(notes))

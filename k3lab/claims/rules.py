@@ -3,9 +3,11 @@
 A rule takes the :class:`~k3lab.claims.registry.Claim` (its claimed value, unit and
 tolerance) and the numbers a finding module hands over; :data:`RULES` maps the rule names
 ``data/claims.yaml`` uses to them. :func:`cap` is the one place where the method limits
-the verdict: only ``measured`` or ``derived`` evidence can read *reproduced*.
+the verdict, on both sides: only ``measured`` or ``derived`` evidence can read *reproduced*,
+and an emulation, a model or a third party's measurement can say a claim is *inconsistent
+with* it, never that the article is wrong (:data:`METHOD_QUALIFIED`).
 :func:`same_as_stated` is the one rule for "about N" (the ``digits`` tolerance and the
-``rounding`` rule both use it); :data:`QUALIFIED` holds the one qualified verdict.
+``rounding`` rule both use it).
 """
 
 from __future__ import annotations
@@ -28,14 +30,35 @@ class Claim(Protocol):
     @property
     def claimed_numbers(self) -> list[float]: ...
 
-#: the five verdicts every rule decides between
-BASE_VERDICTS = ("reproduced", "consistent", "discrepancy", "corrected", "not reproducible here")
-#: a base verdict with the one qualification a reader must see in the verdict column, and the
-#: base verdict it counts as. ``consistent (rounded inputs)``: the article's number follows only
-#: from its own *rounded* inputs; the exact computation rounds to something else (T7, T8).
-QUALIFIED = {"consistent (rounded inputs)": "consistent"}
-VERDICTS = BASE_VERDICTS[:2] + tuple(QUALIFIED) + BASE_VERDICTS[2:]
+#: the verdicts the rules decide between
+RULE_VERDICTS = ("reproduced", "consistent", "discrepancy", "corrected", "not reproducible here")
+#: what a verdict counts as (:func:`base_verdict`): the rules' five and ``inconsistent``, the
+#: negative a weaker method may state (only ever recorded with what it is inconsistent with)
+BASE_VERDICTS = ("reproduced", "consistent", "inconsistent", "discrepancy", "corrected", "not reproducible here")
+#: the negative verdicts, and the positive one, that need independent evidence
+NEGATIVE = ("discrepancy", "corrected")
 INDEPENDENT = ("measured", "derived")
+#: a method's own wording of a verdict its evidence cannot state plainly → (method, the rule's
+#: verdict it stands for). The method caps both sides alike: an emulation (real code in a state
+#: the study built), a model, or a third party's measurement that disagrees with a claim cannot
+#: show the article wrong any more than one that agrees can show it right; a reader sees with
+#: what the claim is inconsistent. (Arithmetic keeps ``discrepancy`` / ``corrected``: the
+#: article's own numbers contradicting each other is decisive, agreeing is not.)
+METHOD_QUALIFIED = {
+    "consistent (emulated)": ("emulated", "consistent"),
+    "inconsistent with the emulation": ("emulated", "discrepancy"),
+    "inconsistent with the model": ("modelled", "discrepancy"),
+    "inconsistent with public measurements": ("cited", "discrepancy"),
+}
+#: every qualified verdict, with the base verdict it counts as. ``consistent (rounded
+#: inputs)``: the article's number follows only from its own *rounded* inputs; the exact
+#: computation rounds to something else (T7, T8) — a rule says so, not the method.
+QUALIFIED = {"consistent (rounded inputs)": "consistent",
+             **{v: "consistent" if r == "consistent" else "inconsistent" for v, (_, r) in METHOD_QUALIFIED.items()}}
+#: every verdict a record may carry, in the order a reader ranks them
+VERDICTS = ("reproduced", "consistent", "consistent (rounded inputs)", "consistent (emulated)",
+            "inconsistent with the emulation", "inconsistent with the model", "inconsistent with public measurements",
+            "discrepancy", "corrected", "not reproducible here")
 #: a modelled band wider than this factor (high / low) cannot tell a claim from its negation
 BAND_MAX_RATIO = 2.0
 
@@ -50,13 +73,27 @@ def base_verdict(verdict: str) -> str:
 
 
 def cap(method: str, verdict: str) -> str:
-    """The method caps the verdict: only ``measured``/``derived`` can be ``reproduced``
-    (``cited`` — a third party's measurement — at most ``consistent``); ``unchecked`` is
-    always ``not reproducible here``."""
+    """The verdict a record of ``method`` carries for what a rule decided (a method-qualified
+    verdict is read back as the rule's, so the cap is idempotent):
+
+    - ``unchecked``: always ``not reproducible here``;
+    - ``reproduced`` needs ``measured`` or ``derived`` evidence; any other method reads ``consistent``
+      (an emulation: ``consistent (emulated)``);
+    - ``discrepancy`` / ``corrected`` from an emulation, a model or a cited measurement read
+      ``inconsistent with`` it (:data:`METHOD_QUALIFIED`); ``arithmetic``, ``measured`` and
+      ``derived`` keep them."""
+    if verdict in METHOD_QUALIFIED:
+        verdict = METHOD_QUALIFIED[verdict][1]
+    if verdict not in VERDICTS:  # an unknown verdict is an error, never passed through
+        raise ValueError(f"unknown verdict {verdict!r}; known: {', '.join(VERDICTS)}")
     if method == "unchecked":
         return "not reproducible here"
     if verdict == "reproduced" and method not in INDEPENDENT:
-        return "consistent"
+        verdict = "consistent"
+    rule_says = "discrepancy" if verdict in NEGATIVE else verdict  # a qualified negative stands for both
+    for shown, (m, r) in METHOD_QUALIFIED.items():
+        if m == method and r == rule_says:
+            return shown
     return verdict
 
 
@@ -145,13 +182,16 @@ def rule_within_tolerance(claim, value=None, values=None, **_):
     return "reproduced" if all(agrees(claim, v, c) for v, c in zip(values, claimed)) else "discrepancy"
 
 
-def rule_matches(claim, value, correction: str | None = None, **_):
+def rule_matches(claim, value, correction: str | None = None, covers_claim: bool = True, **_):
     """What was found equals what the article says (a count, a flag, an error text, a
-    rule). When it does not and ``correction`` says what really happens: ``corrected``."""
+    rule). When it does not and ``correction`` says what really happens: ``corrected``.
+    ``covers_claim`` False: the evidence reaches only part of what the claim says (S1: the
+    published config, not the checkpoint's tensor list), so agreement reads ``consistent``."""
     if isinstance(value, bool):
         value = "yes" if value else "no"
-    same = str(value) == format_value(claim.claimed)
-    return "reproduced" if same else ("corrected" if correction else "discrepancy")
+    if str(value) == format_value(claim.claimed):
+        return "reproduced" if covers_claim else "consistent"
+    return "corrected" if correction else "discrepancy"
 
 
 def rule_holds(claim, holds: bool | None, correction: str | None = None, **_):
@@ -266,15 +306,36 @@ def rule_validated_model(claim, readings, in_domain: bool = True, claimed_value=
 
 
 def rule_cited(claim, values, claimed_value=None, **_):
-    """Third-party measurements of the claim's own setting and workload (``values``; method
-    ``cited``: measured, but not here): the claim within the claim's tolerance of any of them
+    """Third-party measurements of the claim's setting (``values``; method ``cited``: measured,
+    but not here; the finding names where a measurement's setting differs, e.g. its workload
+    or a GPU of the same silicon): the claim within the claim's tolerance of any of them
     agrees (capped at ``consistent``: the study did not make the measurement); otherwise
-    ``discrepancy``. No matching measurement → ``not reproducible here``."""
+    ``discrepancy`` (capped at ``inconsistent with public measurements``, for the same reason).
+    No matching measurement → ``not reproducible here``."""
     vals = [_num("cited value", v) for v in values]
     if not vals:
         return "not reproducible here"
     c = claim.claimed_numbers[0] if claimed_value is None else _num("claimed_value", claimed_value)
     return "reproduced" if any(agrees(claim, v, c) for v in vals) else "discrepancy"
+
+
+def rule_direction(claim, leads, correction: str | None = None, **_):
+    """A direction (one side wins) judged under every reading that can decide it: ``leads``, one
+    (low, high) per reading, the winner's lead as a fraction (0.45 = 45% better; a reading
+    without a band has low = high). The direction holds when every reading's low end is above
+    zero; a reading wholly below zero reverses it (``corrected`` with ``correction``, else
+    ``discrepancy``); otherwise some reading cannot tell (``not reproducible here``). T20: the
+    MI355X's perf/$ lead over the B300 under each independent price source."""
+    pts = [(_num("lead low", lo), _num("lead high", hi)) for lo, hi in leads]
+    if not pts:
+        raise ValueError(f"claim {claim.id}: rule direction needs at least one (low, high) lead")
+    if any(lo > hi for lo, hi in pts):
+        raise ValueError(f"claim {claim.id}: rule direction: a lead's low end is above its high end")
+    if any(hi < 0 for _, hi in pts):
+        return "corrected" if correction else "discrepancy"
+    return "reproduced" if all(lo > 0 for lo, _ in pts) else "not reproducible here"
+
+
 def rule_lower_bound(claim, limit, **_):
     """A lower bound ``limit`` the evidence puts on the claimed number (M6: the weights alone
     are a floor under "weights plus KV state"): a claim at or above it is possible, never
@@ -297,6 +358,7 @@ RULES = {
     "plausible_range": rule_plausible_range,
     "validated_model": rule_validated_model,
     "cited": rule_cited,
+    "direction": rule_direction,
     "lower_bound": rule_lower_bound,
     "unchecked": rule_unchecked,
 }
@@ -315,6 +377,7 @@ CRITERIA = {
     "validated_model": (f"inside the serving model's validated band (its out-of-source error on public "
                         f"measurements), at most {BAND_MAX_RATIO:g}x wide, inside the validated domain"),
     "cited": "numeric tolerance of data/claims.yaml, against third-party measurements of the same setting",
+    "direction": "every reading's lead above zero (a reading wholly below zero reverses it; one straddling zero cannot tell)",
     "lower_bound": "at or above the evidence's lower bound (possible, never confirmed)",
     "unchecked": "none: nothing here checks it",
 }

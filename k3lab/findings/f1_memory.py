@@ -1,9 +1,9 @@
-"""Finding 1, judged: claims M1–M11 from the inventory, sglang's layout and pool sizing.
+"""Finding 1, judged: claims M1–M15 from the inventory, sglang's layout and pool sizing.
 
 :func:`records` turns what :mod:`k3lab.memory` derives into one :class:`~k3lab.claims.Record`
 per claim; the verdict of each comes from the rule ``data/claims.yaml`` names. Tables for
 the notebook: :func:`params_table`, :func:`gap_table`, :func:`settings_table`,
-:func:`fit_table`, :func:`startup_table`, :func:`load_peak_table`, and NVIDIA aiconfigurator's
+:func:`fit_table`, :func:`startup_table` (from :mod:`.startup_logs`), :func:`load_peak_table`, and NVIDIA aiconfigurator's
 memory picture beside k3lab's (:func:`aiconfigurator_memory_table`,
 :func:`aiconfigurator_weights_table`).
 
@@ -14,12 +14,13 @@ the experts and holds 247 GiB per GPU; :func:`settings_table` shows both).
 
 from __future__ import annotations
 
+from . import conclusions
+from .startup_logs import _startup_prediction, _startup_settings, setting_logs, startup_table  # noqa: F401 (re-exported)
 from .. import claims, data, memory
 from ..model import quant
-from ..model.pool_sizing import MiB, multimodal_reserve_gib
+from ..model.pool_sizing import multimodal_reserve_gib
 from ..model.resident import load_peak_bytes, mxfp4_post_load_transient_bytes
 from ..model.sharding import setting_for, shard_table
-from ..schemas import STARTUP_QUANTITIES
 from ..specs import GB, GiB, ModelConfig, load_gpu, load_model, parse_layout
 
 NB = "01_memory_fit"
@@ -110,83 +111,6 @@ def fit_table(cfg: ModelConfig, layouts=STUDY_LAYOUTS, mem_fraction: float = 0.9
                          "max_kv_tokens": p.max_kv_tokens, "max_running_requests": p.max_running_requests,
                          "full_context_requests": p.max_full_context_requests, "fits": p.fits,
                          "fits_with": p.fits_with})
-    return pd.DataFrame(rows)
-
-
-def _startup_prediction(cfg, log: dict, dep, var) -> tuple[object, str]:
-    """k3lab's figure for one public start-up log's quantity under ``var`` → (value, how);
-    value None (and how, why) where the weights do not load at that setting."""
-    q = log["quantity"]
-    if q not in STARTUP_QUANTITIES:
-        raise ValueError(f"data/public_startup_logs.yaml: log {log['id']}: quantity {q!r} is not one k3lab predicts")
-    p = memory.fit(cfg, dep, log["mem_fraction"], log["kv_dtype"], variants=var,
-                   slots_per_request=log["slots_per_request"])
-    resident = p.weights_bytes_per_gpu + p.other_resident_bytes_per_gpu
-    if q == "loaded_weights_gib_per_rank":
-        return round(resident / GiB, 1), "weights + vision tower" + (" + DSpark draft" if "dspark" in var else "")
-    if q == "kv_bytes_per_token":
-        return round(p.kv_bytes_per_token / 1024, 1), "KiB per token"
-    if q == "kda_state_mib_per_request":
-        return round(p.kda_state_bytes_per_request / MiB, 1), "MiB per request (one state slot)"
-    if not p.weights_fit:
-        return None, "not predicted: the weights leave no pool at this setting"
-    pools = p.state_pool_bytes_per_gpu + p.kv_pool_bytes_per_gpu
-    return {"max_running_requests": (p.max_running_requests, ""),
-            "max_total_num_tokens": (p.max_kv_tokens, ""),
-            "kv_state_pools_gib_per_rank": (round(pools / GiB, 1), "KDA state + KV pools"),
-            "avail_mem_gib_after_pools": (round((p.capacity_bytes_per_gpu - resident - pools) / GiB, 1),
-                                          "capacity - weights - pools (no start-up overhead)")}[q]
-
-
-def _startup_settings(log: dict, dep) -> list[tuple[tuple, str]]:
-    """(variants, label) for each setting one log is predicted under: the variants it states,
-    with and without each one it leaves open (with first; the label says ``no X`` for an open
-    one left out). ValueError for a name k3lab.memory.fit does not know, or an AMD log that
-    leaves ``SGLANG_AITER_K3_OPT`` unsaid (neither stated nor open)."""
-    stated, open_ = tuple(log["variants"]), tuple(log["open_variants"])
-    where = f"data/public_startup_logs.yaml: log {log['id']}"
-    bad = sorted(set(stated + open_) - set(memory.FIT_VARIANTS))
-    if bad:
-        raise ValueError(f"{where}: unknown variant(s) {bad}; known: {', '.join(memory.FIT_VARIANTS)}")
-    if dep.gpu_spec.vendor == "amd" and not ({"aiter-k3-opt", "aiter-moe-pad"} & set(stated) or "aiter-k3-opt" in open_):
-        raise ValueError(f"{where}: an AMD log must say whether SGLANG_AITER_K3_OPT was set (aiter-k3-opt or "
-                         "aiter-moe-pad in variants) or leave it open (aiter-k3-opt in open_variants)")
-    options = [(stated, stated)]
-    for v in open_:
-        options = [(o + (v,), lab + (v,)) for o, lab in options] + [(o, lab + (f"no {v}",)) for o, lab in options]
-    return [(o, ", ".join(lab) or "sglang default") for o, lab in options]
-
-
-def startup_table(cfg: ModelConfig):
-    """Public start-up figures (``data/public_startup_logs.yaml``) beside k3lab's prediction
-    for the settings each states; a log whose settings k3lab cannot model says why
-    (``predict: false``: no prediction, the reason in ``settings_unknown``).
-
-    A switch a log leaves open (``open_variants``: e.g. whether ``SGLANG_AITER_K3_OPT`` was set
-    on an MI355X, whether the DSpark draft was loaded) is predicted both ways (one row each,
-    ``setting``), never only the way that happens to match; where all give the same figure,
-    one row says ``either``."""
-    import pandas as pd
-
-    doc = data.load("startup_logs")
-    rows = []
-    for log in (x.model_dump() for x in doc.logs):
-        dep = parse_layout(log["layout"])
-        options = _startup_settings(log, dep)
-        src = doc.sources[log["source"]]
-        base = {"log": log["id"], "source": f"{src.title.split(':')[0]} ({src.date})",
-                "quantity": log["quantity"], "reported": log["value"]}
-        tail = {"settings_unknown": log["unknown"]}
-        if not log["predict"]:
-            rows.append({**base, "setting": "", "predicted": None, "error_pct": None, **tail,
-                         "note": "not predicted (see settings_unknown)"})
-            continue
-        preds = [(label, *_startup_prediction(cfg, log, dep, var)) for var, label in options]
-        if len({p for _, p, _ in preds}) == 1 and len(preds) > 1:
-            preds = [(", ".join((*log["variants"], "either")), preds[0][1], preds[0][2])]
-        for label, pred, how in preds:
-            err = None if pred is None else round(100 * (pred - log["value"]) / log["value"], 1)
-            rows.append({**base, "setting": label, "predicted": pred, "error_pct": err, **tail, "note": how})
     return pd.DataFrame(rows)
 
 
@@ -306,7 +230,8 @@ def aiconfigurator_weights_table(cfg: ModelConfig, layout: str = "8xb300 tp8"):
 
 
 def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
-    """M1–M11 for Kimi K3 (the article's model), each judged by its rule."""
+    """M1–M15 for Kimi K3 (the article's model), each judged by its rule (M14, M15:
+    :mod:`k3lab.findings.conclusions`)."""
     cfg = load_model("kimi-k3") if cfg is None else cfg
     R = claims.judge
     pc, ckpt = memory.count_params(cfg), memory.checkpoint_bytes(cfg)
@@ -323,8 +248,10 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
           value=round(pc.active / 1e9, 2),
           notes=f"{pc.active / 1e9 - 103:.2f}B ({pc.active / 103e9 - 1:.1%}) above 'about 103B'; only the count without "
                 f"either vocabulary table ({pc.active_excluding_embeddings / 1e9:.2f}B) rounds to 103, a convention that "
-                f"gives K2 {k2.active_excluding_embeddings / 1e9:.2f}B against its published 32B; with both tables "
-                f"{pc.active_with_embedding / 1e9:.2f}B; public summaries say ~104B"),
+                f"gives K2 {k2.active_excluding_embeddings / 1e9:.2f}B and DeepSeek-V3 "
+                f"{ds.active_excluding_embeddings / 1e9:.2f}B against their published 32B and 37B; with both tables "
+                f"{pc.active_with_embedding / 1e9:.2f}B; public summaries say ~104B. Kept a discrepancy although the "
+                "count turns on a convention: the convention is the one the earlier models' own figures fix"),
     ]
     m3 = f"{cfg.num_experts} / {cfg.num_experts_per_token} / {cfg.num_hidden_layers} / {cfg.max_position_embeddings // 2**20}M"
     out.append(R("M3", f"config: num_experts={cfg.num_experts}, num_experts_per_token={cfg.num_experts_per_token}, "
@@ -348,6 +275,7 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
     mi_def = memory.fit(cfg, parse_layout("8xmi355x tp8"))
     b3 = memory.fit(cfg, parse_layout("8xb300 tp8"))
     w = mi_art.weights_bytes_per_gpu
+    logs = setting_logs(cfg)
     out.append(R("M5", f"sglang 0.5.23's TP8 layout on MI355X with SGLANG_AITER_K3_OPT=1: {w / GiB:.2f} GiB per GPU "
                        f"= checkpoint/8 ({ckpt / 8 / GiB:.1f} GiB) + {(w - ckpt / 8) / GiB:.1f} GiB of replicated tensors "
                        f"and runtime copies; per-tensor layout checked against sglang's real Kimi K3 module "
@@ -356,29 +284,35 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
                        f"errors, which are on other quantities under unstated settings (pool sizes; memory after "
                        f"loading incl. the draft and allocator slack), because the weights are no estimate: the sum of "
                        f"the tensors sglang 0.5.23's own module allocates, equal tensor by tensor; the one open input is "
-                       f"the setting: sglang 0.5.23's ROCm default pads the expert intermediate 384 -> 512 and holds "
-                       f"{mi_def.weights_bytes_per_gpu / GiB:.1f} GiB; B300 (CUDA, zero expert biases) "
-                       f"{b3.weights_bytes_per_gpu / GiB:.1f} GiB"))
+                       f"the setting, inferred from the 191 itself (the article names no switch): sglang 0.5.23's ROCm "
+                       f"default pads the expert intermediate 384 -> 512 and holds {mi_def.weights_bytes_per_gpu / GiB:.1f} "
+                       f"GiB; {logs}; B300 (CUDA, zero expert biases) {b3.weights_bytes_per_gpu / GiB:.1f} GiB"))
     mi = load_gpu("mi355x")
     pct = 100 * w / mi.usable_hbm_bytes
     pools = 100 * (mi_art.weights_bytes_per_gpu + mi_art.other_resident_bytes_per_gpu + mi_art.state_pool_bytes_per_gpu
                    + mi_art.kv_pool_bytes_per_gpu) / mi.usable_hbm_bytes
     claimed_m6 = claims.get("M6").claimed_numbers[0]
     kv_implied = (claimed_m6 / 100 * mi.usable_hbm_bytes - w) / GiB
+    mixed = 100 * (w / GB) / mi.hbm_label_gb  # the weights in GB over the card's '288'
     out.append(R("M6", f"as written, weights plus KV state: the weights alone are {w / GiB:.1f} GiB / "
                        f"{mi.usable_hbm_gib:.2f} GiB = {pct:.1f}% (the MI355X exposes {mi.usable_hbm_gb:.1f} GB = "
                        f"{mi.usable_hbm_gib:.1f} GiB: its '288 GB' is GiB), a floor under the sentence's total; "
                        f"{claimed_m6:g}% leaves {kv_implied:.1f} GiB of KV state, a size set by --mem-fraction-static, "
                        f"which neither AMD nor the article states", value=round(pct, 1),
                  bound=f">= {pct:.1f}% (weights alone)", limit=pct,
-                 notes=f"sglang sizes its pools to fill mem_fraction of the card: at 0.9 weights, vision tower and "
-                       f"pools come to {pools:.0f}%, so {claimed_m6:g}% needs a smaller setting; " + _loaded_log_note(cfg, mi)))
+                 notes=f"the weights alone give {mixed:.1f}% when their {w / GiB:.0f} GiB are written in GB "
+                       f"({w / GB:.1f} GB) and divided by the card's {mi.hbm_label_gb:g}: a unit mix that matches "
+                       f"{claimed_m6:g}% to the digit and leaves no KV state in it. Kept 'not reproducible here': "
+                       f"the study cannot tell that reading from a KV pool of {kv_implied:.1f} GiB, and AMD's post is "
+                       f"not available (M13); sglang sizes its pools to fill mem_fraction of the card (at 0.9 weights, "
+                       f"vision tower and pools come to {pools:.0f}%)"))
     mb, mf8 = _fits_any_kv(cfg, "8xmi355x tp8", ARTICLE_MI355X_VARIANTS)
     out.append(R("M7", f"8×MI355X TP8 (SGLANG_AITER_K3_OPT=1, mem_fraction 0.9): weights {w / GiB:.1f} GiB; the pools "
                        f"hold {mb.max_kv_tokens:,} bf16 / {mf8.max_kv_tokens:,} fp8 tokens, "
                        f"{mb.max_full_context_requests} / {mf8.max_full_context_requests} 1M-token request(s)",
                  value=bool(mb.fits or mf8.fits),
-                 notes=f"only with SGLANG_AITER_K3_OPT=1: sglang 0.5.23's ROCm default holds "
+                 notes=f"only with SGLANG_AITER_K3_OPT=1, the setting inferred from the article's 191 GiB (M5; it "
+                       f"names no switch): sglang 0.5.23's ROCm default holds "
                        f"{mi_def.weights_bytes_per_gpu / GiB:.1f} GiB of weights and {mi_def.max_kv_tokens:,} bf16 tokens, "
                        f"no 1M-token request"))
     bb, bf8 = _fits_any_kv(cfg, "8xb300 tp8")
@@ -405,37 +339,28 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
                  value=bool(p2.fits), notes="stronger than the article: no KV pool at all, long or short"))
     out.append(R("M10", f"{cfg.num_attention_heads} MLA heads / TP8 = {cfg.num_attention_heads // 8}; "
                         "the 96 KDA heads split the same way", value=cfg.num_attention_heads // 8))
-    b3g = load_gpu("b300")
+    b3g, b2g = load_gpu("b300"), load_gpu("b200")
     same = all(claims.same_as_stated(g.usable_hbm_gb, c) for g, c in zip((mi, b3g), claims.get("M12").claimed_numbers))
+    exposed = {g: load_gpu(g).usable_hbm_gib / load_gpu(g).hbm_label_gb for g in ("mi355x", "b300")}
+    exposed["b200"] = b2g.usable_hbm_gib / 192  # the B200's 192 GiB of HBM3E (its label is the 180 GiB it exposes)
     out.append(R("M12", f"driver readings (data/hardware.yaml): MI355X {mi.usable_hbm_gb:.1f} GB = {mi.usable_hbm_gib:.1f} GiB, "
-                        f"B300 {b3g.usable_hbm_gb:.1f} GB = {b3g.usable_hbm_bytes / GiB:.1f} GiB: AMD's '288 GB' is GiB, "
-                        f"NVIDIA's B300 '288 GB' decimal",
+                        f"B300 {b3g.usable_hbm_gb:.1f} GB = {b3g.usable_hbm_gib:.1f} GiB. Both carry 288 GiB of HBM3E; "
+                        f"AMD's driver exposes {exposed['mi355x']:.2%} of it, NVIDIA's {exposed['b300']:.2%} — the same "
+                        f"share as the B200's {b2g.usable_hbm_gib:.1f} of 192 GiB ({exposed['b200']:.2%}): the gap is "
+                        "NVIDIA's driver reserve, not a GB/GiB label",
                  value=f"{mi.usable_hbm_gb:.1f} / {b3g.usable_hbm_gb:.1f}", holds=same,
-                 correction=f"the MI355X holds {mi.usable_hbm_gb / b3g.usable_hbm_gb - 1:.1%} more than the B300 "
+                 correction=f"the same 288 GiB of HBM3E, not the same capacity: the MI355X exposes "
+                            f"{mi.usable_hbm_gb / b3g.usable_hbm_gb - 1:.1%} more than the B300 "
                             f"({mi.usable_hbm_gb - b3g.usable_hbm_gb:.1f} GB per GPU, "
                             f"{8 * (mi.usable_hbm_gb - b3g.usable_hbm_gb):.0f} GB per 8-GPU node)",
-                 notes=f"the gap is the KV headroom behind M7/M8: {mi_art.max_kv_tokens:,} bf16 tokens on the MI355X "
+                 notes=f"'both carry 288GB of HBM3E' is literally true; 'the same capacity' is what needs correcting. "
+                       f"The gap is the KV headroom behind M7/M8: {mi_art.max_kv_tokens:,} bf16 tokens on the MI355X "
                        f"node (SGLANG_AITER_K3_OPT=1) against {bb.max_kv_tokens:,} on the B300; T10 judges the 'third "
                        "of the hourly rate'"))
     out.append(R("M13", "AMD's enablement post is cited without a link, and no copy of it was found in any source "
                         "searched (2026-12-02); its 191 GiB and 71% are judged in M5 and M6",
                  notes="live mode cannot check it either: it is a statement about what a document says"))
-    return out
-
-
-def _loaded_log_note(cfg: ModelConfig, gpu) -> str:
-    """M6's note on the public MI350X start-up log of loaded weights (sglang PR #39029)."""
-    doc = data.load("startup_logs")
-    logs = [x.model_dump() for x in doc.logs if x.quantity == "loaded_weights_gib_per_rank"]
-    if not logs:
-        return "no public log of loaded weights to compare"
-    log = logs[0]
-    pred, _ = _startup_prediction(cfg, log, parse_layout(log["layout"]), ARTICLE_MI355X_VARIANTS)
-    cap = gpu.usable_hbm_gib
-    return (f"{doc.sources[log['source']].title.split(':')[0]} logs {log['value']:g} GiB "
-            f"({100 * log['value'] / cap:.1f}% of {cap:.0f} GiB) on MI350X after loading the weights and a DSpark "
-            f"draft, where k3lab predicts {pred:g} GiB ({100 * pred / cap:.1f}%): the 71% reads best as a "
-            "loaded-memory figure, 'plus KV state' as the article's gloss")
+    return out + conclusions.memory_records(cfg)
 
 
 def _aic_b300_requests(cfg: ModelConfig) -> int | None:

@@ -1,4 +1,4 @@
-"""Finding 2, judged: claims S1–S7 — the scheduler crash, the top-k renorm fix, the speed-ups.
+"""Finding 2, judged: claims S1–S12 — the scheduler crash, the top-k renorm fix, the speed-ups.
 
 The evidence is replayed from runs on real sglang releases (``data/measured/cpu-2core``:
 the 0.5.16 transcript of :mod:`k3lab.probes.topk_repro`, the CPU renorm benchmark) and
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from . import field
+from . import conclusions, field
 from .. import claims, data, release_status, sampling, spec_decode
 from ..probes import release_matrix, topk_repro
 from ..specs import ModelConfig, load_model
@@ -79,7 +79,7 @@ def chi_square_table(draws: int = 20_000, seed: int = 7):
 
 
 def records(cfg: ModelConfig | None = None, doc: dict | None = None, bench=None) -> list[claims.Record]:
-    """S1–S7, each judged by its rule."""
+    """S1–S12, each judged by its rule (S11, S12: :mod:`k3lab.findings.conclusions`)."""
     cfg = load_model("kimi-k3") if cfg is None else cfg
     doc = transcript() if doc is None else doc
     bench = renorm_bench()[0] if bench is None else bench
@@ -88,9 +88,9 @@ def records(cfg: ModelConfig | None = None, doc: dict | None = None, bench=None)
     out = [R("S1", f"published config: num_nextn_predict_layers = {cfg.num_nextn_predict_layers}; its 93 layers are "
                    f"exactly full_attn_layers + kda_layers; "
                    + ("no EAGLE/draft/MTP keys" if not extra else f"other draft keys: {extra}"),
-             value=cfg.num_nextn_predict_layers,
+             value=cfg.num_nextn_predict_layers, covers_claim=False,
              notes="from the config only: the checkpoint's tensor index (weight map) was not found in any public "
-                   "source, so no tensor list was checked")]
+                   "source, so no tensor list was checked, and 'ships zero draft tensors' reads at most consistent")]
     crash = doc["crash"]
     out.append(R("S2", f"real sglang {doc['sglang_version']} build_dflash_verify_target_probs in the PR #32621 binding "
                        f"state that k3lab builds (top-p bound, top-k unbound), mix '{doc['crash_mix']}': a child "
@@ -134,9 +134,9 @@ def records(cfg: ModelConfig | None = None, doc: dict | None = None, bench=None)
                        f"{float(bench['k3lab_over_rank_mask'].iloc[:4].max()):.2f}x its time (k in {{1, 20, 50, 1024}}) "
                        "and keeps the ties it drops"))
     out += _blast_radius_records(doc)
-    # the speed-ups, by the serving model validated on public measurements (k3lab.findings.field)
+    # the speed-ups: S6 by public measurements, S7 by the serving model (k3lab.findings.field)
     out.extend(field.spec_records())
-    return out
+    return out + conclusions.spec_records(doc)
 
 
 def _uniform(mix: str) -> bool:
@@ -165,15 +165,15 @@ def _blast_radius_records(doc: dict) -> list[claims.Record]:
     mixed_crash = [r["mix"] for r in pr if not _uniform(r["mix"]) and r["outcome"] != "ok"]
     out.append(R("S10", f"in the emulated PR #32621 state every batch of like requests returns ({len(uni) - len(uni_crash)} "
                         f"of {len(uni)}: {'; '.join(r['mix'] for r in uni)}); the {len(mixed_crash)} crashing mixes all "
-                        f"mix settings ({'; '.join(mixed_crash)})",
+                        f"mix settings ({'; '.join(mixed_crash)}): the first batch of real traffic that mixes a greedy "
+                        "or top-k request with an unrestricted one takes the scheduler down",
                  value=f"{len(uni_crash)} of {len(uni)} like-request batches crash, {len(mixed_crash)} mixed ones",
-                 holds=bool(uni_crash),
-                 correction="not the first request as such: the scheduler dies on the first batch that mixes a top-k "
-                            "request with an unrestricted or greedy one (a top-k batch whose largest top_k reaches the "
-                            "vocabulary)",
-                 notes="a lone request whose top_k lies in 1..vocabulary-1 (greedy sets top_k = 1) takes the sparse "
-                       "torch.topk path (sglang 0.5.16 dflash_utils.build_dflash_verify_target_probs); one with "
-                       "top_k >= the vocabulary would crash alone, a setting no client sends by default; emulated"))
+                 holds=bool(uni_crash or mixed_crash),
+                 correction="no batch of real traffic crashes the scheduler in the emulated state",
+                 notes="read as the first real traffic (a benchmark's or clients' first batch), which mixes sampling "
+                       "settings; a lone request whose top_k lies in 1..vocabulary-1 (greedy sets top_k = 1) takes the "
+                       "sparse torch.topk path and returns (sglang 0.5.16 dflash_utils.build_dflash_verify_target_probs); "
+                       "one with top_k >= the vocabulary would crash alone, a setting no client sends by default; emulated"))
     m = release_matrix.load_matrix()
     runs = {r["sglang"]: r["verify"]["cuda"] for r in m["rows"]}
     failing = {v: [k for k, o in mixes.items() if o["outcome"] != "ok"] for v, mixes in runs.items()}

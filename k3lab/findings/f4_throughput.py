@@ -1,4 +1,4 @@
-"""Finding 4, judged: claims T1–T16 — throughput, price, perf per dollar, power.
+"""Finding 4, judged: claims T1–T22 — throughput, price, perf per dollar, power.
 
 Three kinds of evidence, kept apart: arithmetic on the article's own table (T4, T6–T10,
 T16); independent sources (prices of the same kind, datasheets: T5, T12, T14, T15); and two
@@ -10,7 +10,7 @@ judges T1–T16; the sweep functions give the notebook its tables and figures.
 
 from __future__ import annotations
 
-from . import field
+from . import conclusions, field
 from .. import claims, crosscheck, data, memory, prices, roofline
 from ..specs import GiB, load_gpu, load_model, parse_layout, scale_out_link
 from ..throughput import (article_ratios, article_table, article_workload, tok_s_per_dollar_hour,
@@ -119,8 +119,8 @@ def roofline_curves(concurrencies=(1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128)):
 
 
 def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Record]:
-    """T1–T16, each judged by its rule. ``silicon``/``sol``/``kv_limit``: precomputed
-    aiconfigurator sweeps (computed here when None)."""
+    """T1–T22, each judged by its rule (T20–T22: :mod:`k3lab.findings.conclusions`).
+    ``silicon``/``sol``/``kv_limit``: precomputed aiconfigurator sweeps (computed here when None)."""
     cfg = load_model("kimi-k3") if cfg is None else cfg
     silicon = aic_silicon() if silicon is None else _with_judged_points(silicon)
     sol = aic_sol() if sol is None else sol
@@ -128,7 +128,6 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
     R = claims.judge
     rat = article_ratios()
     bounds = roofline.bounds_for_measured().set_index("point")
-    db = f"aiconfigurator-core {crosscheck.TOOL_VERSION}, database {silicon['database'].iloc[0]}, silicon mode"
     out = []
     # T1-T3 by the serving model validated on public measurements (k3lab.findings.field)
     out.extend(field.table_records())
@@ -144,24 +143,23 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
     art = [prices.price(g, "article") for g in gpus]
     rng = {g: prices.rental_rate_range(g) for g in gpus}
     disc = prices.committed_discounts()
-    top = disc.loc[disc["discount"].idxmax()]
+    below = [(g, a, rng[g]) for g, a in zip(gpus, art) if a < rng[g]["low"]]
     dates = sorted({d for g in gpus for d in rng[g]["dates"]})
     out.append(R("T5", "the article's prices are rental rates (its own 'rate checks' are rental quotes), so they meet "
-                       "independent rental prices (on-demand and committed list prices, market indices and quotes), "
-                       "never cost-model tiers; a negotiated rate below list is no contradiction, so each range runs "
-                       f"from the lowest rental price less the largest committed-term discount in the same data "
-                       f"({top['discount']:.0%}, {top['provider']} {top['gpu']}: {top['on_demand_usd_per_gpu_hour']:.2f} "
-                       f"on demand, {top['reserved_usd_per_gpu_hour']:.2f} for 12 months) to the highest list price: "
-                       + "; ".join(f"{g.upper()} {a:.2f} in {rng[g]['low']:.2f}-{rng[g]['high']:.2f} (lowest "
-                                   f"{rng[g]['lowest']:.2f}, {rng[g]['n_prices']} prices)" for g, a in zip(gpus, art)),
-                 value=" / ".join(f"{a:.2f}" for a in art), low=[rng[g]["low"] for g in gpus],
-                 high=[rng[g]["high"] for g in gpus],
-                 notes=f"a range that places the rates, never establishes them (the MI355X's spans "
-                       f"{rng['mi355x']['high'] / rng['mi355x']['low']:.1f}x); the prices are dated "
-                       f"{', '.join(dates)}, the article {data.load('prices').sources['article'].date}; the article's MI355X 2.50 sits "
-                       f"{1 - art[0] / rng['mi355x']['lowest']:.0%} under the lowest rental quote "
-                       f"({rng['mi355x']['lowest']:.2f}); cost-model tiers (InferenceX) are not rental prices and are "
-                       "shown beside, not compared"))
+                       "independent rental prices (on-demand and committed-term list prices, market indices and quotes; "
+                       "the prices price_check.csv counts), never cost-model tiers; each range runs from the lowest to "
+                       "the highest: " + "; ".join(f"{g.upper()} {a:.2f} in {rng[g]['low']:.2f}-{rng[g]['high']:.2f} "
+                                                   f"({rng[g]['n_prices']} prices)" for g, a in zip(gpus, art)),
+                 value=" / ".join(f"{rng[g]['low']:.2f}-{rng[g]['high']:.2f}" for g in gpus),
+                 low=[rng[g]["low"] for g in gpus], high=[rng[g]["high"] for g in gpus],
+                 notes="below the lowest independent rental price: "
+                       + ("; ".join(f"{g.upper()} {a:.2f} by {1 - a / r['low']:.0%}" for g, a, r in below) or "none")
+                       + f". Committed terms in the same data sit {disc['discount'].min():.0%}-{disc['discount'].max():.0%} "
+                       f"under the same provider's on-demand price ({len(disc)} GPU/provider pairs: "
+                       f"{', '.join(sorted(set(disc['gpu'])))}), so a negotiated rate that low is possible, never shown; "
+                       f"no discount widens a range. The prices are dated {', '.join(dates)}, the article "
+                       f"{data.load('prices').sources['article'].date}; cost-model tiers (InferenceX) are not rental "
+                       "prices and are shown beside, not compared"))
     ppd = rat["perf_per_dollar"]
     out.append(R("T6", "952/(8×2.50), 1568/(8×6.00), 498/(16×4.25) from the article's own table",
                  value=" / ".join(f"{x:.1f}" for x in ppd), exact=ppd))
@@ -182,7 +180,10 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
     mi, b2g, b3g = load_gpu("mi355x"), load_gpu("b200"), load_gpu("b300")
     out.append(R("T12", f"datasheets: MI355X {mi.board_power_w:,.0f} W, HGX B200 {b2g.board_power_w:,.0f} W",
                  value=f"{mi.board_power_w:,.0f} / {b2g.board_power_w:,.0f}".replace(",", ""),
-                 values=[mi.board_power_w, b2g.board_power_w]))
+                 values=[mi.board_power_w, b2g.board_power_w],
+                 notes=f"kept a discrepancy: {load_gpu('gb200').board_power_w:,.0f} W is NVIDIA's figure for the B200 "
+                       "in the liquid-cooled GB200 NVL72 (data/hardware.yaml); the article's B200 rows are 8-GPU nodes "
+                       "(2×8 over RoCE), whose HGX datasheet gives the 1,000 W"))
     share = roofline.comm_share(roofline.deployments()["b200_tp16"], 64)
     out.append(R("T13", "nothing here measures the article's RoCE link",
                  bound=f"roofline: communication {share['comm_fraction_of_step']:.0%} of a TP16 decode step at c64",
@@ -190,6 +191,8 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
     tp16 = memory.fit(cfg, parse_layout("16xb200 tp16"))
     pp2 = memory.fit(cfg, parse_layout("16xb200 tp8 pp2"))
     pp2_s = silicon[(silicon.gpu == "b200") & (silicon.pp == 2)].set_index("concurrency")["tok_s"]
+    db = (f"aiconfigurator-core {crosscheck.TOOL_VERSION}, database "
+          f"{silicon[silicon.gpu == 'b200']['database'].iloc[0]}, silicon mode")
     ratio64 = float(pp2_s[64] / per_gpu[64])
     rules = data.load("serving_rules").rules
     dpp = rules["dspark_pipeline_parallel"]
@@ -214,10 +217,17 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                        "step, not two all-reduces per layer"))
     be = prices.power_breakevens(pue_values=[1.3])
     k = float(be[be.tier == "article"]["breakeven_usd_per_kwh"].iloc[0])
+    kwh = prices.electricity_assumptions()["usd_per_kwh_example"]
+    extra = prices.electricity_usd_per_gpu_hour(mi.board_power_w - b3g.board_power_w, 1.3, kwh)
+    gap = prices.price("b300", "article") - prices.price("mi355x", "article")
     out.append(R("T15", f"datasheets: MI355X {mi.board_power_w:,.0f} W vs HGX B300 {b3g.board_power_w:,.0f} W, the perf/$ "
-                        f"rival; at PUE 1.3 and the article's prices the MI355X lead vanishes only above {k:.2f} $/kWh",
-                 value="partly offsets (against the B300 too)", holds=mi.board_power_w > b3g.board_power_w and k > 0,
-                 notes="the article compares with the B200 (1,000 W per its datasheet, T12); the rival is the B300"))
+                        f"rival: at PUE 1.3 and ${kwh:.2f}/kWh the MI355X's extra {mi.board_power_w - b3g.board_power_w:,.0f} "
+                        f"W cost ${extra:.3f} per GPU-hour against the article's ${gap:.2f} price gap; its lead vanishes "
+                        f"only above {k:.2f} $/kWh",
+                 value=f"partly offsets: ${extra:.3f} of a ${gap:.2f} gap per GPU-hour",
+                 holds=mi.board_power_w > b3g.board_power_w and k > 0,
+                 notes=f"true, and trivially so: {extra / gap:.1%} of the gap at ${kwh:.2f}/kWh; the article compares "
+                       "with the B200 (1,000 W per its datasheet, T12); the rival is the B300"))
     out.append(R("T16", f"from the article's table: {rat['throughput_given_up_pct']:.1f}% less throughput per node for "
                         f"{rat['money_saved_pct']:.1f}% less per GPU-hour",
                  value=f"{rat['throughput_given_up_pct']:.1f}% < {rat['money_saved_pct']:.1f}%",
@@ -238,9 +248,8 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
     pr = prices.prices()
     low3 = pr[(pr["gpu"] == "b300") & pr["independent"] & pr["kind"].isin(prices.RENTAL_KINDS)].sort_values(
         "usd_per_gpu_hour").iloc[0]
-    out.append(R("T18", f"independent B300 rental prices: lowest {r3['lowest']:.2f} ({low3['note']}, {low3['source_date']}), "
-                        f"highest list {r3['highest']:.2f}; with T5's committed-term discount a rate can sit in "
-                        f"{r3['low']:.2f}-{r3['high']:.2f}",
+    out.append(R("T18", f"independent B300 rental prices ({r3['n_prices']}, as T5 counts them): lowest {r3['low']:.2f} "
+                        f"({low3['note']}, {low3['source_date']}), highest list {r3['high']:.2f}",
                  value=f"{prices.price('b300', 'article_rate_check'):.2f}", low=r3["low"], high=r3["high"],
                  notes=f"the index's source ({data.load('prices').sources[low3['source']].title}) puts B300 rentals "
                        "on a range whose low end k3lab keeps; 'best rates around $6.00' sits inside it; the MI355X "
@@ -256,4 +265,4 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                  notes="DCP shards the MLA KV over the ranks: it multiplies the B300's KV tokens (M8), which k3lab's "
                        "pool sizing and aiconfigurator (T2) leave out; only the roofline divides the KV bytes by the "
                        "DCP size"))
-    return out
+    return out + conclusions.throughput_records()

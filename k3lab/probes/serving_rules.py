@@ -14,7 +14,10 @@ the sglang it imports. Each check calls or parses the release's own code, never 
 * ``kimi_k3_dcp``: the release's ``srt/models/kimi_k3.py`` defines
   ``prepare_context_parallel_metadata_for_dcp`` on ``KimiK3LinearForCausalLM`` and
   ``ServerArgs`` has ``dcp_size`` (decode context parallelism for K3); False without a K3
-  model file.
+  model file;
+* ``ngram_speculative_decoding``: ``srt/speculative/spec_info.py``'s ``SpeculativeAlgorithm``
+  has an ``NGRAM`` member and ``srt/speculative/ngram_worker.py``'s ``NGRAMWorker.draft_worker``
+  does nothing but ``return None`` (no draft model: S11).
 """
 
 from __future__ import annotations
@@ -82,21 +85,39 @@ def split_attention_backends() -> bool:
 def kimi_k3_dcp() -> bool:
     import sglang
 
-    path = Path(sglang.__file__).parent / "srt" / "models" / "kimi_k3.py"
+    fn = _class_method(Path(sglang.__file__).parent / "srt" / "models" / "kimi_k3.py", "KimiK3LinearForCausalLM",
+                       "prepare_context_parallel_metadata_for_dcp")
+    return fn is not None and "dcp_size" in _server_arg_names()
+
+
+def _class_method(path: Path, cls: str, name: str):
+    """The ``def name`` of ``class cls`` in the Python file ``path`` (an ast node), or None."""
     if not path.exists():
+        return None
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            return next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    return None
+
+
+def ngram_speculative_decoding() -> bool:
+    import sglang
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    if "NGRAM" not in SpeculativeAlgorithm.__members__:
         return False
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "KimiK3LinearForCausalLM":
-            names = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
-            return "prepare_context_parallel_metadata_for_dcp" in names and "dcp_size" in _server_arg_names()
-    return False
+    fn = _class_method(Path(sglang.__file__).parent / "srt" / "speculative" / "ngram_worker.py", "NGRAMWorker",
+                       "draft_worker")
+    body = [n for n in fn.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))] if fn else []
+    return (len(body) == 1 and isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Constant)
+            and body[0].value.value is None)
 
 
 CHECKS = {"dspark_pipeline_parallel": dspark_pipeline_parallel,
           "dspark_pipeline_parallel_pd_prefill": lambda: dspark_pipeline_parallel(2, "prefill"),
           "split_attention_backends": split_attention_backends,
-          "kimi_k3_dcp": kimi_k3_dcp}
+          "kimi_k3_dcp": kimi_k3_dcp,
+          "ngram_speculative_decoding": ngram_speculative_decoding}
 
 
 def measure() -> dict:

@@ -72,3 +72,28 @@ def figure(measurement_id: str):
         if m.id == measurement_id:
             return m
     raise data.DataError(f"data/public_measurements.yaml: no measurement with id {measurement_id!r}")
+
+
+def spec_pairs(kind: str = "output_tok_s", concurrency: int | None = None) -> list[tuple]:
+    """Public DSpark-vs-no-DSpark pairs: figures of one GPU, layout, workload, concurrency and
+    kind measured with and without DSpark (:func:`k3lab.serving.observations.observations`, read
+    from ``data/public_measurements.yaml``), optionally at one ``concurrency`` → list of
+    (no-DSpark Observation, DSpark Observation, speed-up: DSpark ÷ no-DSpark tok/s, or no-DSpark
+    ÷ DSpark ms), sorted by GPU, layout and ids."""
+    from .observations import observations
+
+    def key(o):
+        return (o.gpu, o.deployment.label, o.workload.input_len, o.workload.output_len, o.workload.concurrency, o.kind)
+
+    obs = [o for o in observations() if o.kind == kind
+           and (concurrency is None or o.workload.concurrency == concurrency)]
+    spec = {}
+    for o in obs:
+        if o.spec.algorithm == "dspark":
+            spec.setdefault(key(o), o)
+    out = []
+    for o in obs:
+        s = spec.get(key(o)) if o.spec.algorithm == "none" else None
+        if s is not None:
+            out.append((o, s, s.value / o.value if kind.endswith("tok_s") else o.value / s.value))
+    return sorted(out, key=lambda p: (p[0].gpu, p[0].deployment.label, p[0].id, p[1].id))
