@@ -21,8 +21,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import setuptools
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 PATCHES_DIR = Path(__file__).resolve().parents[2] / "patches"
 VOCAB = 2048
@@ -36,10 +38,13 @@ def _run(cmd, **kw):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """(wheel, install folder): built from a copy of patches/ (no build/ left in the tree)."""
+    # offline: this environment's setuptools builds it (what `pip wheel` fetches otherwise); in
+    # .venv-sglang torch 2.14.1 requires setuptools>=77.0.3, so one that needs no `wheel` package
+    assert Version(setuptools.__version__) >= Version("70.1"), \
+        f"setuptools {setuptools.__version__} here; patches/pyproject.toml builds with >= 70.1"
     tmp = tmp_path_factory.mktemp("k3lab_patches")
     src = tmp / "src"
     shutil.copytree(PATCHES_DIR, src, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
-    # offline: the setuptools of this environment builds it (what `pip wheel` fetches otherwise)
     proc = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
                  str(src), "-w", str(tmp / "dist")])
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
