@@ -18,8 +18,11 @@ SHOTS ?= build/report-screenshots
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml $(AITER_REQ)
+$(STAMP): pyproject.toml patches/pyproject.toml $(AITER_REQ)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# the patches an operator installs (patches/, not on PyPI) first, so that the study's dependency
+	# on it is met; --no-deps: the study's own pin brings torch next
+	$(PY) -m pip install -q --no-deps -e ./patches
 	$(PY) -m pip install -q -e '.[dev]'
 	$(PY) -m ipykernel install --sys-prefix --name k3lab --display-name "k3lab (.venv)" >/dev/null
 	# AMD AITER's release, never imported (it needs ROCm): k3lab.aiter_release reads its files
@@ -29,10 +32,13 @@ $(STAMP): pyproject.toml $(AITER_REQ)
 # The compatibility environment: a real, pinned sglang imported on CPU (see requirements/).
 sglang-env: $(SGL_STAMP)
 
-$(SGL_STAMP): requirements/sglang-0.5.16.txt requirements/sglang-0.5.23.txt pyproject.toml
+$(SGL_STAMP): requirements/sglang-0.5.16.txt requirements/sglang-0.5.23.txt pyproject.toml patches/pyproject.toml
 	test -x $(SGL_PY) || $(PYTHON) -m venv $(SGL_VENV)
 	$(SGL_PY) -m pip install -q -r requirements/sglang-0.5.16.txt
 	$(SGL_PY) -m pip install -q --no-deps sglang==0.5.16
+	# as an operator installs k3lab-patches into an sglang image (--no-deps: sglang's torch stays);
+	# its sglang plugin entry point is what spawned scheduler processes load
+	$(SGL_PY) -m pip install -q --no-deps -e ./patches
 	$(SGL_PY) -m pip install -q --no-deps -e .
 	# sglang 0.5.23 beside it (not on sys.path): read by child processes only (see the file)
 	$(SGL_PY) -m pip install -q --no-deps --upgrade --target $(SGL_VENV)/sglang-0.5.23 -r requirements/sglang-0.5.23.txt

@@ -14,12 +14,13 @@ from __future__ import annotations
 import datetime as _dt
 import platform
 
+import k3lab_patches as patches
 import torch
+from k3lab_patches.aiter_head_pad import _MARK, PATCH
 
-from k3lab import io, patches
-from k3lab.probes import aiter_backend as H
+from k3lab import io
 from k3lab.paths import MEASURED_DIR
-from k3lab.patches.aiter_head_pad import _MARK, PATCH
+from k3lab.probes import aiter_backend as H
 
 
 def main() -> int:

@@ -10,7 +10,9 @@ Each release runs in ``.venv-sglang``'s Python with ``PYTHONPATH`` set to its fo
 (:mod:`k3lab.probes.release_matrix`). The committed run took 1,054 s for all eight
 (45–192 s per release, ``wall_seconds_per_release`` in the meta file) on a shared 2-core box. Writes ``data/measured/cpu-2core/sglang_release_matrix.json`` (deterministic: no
 times, no paths; ``tests/sglang/test_release_matrix.py`` regenerates rows and compares) and
-``sglang_release_matrix.meta.json`` (machine, versions, date, command). A release that is
+``sglang_release_matrix.meta.json`` (machine, versions, date, command), and — when writing
+the committed matrix — the verdicts the ``k3lab-patches`` distribution ships
+(``patches/k3lab_patches/release_verdicts.json``). A release that is
 listed in the requirements file but not installed is an error, not a silent gap.
 """
 
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from k3lab import io
+from k3lab import io, release_status
 from k3lab.paths import MEASURED_DIR
 from k3lab.probes import release_matrix as RM
 
@@ -72,6 +74,9 @@ def main(argv=None) -> int:
                       "reloaded) with labelled k3lab stand-ins for compiled kernels; see the JSON's "
                       "'method'. Times are for a shared 2-core box.")}
     io.write_json(a.out_dir / f"{NAME}.meta.json", meta)
+    if a.out_dir.resolve() == (MEASURED_DIR / "cpu-2core").resolve():
+        # the committed matrix changed: the verdicts k3lab-patches ships follow it
+        print(f"[k3lab] wrote {release_status.write_patch_verdicts(doc=doc)}")
     print(f"[k3lab] wrote {NAME}.json ({len(rows)} releases) in {meta['wall_seconds_total']} s")
     return 0
 

@@ -21,7 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("every GPU x layout that holds a request, priced on the serving model: the cheapest per price source", "k3lab.compare:cli_main"),
     "predict": ("serving-model TPOT, TTFT and tok/s for a deployment and workload, with its validated band",
                 "k3lab.serving.cli:cli_main"),
-    "serve": ("apply the k3lab patches, then run sglang's server in this process", "k3lab.patches.serve:main"),
+    "serve": ("apply the k3lab patches, then run sglang's server in this process", "k3lab_patches.serve:main"),
     "bench": ("drive sglang.bench_serving over a concurrency sweep (live)", "k3lab.live.bench_serving:cli_main"),
 }
 

@@ -3,15 +3,19 @@
 ``data/measured/cpu-2core/sglang_release_matrix.json`` is measured by the probe package
 (:mod:`k3lab.probes.release_matrix`, ``benchmarks/sglang_release_matrix.py``) and read here,
 through the loader (:mod:`k3lab.data`, schema :class:`k3lab.schemas.transcripts.ReleaseMatrix`).
-The patches (:mod:`k3lab.patches`) and the notebooks ask this module whether a release is
-broken; neither imports the probes. Standard library and the loader only.
+The notebooks ask this module whether a release is broken; it never imports the probes.
+The patches an operator installs (the ``k3lab-patches`` distribution, ``patches/``) cannot
+read ``data/``: they ship :func:`patch_verdicts` of this matrix as
+``patches/k3lab_patches/release_verdicts.json`` (written by :func:`write_patch_verdicts`;
+a test fails when it is stale). Standard library and the loader only.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from . import data
+from . import data, io
+from .paths import REPO_ROOT
 from .versions import version_key  # noqa: F401  (the matrix's order)
 
 NAME = "sglang_release_matrix"
@@ -46,3 +50,28 @@ def aiter_refuses_12_heads(row: dict) -> bool | str:
     if row.get("status") == "unknown":
         return "unknown"
     return not row["aiter"]["accepts_12"]
+
+
+#: k3lab_patches' patch name → the matrix's reading of a row that says the release needs it
+PATCH_VERDICTS = {"topk_renorm": hip_verify_crashes, "aiter_head_pad": aiter_refuses_12_heads}
+#: where the k3lab-patches distribution keeps its copy (k3lab_patches.releases.VERDICTS)
+VERDICTS_PATH = REPO_ROOT / "patches" / "k3lab_patches" / "release_verdicts.json"
+
+
+def patch_verdicts(doc: dict | None = None) -> dict:
+    """The matrix reduced to what the patches need: per measured release, oldest first,
+    whether it has the bug each patch fixes (``{"sglang": v, "topk_renorm": bool, …}``)."""
+    doc = load_matrix() if doc is None else doc
+    rows = [{"sglang": r["sglang"], **{n: bool(f(r)) for n, f in PATCH_VERDICTS.items()}}
+            for r in doc["rows"]]
+    return {"source": (f"k3lab study, data/measured/cpu-2core/{MATRIX} (measured "
+                       f"{data.load(NAME + '_meta')['date']}); rewritten by "
+                       "benchmarks/sglang_release_matrix.py"),
+            "meaning": {"topk_renorm": "a request mix crashes the speculative verify path on HIP",
+                        "aiter_head_pad": "the AITER attention backend refuses 12 heads per rank"},
+            "rows": rows}
+
+
+def write_patch_verdicts(path: Path | None = None, doc: dict | None = None) -> Path:
+    """Write :func:`patch_verdicts` where k3lab-patches ships it (default :data:`VERDICTS_PATH`)."""
+    return io.write_json(VERDICTS_PATH if path is None else path, patch_verdicts(doc))

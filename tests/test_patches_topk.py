@@ -1,14 +1,14 @@
-"""k3lab.patches.topk_renorm / serve / plugin, without sglang: a stand-in module object
-is put where sglang's dflash_utils would be; the real-sglang twin is tests/sglang/."""
+"""k3lab_patches (the distribution in patches/): topk_renorm / serve / plugin, without sglang:
+a stand-in module object is put where sglang's dflash_utils would be; the real-sglang twin is
+tests/sglang/ (test_topk_patch.py, test_patches_wheel.py)."""
 
 import sys
 import types
 
+import k3lab_patches as patches
 import pytest
-
-from k3lab import patches, sampling
-from k3lab.patches import plugin, serve
-from k3lab.patches import topk_renorm as T
+from k3lab_patches import plugin, sampling, serve
+from k3lab_patches import topk_renorm as T
 
 MOD = "sglang.srt.speculative.dflash_utils"
 
@@ -65,7 +65,7 @@ def test_the_release_matrix_decides_which_releases_need_the_patch(fake_dflash):
 
 
 def test_an_untested_release_that_still_has_the_bug_needs_force(monkeypatch):
-    from k3lab.patches import aiter_head_pad as AH
+    from k3lab_patches import aiter_head_pad as AH
 
     # the matrix: AITER refuses 12 heads in 0.5.16-0.5.18; the patch was written for 0.5.16
     assert patches.status(AH.PATCH, "0.5.17") == "needed, untested"

@@ -12,12 +12,12 @@ that module's bindings, which path the batch took (sparse ``torch.topk`` or dens
   kernel and never binds top-k): ``top_k_renorm_prob`` deleted, ``top_p_renorm_prob``
   bound. A Triton kernel cannot run here, so k3lab's top-p stands in for it (it is only
   reached by batches that never touch top-k);
-* ``patched`` — after :data:`k3lab.patches.topk_renorm.PATCH` ``.apply``.
+* ``patched`` — after :data:`k3lab_patches.topk_renorm.PATCH` ``.apply``.
 
-The batch's sampling info is a real ``SamplingBatchInfo`` built from real
-``SamplingParams`` (which turn ``top_k=-1`` into ``TOP_K_ALL`` and greedy into ``top_k=1``)
-the way ``SamplingBatchInfo.from_schedule_batch`` does. The path is observed, not
-inferred: the module's ``F.softmax`` is wrapped to record the width it is called on.
+The batch's sampling info, the seeded logits and the naive reference target are those of
+``python -m k3lab_patches verify`` (:mod:`k3lab_patches.verify`: a real
+``SamplingBatchInfo`` built from real ``SamplingParams``), which an operator runs on a patched
+image. The path is observed, not inferred: the module's ``F.softmax`` is wrapped to record the width it is called on.
 The NameError is also shown the way the scheduler met it: in a child process that dies
 of it, with Python's own excepthook printing the "Did you mean" line.
 
@@ -38,6 +38,8 @@ import tempfile
 from pathlib import Path
 
 import torch
+from k3lab_patches.verify import DRAFT_TOKENS, logits_for, reference_target_probs, sampling_info  # noqa: F401
+from k3lab_patches.verify import MIX as _CRASH_REQUESTS
 
 from .. import data, sampling
 from ..paths import REPO_ROOT
@@ -56,14 +58,13 @@ MIXES: dict[str, list[dict]] = {
     "top_k=20 and top_k=50": [dict(temperature=0.8, top_k=20), dict(temperature=0.8, top_k=50)] * 2,
     "top_k=20 + top_p=0.9, all": [dict(temperature=0.8, top_k=20, top_p=0.9)] * 4,
     "top_p=0.9 only": [dict(temperature=0.8, top_p=0.9)] * 4,
-    "top_k=20 mixed with unrestricted": [dict(temperature=0.8, top_k=20), dict(temperature=0.8)] * 2,
+    "top_k=20 mixed with unrestricted": list(_CRASH_REQUESTS),  # what `k3lab_patches verify` runs
     "greedy (temperature 0) mixed with unrestricted": [dict(temperature=0.0), dict(temperature=0.8)] * 2,
     "top_k=50 + top_p=0.95 mixed with unrestricted": [dict(temperature=0.8, top_k=50, top_p=0.95),
                                                       dict(temperature=0.8)] * 2,
 }
 CRASH_MIX = "top_k=20 mixed with unrestricted"
 DEFAULT_VOCAB = 163_840  # Kimi K3's vocabulary (data/model/kimi_k3_config.json)
-DRAFT_TOKENS = 8  # verify rows per request: a DSpark block of 7 drafts + 1
 
 
 def _dflash():
@@ -72,29 +73,10 @@ def _dflash():
     return importlib.import_module(DFLASH)
 
 
-def sampling_info(requests: list[dict], vocab: int):
-    """A real sglang ``SamplingBatchInfo`` for these requests (CPU tensors)."""
-    from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
-    from sglang.srt.sampling.sampling_params import TOP_K_ALL, SamplingParams
-
-    sps = [SamplingParams(**r) for r in requests]
-    return SamplingBatchInfo(
-        temperatures=torch.tensor([p.temperature for p in sps], dtype=torch.float).view(-1, 1),
-        top_ps=torch.tensor([p.top_p for p in sps], dtype=torch.float),
-        top_ks=torch.tensor([p.top_k for p in sps], dtype=torch.int32),
-        min_ps=torch.tensor([p.min_p for p in sps], dtype=torch.float),
-        is_all_greedy=all(p.top_k <= 1 for p in sps),
-        is_any_greedy=any(p.top_k <= 1 for p in sps),
-        need_top_p_sampling=any(p.top_p != 1.0 for p in sps),
-        need_top_k_sampling=any(p.top_k != TOP_K_ALL for p in sps),
-        need_min_p_sampling=any(p.min_p > 0 for p in sps),
-        vocab_size=vocab, device="cpu")
-
-
 @contextlib.contextmanager
 def bindings(state: str):
     """Put dflash_utils' renorm names into ``state`` (see :data:`STATES`); restore after."""
-    from ..patches.topk_renorm import PATCH  # k3lab.patches imports the release matrix, which imports this module
+    from k3lab_patches.topk_renorm import PATCH
 
     if state not in STATES:
         raise ValueError(f"unknown state {state!r}; states: {STATES}")
@@ -122,7 +104,7 @@ def bindings(state: str):
 
 def describe_bindings(mod) -> dict[str, str]:
     """What each renorm name of the module is bound to, in words."""
-    from ..patches.topk_renorm import REPLACEMENTS  # see bindings()
+    from k3lab_patches.topk_renorm import REPLACEMENTS
 
     out = {}
     for n in ("top_k_renorm_prob", "top_p_renorm_prob", "tree_speculative_sampling_target_only"):
@@ -152,47 +134,6 @@ class _SoftmaxSpy:
 
     def __getattr__(self, name):
         return getattr(self._real, name)
-
-
-def reference_target_probs(logits: torch.Tensor, requests: list[dict], draft: int) -> torch.Tensor:
-    """Independent, naive per-row target: softmax(logits/T) → top-k → top-p (ties kept).
-
-    When any request of the batch has a top-k, every row is renormalised (sum in float64)
-    after the top-k step, also rows with k >= vocab, as FlashInfer's semantics say.
-
-    logits ``[bs*draft, vocab]`` float32 → ``[bs, draft, vocab]``. A Python loop over rows
-    with a full sort each; greedy (T == 0) is sglang's convention: T = 1, top_k = 1.
-    """
-    from sglang.srt.sampling.sampling_params import SamplingParams
-
-    from sglang.srt.sampling.sampling_params import TOP_K_ALL
-
-    sps = [SamplingParams(**r) for r in requests]
-    any_top_k = any(sp.top_k != TOP_K_ALL for sp in sps)
-    vocab = logits.shape[1]
-    out = torch.empty_like(logits)
-    for i in range(logits.shape[0]):
-        sp = sps[i // draft]
-        p = torch.softmax(logits[i] / sp.temperature, dim=-1)  # float32, as sglang's
-        if sp.top_k < vocab:
-            pivot = torch.sort(p, descending=True).values[sp.top_k - 1]
-            p = torch.where(p >= pivot, p, torch.zeros_like(p))
-        if any_top_k:  # the batch's top-k renorm also renormalises its k >= vocab rows
-            p = (p.double() / p.double().sum()).float()
-        if sp.top_p < 1.0:
-            s = torch.sort(p, descending=True).values
-            c = torch.cumsum(s.double(), 0)
-            n = int(torch.searchsorted(c, torch.tensor([sp.top_p], dtype=torch.float64) * c[-1]))
-            p = torch.where(p >= s[min(n, vocab - 1)], p, torch.zeros_like(p))
-            p = p / p.sum()
-        out[i] = p
-    return out.view(-1, draft, vocab)
-
-
-def logits_for(n_requests: int, vocab: int, draft: int = DRAFT_TOKENS, seed: int = 0) -> torch.Tensor:
-    """Seeded float32 logits ``[n_requests*draft, vocab]`` (standard normal × 3)."""
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(n_requests * draft, vocab, generator=g) * 3.0
 
 
 def run_case(state: str, mix: str, vocab: int = DEFAULT_VOCAB, draft: int = DRAFT_TOKENS,

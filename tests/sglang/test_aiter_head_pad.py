@@ -8,10 +8,11 @@ head-count rules and compute with k3lab's reference. AITER's own kernels cannot 
 import pytest
 import torch
 
+import k3lab_patches as patches
+from k3lab_patches.aiter_head_pad import _MARK, PATCH
+
 from k3lab import attention as A
-from k3lab import patches
 from k3lab.probes import aiter_backend as H
-from k3lab.patches.aiter_head_pad import PATCH, _MARK
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
-"""Real sglang 0.5.16 (CPU): the dense verify path fails as shipped; k3lab.patches fixes it;
-sglang 0.5.23's torch fallback is the rank mask k3lab compares against."""
+"""Real sglang 0.5.16 (CPU): the dense verify path fails as shipped; k3lab_patches fixes it;
+sglang 0.5.23's torch fallback is the rank mask k3lab compares against. (The built wheel,
+installed apart from the study: test_patches_wheel.py.)"""
 
 import multiprocessing as mp
 import os
@@ -8,10 +9,12 @@ from importlib.metadata import version
 import pytest
 import torch
 
-from k3lab import patches, sampling
-from k3lab.patches import plugin, serve
+import k3lab_patches as patches
+from k3lab_patches import plugin, serve
+from k3lab_patches.topk_renorm import PATCH, REPLACEMENTS
+
+from k3lab import sampling
 from k3lab.probes import topk_repro
-from k3lab.patches.topk_renorm import PATCH, REPLACEMENTS
 
 VOCAB = 2048
 MIX = "top_k=20 mixed with unrestricted"
@@ -97,7 +100,7 @@ def _spawn_and_check(env_value):
 
 
 def test_spawned_scheduler_process_is_patched_through_the_plugin(monkeypatch):
-    # needs the entry point in .venv-sglang (pip install -e . after pyproject.toml changed)
+    # needs k3lab-patches' entry point in .venv-sglang (make sglang-env: pip install -e ./patches)
     assert _spawn_and_check("1") is True
     assert _spawn_and_check(None) is False
 
@@ -107,7 +110,7 @@ def test_serve_passes_arguments_to_sglangs_parser(monkeypatch):
 
     from sglang.srt.server_args import ServerArgs
 
-    monkeypatch.setattr(patches, "_PATCH_MODULES", ("k3lab.patches.topk_renorm",))
+    monkeypatch.setattr(patches, "_PATCH_MODULES", ("k3lab_patches.topk_renorm",))
     monkeypatch.delenv(plugin.ENV_ENABLE, raising=False)
     seen = {}
 

@@ -10,7 +10,7 @@ and — where 12 is accepted — the real ``forward_extend`` cold prefill on the
 with :class:`.f3_stand_ins.AiterStandIns`, compared with
 :func:`k3lab.attention.with_head_padding` around the same stand-in, and the real decode
 wrapper ``_mla_decode_fwd_with_head_pad``. Where 12 is refused, the same is run with
-:data:`k3lab.patches.aiter_head_pad.PATCH` applied (``force=True`` outside its known
+:data:`k3lab_patches.aiter_head_pad.PATCH` applied (``force=True`` outside its known
 versions) to see whether the k3lab patch carries over.
 
 sglang is imported inside functions: this runs in the child, on the release ``PYTHONPATH``
@@ -223,9 +223,8 @@ def finding3() -> dict:
 
 
 def _with_k3lab_patch(mod) -> dict:
-    # Child only, after PYTHONPATH chose the release the patch is applied to; and k3lab.patches
-    # imports this package (its verdict helpers), so a module-level import would be circular.
-    from ...patches.aiter_head_pad import PATCH
+    # Child only, after PYTHONPATH chose the release the patch is applied to.
+    from k3lab_patches.aiter_head_pad import PATCH
 
     v = version("sglang")
     forced = v not in PATCH.known_versions

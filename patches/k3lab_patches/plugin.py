@@ -5,11 +5,15 @@ sglang starts its scheduler and workers with the ``spawn`` start method
 process is gone in the scheduler, where the verifier runs. Every sglang process calls
 ``sglang.srt.plugins.load_plugins()`` early (``managers/scheduler.py``,
 ``run_scheduler_process``), which runs the entry points of the group
-``sglang.srt.plugins``; k3lab registers :func:`sglang_plugin` there (pyproject.toml).
+``sglang.srt.plugins``; k3lab-patches registers :func:`sglang_plugin` there under the name
+``k3lab`` (``patches/pyproject.toml``; a ``SGLANG_PLUGINS`` allow-list must name it).
 
-It does nothing unless ``K3LAB_PATCHES=1`` is in the environment (``python -m k3lab
-serve`` sets it, and spawned children inherit it), so installing k3lab next to sglang
-never changes sglang by surprise. ``K3LAB_PATCHES_FORCE=1`` passes ``force=True``.
+It does nothing unless ``K3LAB_PATCHES=1`` is in the environment (``python -m k3lab_patches
+serve`` and the study's ``python -m k3lab serve`` set it, and spawned children inherit it), so
+installing k3lab-patches next to sglang never changes sglang by surprise.
+``K3LAB_PATCHES_FORCE=1`` passes ``force=True``. sglang logs a plugin's exception and goes on
+(``load_plugins``, 0.5.16): a refused patch leaves that process unpatched, with
+``Failed to execute general plugin: k3lab`` in its log — ``serve`` refuses up front instead.
 """
 
 from __future__ import annotations

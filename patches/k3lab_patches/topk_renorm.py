@@ -9,7 +9,7 @@ path raises ``TypeError: 'NoneType' object is not callable``. In the state the a
 (sglang PR #32621: the HIP branch binds a Triton top-p kernel only) ``top_k_renorm_prob`` is
 not defined at all, hence the ``NameError``.
 
-:data:`PATCH` binds :func:`k3lab.sampling.top_k_renorm_prob` / ``top_p_renorm_prob`` to
+:data:`PATCH` binds :func:`k3lab_patches.sampling.top_k_renorm_prob` / ``top_p_renorm_prob`` to
 each of those names that is ``None`` or missing, and leaves a real kernel alone (a CUDA
 build keeps FlashInfer's). ``apply`` is idempotent; ``revert`` restores exactly what was
 there before (``None``, or no binding at all).
@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import importlib
 
-from .. import sampling
-from ..release_status import hip_verify_crashes
-from . import check_version
+from . import check_version, sampling
 
 _MISSING = object()
 
@@ -47,7 +45,7 @@ REPLACEMENTS = {"top_k_renorm_prob": _k3lab_top_k_renorm_prob,
 
 
 class TopKRenormPatch:
-    """The Patch protocol of :mod:`k3lab.patches` for the top-k / top-p renorm names."""
+    """The Patch protocol of :mod:`k3lab_patches` for the top-k / top-p renorm names."""
 
     name = "topk_renorm"
     known_versions = frozenset(TARGETS)
@@ -55,8 +53,9 @@ class TopKRenormPatch:
 
     @staticmethod
     def broken(row: dict) -> bool:
-        """The release matrix's verdict: a request mix crashes the verify path on HIP."""
-        return bool(hip_verify_crashes(row))
+        """The release matrix's verdict (:mod:`k3lab_patches.releases`): a request mix crashes
+        the verify path on HIP."""
+        return bool(row["topk_renorm"])
 
     def __init__(self):
         # "module.attr" → what was bound before apply (None, a callable, or _MISSING)
@@ -69,7 +68,7 @@ class TopKRenormPatch:
     def apply(self, version: str, force: bool = False) -> list[str]:
         """Bind the replacements in the installed sglang → the names newly bound.
 
-        :func:`k3lab.patches.check_version` decides from the release matrix (a release that
+        :func:`k3lab_patches.check_version` decides from the release matrix (a release that
         fixed the bug is refused; one the patch was not written for needs ``force``, and then
         the newest known version's targets are tried). Calling it again binds nothing new
         and returns ``[]``.

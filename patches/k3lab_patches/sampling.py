@@ -2,7 +2,7 @@
 
 These are the functions sglang's speculative verifier calls on its dense path
 (``top_k_renorm_prob`` / ``top_p_renorm_prob``; ``sglang/srt/speculative/dflash_utils.py``,
-0.5.16). On ROCm 0.5.16 binds both to ``None``; :mod:`k3lab.patches.topk_renorm` binds
+0.5.16). On ROCm 0.5.16 binds both to ``None``; :mod:`k3lab_patches.topk_renorm` binds
 these instead. Written from the documented behaviour of FlashInfer's
 ``top_k_renorm_probs`` / ``top_p_renorm_probs`` (``flashinfer.sampling``) and of sglang's
 Triton renorm kernels (``sglang/kernels/ops/sampling/renorm_triton.py``, 0.5.23), not
@@ -26,10 +26,8 @@ Bad input raises ``ValueError`` naming the problem: NaN/inf, negative entries, a
 whose entries are all zero, ``k`` of 0 or below (other than -1), a per-row ``k``/``p``
 whose length does not match the rows, an empty batch.
 
-Also here: :func:`top_k_sort_fix`, the article's "sort, masked_fill, divide" fix, and
-:func:`top_k_rank_mask`, a rank-mask renorm (keep exactly k entries by rank), the
-behaviour sglang 0.5.23's torch fallback documents (``_dflash_top_k_renorm_prob``); both
-are kept as baselines for the benchmark and the tie study.
+The k3lab study re-exports this module as ``k3lab.sampling`` and keeps its baselines there
+(the article's sort fix, sglang 0.5.23's rank mask).
 """
 
 from __future__ import annotations
@@ -391,64 +389,3 @@ def top_p_renorm_prob(probs: torch.Tensor, top_p, *, validate: bool = True) -> t
     pivot = torch.where(full.unsqueeze(1), torch.zeros_like(pivot), pivot)
     keep = probs >= pivot
     return _renorm(probs.to(_acc_dtype(probs.dtype)), keep, probs.dtype)
-
-
-# --- baselines (benchmark and tie study) -------------------------------------------------
-
-def top_k_sort_fix(probs: torch.Tensor, top_k) -> torch.Tensor:
-    """The article's fix as described: full sort, masked_fill, divide (threshold semantics).
-
-    Sort each row descending, read the k-th value as the pivot, ``masked_fill`` what is
-    below it with 0, divide by the kept sum. Same output as :func:`top_k_renorm_prob`; the
-    cost is a full ``O(vocab log vocab)`` sort of every row. No input validation.
-    """
-    rows, vocab = probs.shape
-    k = per_row_k(top_k, rows, vocab, device=probs.device)
-    sorted_vals = torch.sort(probs, dim=-1, descending=True).values
-    pivot = sorted_vals.gather(1, (k - 1).unsqueeze(1))
-    pivot = torch.where((k >= vocab).unsqueeze(1), torch.zeros_like(pivot), pivot)
-    x = probs.to(_acc_dtype(probs.dtype))
-    x = x.masked_fill(probs < pivot, 0.0)
-    return (x / x.sum(dim=-1, keepdim=True).clamp_min(NORM_EPS)).to(probs.dtype)
-
-
-def top_k_rank_mask(probs: torch.Tensor, top_k) -> torch.Tensor:
-    """Rank-mask renorm: keep exactly the first k entries of ``torch.topk``, drop the rest.
-
-    The behaviour sglang 0.5.23's torch fallback documents (``dflash_utils.py``,
-    ``_dflash_top_k_renorm_prob``): ``topk`` with the batch's largest k, zero ranks >= each
-    row's k, divide by the kept sum, scatter back. Where ties straddle the pivot, which of
-    the tied entries survive depends on ``torch.topk``'s order, and the rest are dropped.
-    Computed in the input dtype, as the fallback does. No input validation.
-    """
-    rows, vocab = probs.shape
-    k = per_row_k(top_k, rows, vocab, device=probs.device)
-    kmax = int(k.max())
-    vals, idx = torch.topk(probs, kmax, dim=-1)
-    ranks = torch.arange(kmax, device=probs.device).unsqueeze(0)
-    vals = vals.masked_fill(ranks >= k.unsqueeze(1), 0.0)
-    vals = vals / vals.sum(dim=-1, keepdim=True)
-    return torch.zeros_like(probs).scatter_(1, idx, vals)
-
-
-def kept_counts(renormed: torch.Tensor) -> torch.Tensor:
-    """Entries kept per row (nonzero) → int64 ``[rows]``."""
-    return (renormed != 0).sum(dim=-1)
-
-
-def tie_straddles(probs: torch.Tensor, top_k) -> torch.Tensor:
-    """Rows where threshold and rank semantics differ → bool ``[rows]``.
-
-    They differ exactly when the (k+1)-th largest value equals the k-th (a tie straddles
-    the pivot), for restricted rows. Read from one ``torch.topk`` of ``max k + 1``.
-    """
-    rows, vocab = probs.shape
-    k = per_row_k(top_k, rows, vocab, device=probs.device)
-    restricted = k < vocab
-    if not bool(restricted.any()):
-        return restricted
-    kk = torch.where(restricted, k, torch.ones_like(k))
-    vals = torch.topk(probs, int(kk.max()) + 1, dim=-1).values
-    at = vals.gather(1, (kk - 1).unsqueeze(1)).squeeze(1)
-    after = vals.gather(1, kk.unsqueeze(1)).squeeze(1)
-    return restricted & (at == after)

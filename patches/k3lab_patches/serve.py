@@ -1,14 +1,16 @@
-"""``python -m k3lab serve [--force] -- <sglang launch_server arguments>``.
+"""``python -m k3lab_patches serve [--force] -- <sglang launch_server arguments>``.
 
-Applies the k3lab patches (:func:`k3lab.patches.apply`), then runs sglang's own server
+(The k3lab study's ``python -m k3lab serve`` is the same command.) Applies the k3lab patches
+(:func:`k3lab_patches.apply`), then runs sglang's own server
 entry point in this same process, exactly as ``python -m sglang.launch_server <args>``
 would (``sglang/launch_server.py``, 0.5.16: ``load_plugins()``, ``prepare_server_args``,
 ``run_server``, then ``kill_process_tree`` of the children). ``K3LAB_PATCHES=1`` is set
 in the environment first, so the scheduler processes sglang spawns re-apply the patches
-through k3lab's sglang plugin (:mod:`k3lab.patches.plugin`).
+through k3lab's sglang plugin (:mod:`k3lab_patches.plugin`).
 
 Everything after ``--`` goes to sglang untouched. Before it, k3lab's own options:
-``--force`` (apply to an sglang version the patches do not know) and ``--dry-run``
+``--force`` (apply a patch to a release or build that has the bug but that the patch was not
+written for: ``needed, untested`` in :func:`k3lab_patches.status`) and ``--dry-run``
 (apply, print what would run, do not start the server).
 """
 
@@ -20,8 +22,8 @@ from typing import Callable, Sequence
 
 from . import plugin
 
-USAGE = ("usage: python -m k3lab serve [--force] [--dry-run] -- <sglang launch_server args>\n"
-         "  e.g. python -m k3lab serve -- --model-path moonshotai/Kimi-K3 --tp 8 \\\n"
+USAGE = ("usage: python -m k3lab_patches serve [--force] [--dry-run] -- <sglang launch_server args>\n"
+         "  e.g. python -m k3lab_patches serve -- --model-path moonshotai/Kimi-K3 --tp 8 \\\n"
          "         --speculative-algorithm DSPARK --speculative-draft-model-path <draft>")
 K3LAB_OPTIONS = ("--force", "--dry-run")
 
@@ -62,7 +64,7 @@ def run_sglang_server(args: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None,
          runner: Callable[[list[str]], int] | None = None) -> int:
-    """Entry point of ``python -m k3lab serve``; ``runner`` replaces the server in tests."""
+    """Entry point of ``python -m k3lab_patches serve``; ``runner`` replaces the server in tests."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv in (["-h"], ["--help"]):
         print(__doc__.strip() + "\n\n" + USAGE)

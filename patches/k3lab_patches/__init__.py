@@ -1,15 +1,20 @@
-"""Patches a user applies to a real, installed sglang (ROCm top-k renorm, AITER head pad).
+"""k3lab-patches: what an operator applies to a running sglang (ROCm top-k renorm, AITER head pad).
 
-Which releases need which patch is not a hand-kept list: it is what the release matrix
-measured (``data/measured/cpu-2core/sglang_release_matrix.json``, built by
-:mod:`k3lab.probes.release_matrix` from every sglang release on PyPI; read through
-:mod:`k3lab.release_status`, never the probes). For the installed release, :func:`status`
-says per patch:
+The ``k3lab-patches`` distribution (``patches/`` of the k3lab study) depends on torch only and
+installs with ``pip install --no-deps`` into an sglang environment of any Python from 3.10
+(see docs/operators.md of the study). The study re-exports :func:`apply` and :func:`revert`
+as ``k3lab.patches``.
+
+Which releases need which patch is not a hand-kept list: it is what the study's release
+matrix measured, shipped as :mod:`k3lab_patches.releases` (``release_verdicts.json``). For
+the installed release, :func:`status` says per patch:
 
 - ``needed``: the matrix shows the bug, and the patch was written and tested for this
   release (``known_versions``);
 - ``needed, untested``: the matrix shows the bug, but the patch was not written for this
-  release — it applies only with ``force=True``;
+  release — it applies only with ``force=True``. A *build* (``0.5.17.dev12+g1a2b3c4``, what
+  sglang installed from a git checkout reports: a branch image) is judged by the newest
+  measured release at or below it, and is never a release a patch was tested on;
 - ``fixed in X``: the matrix shows the release no longer has the bug (X = the first
   release without it); the patch refuses;
 - ``unknown``: the matrix has never seen this release; nothing is inferred, the patch refuses.
@@ -20,7 +25,7 @@ and the error is raised. Patches for bugs the release already fixed are skipped;
 needed, :func:`apply` raises :class:`UpstreamFixed` naming the releases that fixed them.
 :func:`revert` always restores what :func:`apply` replaced, patch by patch, even if one of
 them fails (the errors are raised together after every patch was tried). Modules are
-imported lazily so ``import k3lab.patches`` does not import sglang.
+imported lazily so ``import k3lab_patches`` imports neither sglang nor torch.
 """
 
 from __future__ import annotations
@@ -29,11 +34,11 @@ import importlib
 from importlib import metadata
 from typing import Protocol
 
-from .. import release_status as rm
+from . import releases as rm
 
 _PATCH_MODULES = (
-    "k3lab.patches.topk_renorm",
-    "k3lab.patches.aiter_head_pad",
+    "k3lab_patches.topk_renorm",
+    "k3lab_patches.aiter_head_pad",
 )
 
 
@@ -62,21 +67,21 @@ def sglang_version() -> str:
     try:
         return metadata.version("sglang")
     except metadata.PackageNotFoundError as e:
-        raise RuntimeError("sglang is not installed in this environment "
-                           "(the compatibility environment is `make sglang-env`)") from e
+        raise RuntimeError("sglang is not installed in this environment (k3lab-patches "
+                           "patches a running sglang; the study's is `make sglang-env`)") from e
 
 
 def status(patch: "Patch", version: str) -> str:
     """``needed`` / ``needed, untested`` / ``fixed in X`` / ``unknown`` (see the module doc)."""
-    doc = rm.load_matrix()
+    doc = rm.load()
     row = rm.lookup(version, doc)
     if row.get("status") == "unknown":
         return "unknown"
     if patch.broken(row):
         return "needed" if version in patch.known_versions else "needed, untested"
-    later = [r["sglang"] for r in doc["rows"] if rm.version_key(r["sglang"]) <= rm.version_key(version)
+    later = [r["sglang"] for r in doc["rows"] if rm.version_key(r["sglang"]) <= rm.version_key(row["sglang"])
              and not patch.broken(r)]
-    return f"fixed in {later[0] if later else version}"
+    return f"fixed in {later[0] if later else row['sglang']}"
 
 
 def check_version(patch: "Patch", version: str, force: bool) -> None:
@@ -84,17 +89,20 @@ def check_version(patch: "Patch", version: str, force: bool) -> None:
     s = status(patch, version)
     if s == "needed" or (s == "needed, untested" and force):
         return
-    known = ", ".join(r["sglang"] for r in rm.load_matrix()["rows"])
+    known = ", ".join(rm.measured())
     if s == "unknown":
         raise UnsupportedSglangVersion(
             f"k3lab patch {patch.name!r}: sglang {version} is not in the release matrix (measured: {known}); "
-            f"rebuild it (benchmarks/sglang_release_matrix.py) before patching an unmeasured release")
+            f"rebuild it (the k3lab study's benchmarks/sglang_release_matrix.py) before patching an "
+            f"unmeasured release")
     if s.startswith("fixed in"):
         raise UpstreamFixed(f"k3lab patch {patch.name!r} is not needed: sglang {version} has the fix "
                             f"(first in sglang {s.removeprefix('fixed in ')}, {patch.fixed_by})")
+    base = rm.lookup(version).get("built_on")
+    judged = f" (a build, judged by sglang {base}, the newest measured release at or below it)" if base else ""
     raise UnsupportedSglangVersion(
-        f"k3lab patch {patch.name!r}: sglang {version} still has the bug, but the patch was written for "
-        f"{', '.join(sorted(patch.known_versions))}; read what it replaces, then use force=True")
+        f"k3lab patch {patch.name!r}: sglang {version}{judged} still has the bug, but the patch was written "
+        f"for {', '.join(sorted(patch.known_versions))}; read what it replaces, then use force=True")
 
 
 def _patches() -> list["Patch"]:

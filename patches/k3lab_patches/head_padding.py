@@ -1,21 +1,18 @@
-"""Finding 3: the head-count rules of AITER MLA prefill, and the 12→16 zero-pad wrapper.
+"""sglang's AITER-MLA head-count rule, and the zero-pad wrapper that serves 12 heads as 16.
 
 Kimi K3 has 96 attention heads; at TP8 each rank holds 12. MLA prefill runs in MHA form:
 q/k head dim 192 (128 nope + 64 rope slot), v head dim 128, one k/v head per q head.
 
-Two rules decide whether a head count reaches AITER's fast kernels:
-
-* sglang's own (``sglang/srt/layers/attention/aiter_backend.py``, ``AiterAttnBackend.__init__``,
-  0.5.16 … 0.5.18; from 0.5.19 it zero-pads instead, ``head_pad_mode == "zero"``): at start-up it asserts that heads per rank are 4, 8, or a multiple of 16
-  in [16, 128]; 4 and 8 are then run on 16-head kernels by repeating q heads
-  (:func:`is_supported_heads`, :func:`padded_heads`, :func:`kernel_heads`). The release
-  matrix (:mod:`k3lab.probes.release_matrix`) checks these against every release.
-* AITER's own, per kernel and architecture, read from the installed ``amd-aiter`` release by
-  :mod:`k3lab.aiter_release` — never typed here. :func:`head_table` puts both side by side.
+sglang's rule (``sglang/srt/layers/attention/aiter_backend.py``, ``AiterAttnBackend.__init__``,
+0.5.16 … 0.5.18; from 0.5.19 it zero-pads instead, ``head_pad_mode == "zero"``): at start-up it
+asserts that heads per rank are 4, 8, or a multiple of 16 in [16, 128]; 4 and 8 are then run
+on 16-head kernels by repeating q heads (:func:`is_supported_heads`, :func:`padded_heads`,
+:func:`kernel_heads`). The k3lab study checks these against every release (its release
+matrix) and sets them beside AITER's own per-kernel rules (``k3lab.attention.head_table``).
 
 Zero-padding is exact because attention heads are independent: a padded head reads only its
 own (zero) q/k/v and its output is sliced away. :func:`with_head_padding` wraps a varlen
-prefill kernel that way; the kernels it is tested with are in :mod:`k3lab.mla_kernels`.
+prefill kernel that way (:mod:`k3lab_patches.aiter_head_pad` wraps sglang's with it).
 No code here is copied from sglang or AITER; the behaviour matched is cited above.
 """
 
@@ -26,16 +23,10 @@ from typing import Callable
 
 import torch
 
-from . import aiter_release
-from .model.flops import attention_flops, causal_pairs  # noqa: F401  (torch-free; re-exported)
-
 #: sglang's AiterAttnBackend: the small head counts run by repeating q heads.
 SGLANG_REPEAT_HEADS = (4, 8)
 #: sglang's accepted multiples of 16 lie in [16, 128].
 SGLANG_MAX_HEADS = 128
-#: the AITER kernels shown beside sglang's rule: (family, arch) of k3lab.aiter_release
-AITER_COLUMNS = (("mla_prefill_asm", "gfx950"), ("mla_reduce_v1_dv128", "gfx950"),
-                 ("fmha_v3_fwd", "gfx950"), ("fmha_v3_fwd", "gfx942"))
 
 
 def _check_heads(n, what: str = "head count") -> int:
@@ -74,38 +65,6 @@ def kernel_heads(n: int) -> int:
     """
     m = padded_heads(n)
     return 16 if m in SGLANG_REPEAT_HEADS else m
-
-
-# --------------------------------------------------------------------------- FLOPs
-
-def head_table(total_heads: int = 96, tps=(1, 2, 4, 8, 16, 32), release_dir=None):
-    """Per TP degree: heads per rank, sglang's start-up verdict, the count it pads or repeats
-    to, the attention FLOPs spent on zero heads, and for each AITER kernel of
-    :data:`AITER_COLUMNS` (from the installed release) whether it accepts the real count and
-    the smallest count it does accept. → pandas DataFrame, one row per TP degree.
-    """
-    import pandas as pd
-
-    _check_heads(total_heads, "total heads")
-    rows = []
-    for tp in tps:
-        _check_heads(tp, "TP degree")
-        if total_heads % tp:
-            raise ValueError(f"TP {tp} does not divide {total_heads} heads")
-        n = total_heads // tp
-        try:
-            m = padded_heads(n)
-        except ValueError:
-            m = None
-        row = {"tp": tp, "heads_per_rank": n, "sglang_supported": is_supported_heads(n),
-               "sglang_padded_heads": m, "kernel_heads": kernel_heads(n) if m else None,
-               "extra_attention_flops_pct": round(100.0 * (m - n) / n, 4) if m else None}
-        for fam, arch in AITER_COLUMNS:
-            r = aiter_release.rule(fam, arch, release_dir)
-            row[f"{fam}@{arch}"] = r.accepts(n)
-            row[f"{fam}@{arch}_padded"] = r.padded(n)
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------- inputs

@@ -5,7 +5,7 @@ For sglang 0.5.16 (``sglang/srt/layers/attention/aiter_backend.py``), whose
 refuses Kimi K3 at TP8 (12 heads) at start-up. After :data:`PATCH` is applied:
 
 * ``__init__``: for an MLA model whose per-rank head count fails sglang's rule but can be
-  padded (:func:`k3lab.attention.padded_heads`, 12 → 16), sglang's own ``__init__`` runs
+  padded (:func:`k3lab_patches.head_padding.padded_heads`, 12 → 16), sglang's own ``__init__`` runs
   against a view of the model config that reports the padded count (q heads, and the kv
   heads of the MHA-form prefill, which equal the q heads). Every buffer and kernel
   parameter sized by the head count (``num_head``, ``num_kv_head``, ``num_head_padded``,
@@ -13,7 +13,7 @@ refuses Kimi K3 at TP8 (12 heads) at start-up. After :data:`PATCH` is applied:
   ``k3lab_real_heads``; nothing in the model config is modified.
 * ``mla_fp8_prefill_attn`` (the fp8 ASM MHA-form prefill on gfx950, AITER
   ``mla_prefill_ps_asm_fwd`` + ``mla_reduce_v1``, which has no 12-head instance): q, k, v
-  are zero-padded to 16 heads with :func:`k3lab.attention.with_head_padding`, the original
+  are zero-padded to 16 heads with :func:`k3lab_patches.head_padding.with_head_padding`, the original
   method runs on them and the 12 real heads are sliced out.
 * ``_mla_decode_fwd_with_head_pad`` (every absorbed-form call: decode, target verify,
   draft extend; AITER's 16-head decode kernels): q is zero-padded to 16 heads and the output
@@ -30,9 +30,8 @@ from __future__ import annotations
 
 import functools
 
-from k3lab import attention as A
-from k3lab.patches import check_version
-from k3lab.release_status import aiter_refuses_12_heads
+from . import check_version
+from . import head_padding as A
 
 _MODULE = "sglang.srt.layers.attention.aiter_backend"
 _CLASS = "AiterAttnBackend"
@@ -125,7 +124,7 @@ _WRAPPERS = {"__init__": _wrap_init, "mla_fp8_prefill_attn": _wrap_prefill,
 
 
 class AiterHeadPadPatch:
-    """The :class:`k3lab.patches.Patch` for AITER MLA head padding."""
+    """The :class:`k3lab_patches.Patch` for AITER MLA head padding."""
 
     name = "aiter_head_pad"
     known_versions = frozenset({"0.5.16"})
@@ -133,8 +132,9 @@ class AiterHeadPadPatch:
 
     @staticmethod
     def broken(row: dict) -> bool:
-        """The release matrix's verdict: the AITER backend refuses 12 heads per rank."""
-        return bool(aiter_refuses_12_heads(row))
+        """The release matrix's verdict (:mod:`k3lab_patches.releases`): the AITER backend
+        refuses 12 heads per rank."""
+        return bool(row["aiter_head_pad"])
 
     def _cls(self):
         import importlib

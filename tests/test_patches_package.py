@@ -1,0 +1,186 @@
+"""The k3lab-patches distribution (patches/) apart from the study: one implementation
+re-exported by the study, nothing but torch needed, Python 3.10 syntax, the release verdicts
+it ships equal to the study's matrix, git builds judged by the release below them.
+Its wheel, installed beside a real sglang without the study: tests/sglang/test_patches_wheel.py."""
+
+import ast
+import inspect
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import k3lab_patches
+import pytest
+from k3lab_patches import head_padding, releases, sampling
+from k3lab_patches import topk_renorm as T
+
+import k3lab.attention
+import k3lab.patches
+import k3lab.sampling
+import k3lab.versions
+from k3lab import cli, release_status
+
+PATCHES_DIR = Path(__file__).resolve().parents[1] / "patches"
+PKG = PATCHES_DIR / "k3lab_patches"
+
+
+# --------------------------------------------------------------------------- one implementation
+
+@pytest.mark.parametrize("study, package, names", [
+    (k3lab.sampling, sampling, ["top_k_renorm_prob", "top_p_renorm_prob", "top_p_pivot", "check_probs",
+                                "per_row_k", "per_row_p", "_top_k_plan", "TOP_K_ALL", "NORM_EPS"]),
+    (k3lab.attention, head_padding, ["is_supported_heads", "padded_heads", "kernel_heads", "with_head_padding",
+                                     "pad_heads", "check_qkv", "check_cu", "SGLANG_MAX_HEADS"]),
+    (k3lab.patches, k3lab_patches, ["apply", "revert", "status", "check_version", "sglang_version",
+                                    "UnsupportedSglangVersion", "UpstreamFixed"]),
+    (k3lab.versions, releases, ["version_key"]),
+])
+def test_the_study_reexports_the_packages_objects(study, package, names):
+    for n in names:
+        assert getattr(study, n) is getattr(package, n), f"{study.__name__}.{n} is a second copy"
+
+
+def test_the_study_defines_only_what_the_package_does_not():
+    def own(mod):
+        return {n for n, v in vars(mod).items() if inspect.isfunction(v) and v.__module__ == mod.__name__}
+
+    assert own(k3lab.sampling) == {"top_k_sort_fix", "top_k_rank_mask", "kept_counts", "tie_straddles"}
+    assert own(k3lab.attention) == {"head_table"}
+    assert own(k3lab.patches) == set()
+    # the patch binds the package's renorm, which the study calls k3lab.sampling's
+    assert T.REPLACEMENTS["top_k_renorm_prob"](*_probs_k()).equal(k3lab.sampling.top_k_renorm_prob(*_probs_k()))
+    assert cli.COMMANDS["serve"][1] == "k3lab_patches.serve:main"
+
+
+def _probs_k():
+    import torch
+
+    return torch.tensor([[0.1, 0.3, 0.2, 0.2, 0.2], [0.5, 0.25, 0.125, 0.0625, 0.0625]]), torch.tensor([2, 1])
+
+
+# --------------------------------------------------------------------------- torch only, Python 3.10
+
+def _imports(path: Path) -> list[tuple[str, bool]]:
+    """(absolute module name, at module level?) for every import of ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = {id(n) for n in tree.body}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, id(node) in top) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            out.append((node.module, id(node) in top))
+    return out
+
+
+def test_the_package_needs_the_standard_library_and_torch_only():
+    files = sorted(PKG.glob("*.py"))
+    assert len(files) >= 8
+    for path in files:
+        for name, top_level in _imports(path):
+            root = name.split(".")[0]
+            assert root in sys.stdlib_module_names or root in {"torch", "sglang", "k3lab_patches"}, \
+                f"{path.name} imports {name}: k3lab-patches depends on torch only"
+            # sglang is what is patched: imported when a patch runs, never to import the package
+            assert not (root == "sglang" and top_level), f"{path.name} imports sglang at module level"
+            assert root != "tomllib", f"{path.name}: tomllib is Python 3.11+"
+    assert [p.name for p in PKG.iterdir() if p.suffix not in (".py",) and p.name != "__pycache__"] \
+        == ["release_verdicts.json"]
+
+
+@pytest.mark.parametrize("path", sorted(PKG.glob("*.py")), ids=lambda p: p.name)
+def test_every_module_parses_as_python_3_10(path):
+    ast.parse(path.read_text(encoding="utf-8"), filename=str(path), feature_version=(3, 10))
+
+
+def test_pyproject_torch_lower_bound_only_python_from_3_10_and_the_plugin():
+    proj = tomllib.loads((PATCHES_DIR / "pyproject.toml").read_text())
+    assert proj["project"]["name"] == "k3lab-patches"
+    assert proj["project"]["dependencies"] == ["torch>=2.1"]
+    assert proj["project"]["requires-python"] == ">=3.10"
+    assert proj["project"]["entry-points"]["sglang.srt.plugins"] == {
+        "k3lab_patches": "k3lab_patches.plugin:sglang_plugin"}
+    study = tomllib.loads((PATCHES_DIR.parent / "pyproject.toml").read_text())["project"]
+    assert f"k3lab-patches=={proj['project']['version']}" in study["dependencies"]
+    assert "entry-points" not in study  # one plugin, registered by the package
+
+
+# --------------------------------------------------------------------------- release verdicts
+
+def test_shipped_verdicts_are_the_committed_matrix():
+    shipped = releases.load()
+    assert shipped == release_status.patch_verdicts(), \
+        "patches/k3lab_patches/release_verdicts.json is stale: run release_status.write_patch_verdicts()"
+    assert releases.measured() == [r["sglang"] for r in release_status.load_matrix()["rows"]]
+    # what the matrix shows (README: topk_renorm only 0.5.16; aiter_head_pad 0.5.16-0.5.18)
+    assert [r["sglang"] for r in shipped["rows"] if r["topk_renorm"]] == ["0.5.16"]
+    assert [r["sglang"] for r in shipped["rows"] if r["aiter_head_pad"]] == ["0.5.16", "0.5.17", "0.5.18"]
+
+
+def test_version_order_is_pep_440():
+    order = ["0.5.15", "0.5.15.post1", "0.5.16", "0.5.16+rocm700", "0.5.17.dev3", "0.5.17.dev12+g1a2b3c4",
+             "0.5.17rc1", "0.5.17", "0.5.17.post1", "0.5.18"]
+    assert sorted(reversed(order), key=releases.version_key) == order
+    assert releases.version_key("0.5") == releases.version_key("0.5.0")
+    with pytest.raises(ValueError, match="not a PEP 440 version"):
+        releases.version_key("main")
+
+
+@pytest.mark.parametrize("version, built_on", [
+    ("0.5.17.dev12+g1a2b3c4", "0.5.16"),  # setuptools-scm on a branch forked after v0.5.16
+    ("0.5.16+rocm700", "0.5.16"),         # a release with a local label
+    ("0.5.19.dev2", "0.5.18"),
+    ("0.5.16.dev1", None),                # before anything measured
+])
+def test_a_build_is_judged_by_the_release_below_it(version, built_on):
+    assert releases.is_build(version)
+    row = releases.lookup(version)
+    if built_on is None:
+        assert row["status"] == "unknown"
+    else:
+        assert row["built_on"] == built_on and row["sglang"] == built_on
+
+
+def test_a_build_needs_force_and_says_what_judged_it():
+    from k3lab_patches import aiter_head_pad as AH
+
+    build = "0.5.17.dev12+g1a2b3c4"
+    assert k3lab_patches.status(T.PATCH, build) == "needed, untested"
+    with pytest.raises(k3lab_patches.UnsupportedSglangVersion,
+                       match=r"0.5.17.dev12\+g1a2b3c4 \(a build, judged by sglang 0.5.16.*force=True"):
+        k3lab_patches.check_version(T.PATCH, build, force=False)
+    k3lab_patches.check_version(T.PATCH, build, force=True)
+    # a build on a release that has the fix is refused even forced, naming the fixing release
+    assert k3lab_patches.status(T.PATCH, "0.5.18.dev4") == "fixed in 0.5.17"
+    with pytest.raises(k3lab_patches.UpstreamFixed, match="first in sglang 0.5.19"):
+        k3lab_patches.check_version(AH.PATCH, "0.5.20.dev1", force=True)
+    # an unmeasured release (not a build) is refused even forced: nothing is inferred
+    assert not releases.is_build("0.5.24")
+    with pytest.raises(k3lab_patches.UnsupportedSglangVersion, match="not in the release matrix"):
+        k3lab_patches.check_version(T.PATCH, "0.5.24", force=True)
+
+
+# --------------------------------------------------------------------------- the command line
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "k3lab_patches", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_cli_status_and_its_errors():
+    from importlib import metadata
+
+    r = _cli("status")
+    try:
+        installed = metadata.version("sglang")
+    except metadata.PackageNotFoundError:  # the study's .venv: one line, no traceback
+        assert r.returncode == 2 and r.stdout == ""
+        assert r.stderr.count("\n") == 1 and "sglang is not installed" in r.stderr
+    else:
+        assert r.returncode == 0 and r.stdout.startswith(f"sglang {installed}\n")
+        assert "  topk_renorm: " in r.stdout and "  aiter_head_pad: " in r.stdout
+    r = _cli("bogus")
+    assert r.returncode == 2 and "unknown command 'bogus'" in r.stderr
+    r = _cli("--help")
+    assert r.returncode == 0 and "status" in r.stdout and "verify" in r.stdout and "serve" in r.stdout
