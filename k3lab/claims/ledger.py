@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from ..paths import results_root
+from .record import NOT_JUDGED
 from .registry import LEDGER_COLUMNS, RECORD_COLUMNS, registry
 from .rules import VERDICTS, cap, format_value
 
@@ -49,7 +50,9 @@ def read_records(path, notebook_id: str) -> dict[str, dict]:
 
 def ledger(root=None, notebook_ids=None):
     """Join the claims files of the given notebooks (default: every notebook the registry
-    names) with the registry → DataFrame of :data:`LEDGER_COLUMNS`, registry order.
+    names) with the registry → DataFrame of :data:`LEDGER_COLUMNS`, registry order. A notebook
+    run with changed parameters (a what-if) judged nothing: its :data:`NOT_JUDGED` marker leaves
+    its claims out, and ``df.attrs["not_judged"]`` maps it to the parameters it changed.
 
     Each claim is read only from ``<root>/<its notebook>/claims.csv``: a stray folder is
     never read, a missing or truncated file is an error."""
@@ -59,14 +62,19 @@ def ledger(root=None, notebook_ids=None):
     reg = registry()
     nbs = sorted({c.notebook for c in reg.values()}) if notebook_ids is None else list(notebook_ids)
     found: dict[str, dict] = {}
+    skipped = {}
     for nb in nbs:
         path = root / nb / "claims.csv"
         if not path.exists():
+            marker = root / nb / NOT_JUDGED
+            if marker.exists():
+                skipped[nb] = read_not_judged(marker, nb)
+                continue
             raise ValueError(f"{path}: missing (did {nb} run?)")
         found.update(read_records(path, nb))
     rows = []
     for cid, c in reg.items():
-        if c.notebook not in nbs:
+        if c.notebook not in nbs or c.notebook in skipped:
             continue
         r = found[cid]
         rows.append({"claim_id": cid, "finding": c.finding, "quote": c.quote,
@@ -74,7 +82,24 @@ def ledger(root=None, notebook_ids=None):
                      "reproduced": r["reproduced"], "bound": r["bound"], "verdict": r["verdict"],
                      "rule": c.rule, "tolerance": c.tolerance_text(),
                      "evidence": r["evidence"], "notes": r["notes"]})
-    return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
+    df = pd.DataFrame(rows, columns=LEDGER_COLUMNS)
+    df.attrs["not_judged"] = skipped
+    return df
+
+
+def read_not_judged(path, notebook_id: str) -> dict:
+    """The parameters a what-if run of ``notebook_id`` changed (its :data:`NOT_JUDGED` file),
+    checked: ValueError naming the file otherwise."""
+    import json
+
+    try:
+        d = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a readable not-judged marker ({e})") from None
+    if not isinstance(d, dict) or d.get("notebook") != notebook_id or not isinstance(d.get("changed"), dict) \
+            or not d["changed"]:
+        raise ValueError(f"{path}: expected {{'notebook': {notebook_id!r}, 'changed': {{...}}}}")
+    return d["changed"]
 
 
 def verdicts_by_method(df) -> str:

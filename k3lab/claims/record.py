@@ -64,6 +64,10 @@ def judge(claim_id: str, evidence: str, *, value=None, bound=None, notes: str = 
                   v, str(evidence), str(notes))
 
 
+#: what a notebook run with changed parameters writes instead of claims.csv
+NOT_JUDGED = "not_judged.json"
+
+
 class Recorder:
     """Collects one notebook's records; :meth:`save` writes ``results/<nb>/claims.csv``."""
 
@@ -93,10 +97,18 @@ class Recorder:
     def missing(self) -> list[str]:
         return [c.id for c in registry().values() if c.notebook == self.notebook_id and c.id not in self.records]
 
-    def save(self):
-        """Write the notebook's claims.csv; ValueError if one of its claims was not judged."""
+    def save(self, not_judged: dict | None = None):
+        """Write the notebook's claims.csv; ValueError if one of its claims was not judged.
+        ``not_judged``: the parameters a what-if run changed (``Params.changed``): the article's
+        claims are not its questions, so instead of claims.csv it writes :data:`NOT_JUDGED`
+        naming them, and the ledger leaves the notebook's claims out and says why."""
+        out = self.out_dir or results_dir(self.notebook_id)
+        if not_judged:
+            if self.records:
+                raise ValueError(f"{self.notebook_id}: a what-if run records no claims (it changed {sorted(not_judged)})")
+            return io.write_json(out / NOT_JUDGED, {"notebook": self.notebook_id,
+                                                    "changed": {k: not_judged[k] for k in sorted(not_judged)}})
         gap = self.missing()
         if gap:
             raise ValueError(f"{self.notebook_id} did not judge {', '.join(gap)}")
-        out = self.out_dir or results_dir(self.notebook_id)
         return io.write_csv(self.frame(), out / "claims.csv")

@@ -27,7 +27,7 @@ import time
 import torch
 
 from .. import sampling as S
-from ..patches.topk_renorm import REPLACEMENTS
+from k3lab_patches.topk_renorm import REPLACEMENTS
 from . import device_bench as D
 
 SECTION = "renorm"
