@@ -115,7 +115,7 @@ BOUNDS = {
     "M6": ">= 66.3% (weights alone)",
     # issue 29: the serving model v2 (data/serving_fit.yaml): per-metric bands, DSpark not validated on
     # one source per family, TTFT per prefill kernel (the public Triton-fallback runs stop at 8,192 tokens)
-    "S7": "model 0.48-1.86x",
+    "S7": "model 0.46-1.91x",
     "P5": "model 9,961-21,643 tok/s after the fix (outside its domain)",
     "P6": "model 39.78x (outside its domain)",
     "P7": "decode attention 22.7 -> 30.2 FLOP/B",
@@ -126,7 +126,7 @@ BOUNDS = {
     "T3": "model not validated here (6 readings)",
     "T13": "roofline: communication 33% of a TP16 decode step at c64",
     # issue 30: the break-even 0.925 (0.614-1.391) against the same four price ratios
-    "T21": "model: ahead under 3, too close to call under 1 of 4 sources",
+    "T21": "model: too close to call under 4 of 4 sources",
 }
 #: the pins that move when the serving model is refitted (its band and peaks): tell whoever refits
 SERVING_MODEL_PINS = ("T1", "T2", "T3", "S7", "P5", "P6", "P10", "P11", "T21")

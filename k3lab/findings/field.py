@@ -386,6 +386,29 @@ def coverage_rows() -> list[dict]:
     return out
 
 
+def build_table():
+    """Does the engine build matter? Per family, engine and month of the figure: points, and the
+    median signed out-of-source error (``published ÷ model``: above 1, the runs of that build were
+    slower than the model fitted on the other sources) → DataFrame."""
+    import pandas as pd
+
+    obs = {o.id: o for o in calibration.fitted_observations()}
+    rows = []
+    for f in calibration.fitted_families():
+        for r in calibration.fitted_validation(f):
+            if r.split != calibration.SPLITS[0]:
+                continue
+            o = obs[r.id]
+            rows.append({"family": f, "engine": o.engine, "month": (o.date or "undated")[:7], "metric": r.metric,
+                         "published_over_model": math.exp(-r.log_error)})
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    g = df.groupby(["family", "engine", "month"], sort=True)["published_over_model"]
+    return pd.DataFrame({"points": g.size(), "median published ÷ model": g.median(),
+                         "lowest": g.min(), "highest": g.max()}).reset_index()
+
+
 def parameters_table():
     """Per family: the fitted parameters (:class:`k3lab.serving.model.FamilyParams`) and which
     were fitted (the rest tied) → DataFrame."""

@@ -166,6 +166,11 @@ class FitAicRow(_Doc):
     note: str
 
 
+class FitAcceptLength(_Doc):
+    id: Text
+    value: Annotated[float, Field(strict=True, ge=1, allow_inf_nan=False)]
+
+
 class ServingFit(_Doc):
     """``serving_fit.yaml``: the serving model's fitted parameters and validation, generated
     by ``make serving-fit`` from the files named in ``inputs`` (sha256 of their bytes)."""
@@ -174,4 +179,5 @@ class ServingFit(_Doc):
     inputs: dict[str, str]
     families: dict[str, FitFamily]
     observations: list[FitObservation]
+    accept_lengths: list[FitAcceptLength]
     aiconfigurator: list[FitAicRow]

@@ -21,12 +21,13 @@ efficiency is tied to the fast kernel's where no run of the family used the fall
   (builds move: a model fitted on July's runs must say how wrong it is on September's).
 
 A family's **band per metric** (:data:`~k3lab.serving.observations.METRICS`: decode, TTFT, DSpark) is
-widened until it covers :data:`COVERAGE` of that metric's out-of-sample points on *each* split
-(:func:`covering_band`): a prediction ``p`` reads ``[p·e^-band, p·e^band]``. The file records
-beside it the coverage it reaches on each split. A metric with fewer than :data:`MIN_POINTS`
-out-of-sample points from :data:`MIN_SOURCES` sources, or whose band is wider than
-:data:`MAX_BAND_FACTOR` (``e^band``), is **not validated**: ``predict`` and ``compare`` say so and
-no verdict or price uses it.
+the band that promises :data:`COVERAGE` on a new point by split-conformal prediction's rule
+(:func:`covering`: the ⌈(n + 1)·0.9⌉-th smallest out-of-sample error, wider than the in-sample
+quantile when the points are few), on *each* split (:func:`covering_band`): a prediction ``p``
+reads ``[p·e^-band, p·e^band]``. The file records beside it the coverage it reaches on each split.
+A metric with too few out-of-source points to promise it (:data:`MIN_POINTS`) or fewer than
+:data:`MIN_SOURCES` sources, or whose band is wider than :data:`MAX_BAND_FACTOR` (``e^band``), is
+**not validated**: ``predict`` and ``compare`` say so and no verdict or price uses it.
 
 The fit takes about a minute, so it is made once, by ``make serving-fit``
 (``benchmarks/serving_fit.py`` → :func:`write_fit`), and committed as ``data/serving_fit.yaml`` with
@@ -64,8 +65,9 @@ SCALE = {"hbm_efficiency": 0.1, "flop_efficiency": 0.1, "layer_overhead_us": 10.
 PRIOR_WEIGHT = 1.0
 #: sources a family (and a metric) needs before its out-of-sample error means anything
 MIN_SOURCES = 2
-#: out-of-sample points a metric needs for a band
-MIN_POINTS = 3
+#: out-of-sample points a metric needs before a band can promise COVERAGE on a new point (the
+#: smallest n with ⌈(n + 1)·0.9⌉ ≤ n: :func:`covering`)
+MIN_POINTS = 9
 #: share of out-of-sample points the band must cover, on each split
 COVERAGE = 0.9
 #: a band wider than this factor (e^band) is not usable: the metric is "not validated"
@@ -229,11 +231,15 @@ def _quantile(xs: list[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
-def covering(errors: list[float], coverage: float = COVERAGE) -> float:
-    """The smallest band (log factor) that holds at least ``coverage`` of ``errors`` (|log
-    errors|): the ⌈coverage·n⌉-th smallest."""
+def covering(errors: list[float], coverage: float = COVERAGE) -> float | None:
+    """The band (log factor) that promises ``coverage`` on a *new* point, from ``errors`` (|log
+    errors| of points the fit did not see): the ⌈(n + 1)·coverage⌉-th smallest — split-conformal
+    prediction's finite-sample rule (for exchangeable points a new one falls inside with
+    probability at least ``coverage``), which is wider than the in-sample quantile when n is
+    small. None when n is too small to promise it (n < 9 at 90%)."""
     s = sorted(errors)
-    return s[max(0, math.ceil(coverage * len(s)) - 1)]
+    k = math.ceil((len(s) + 1) * coverage)
+    return s[k - 1] if 0 < k <= len(s) else None
 
 
 def coverage_of(errors: list[float], band: float) -> float:
@@ -260,17 +266,25 @@ class MetricBand:
 
 
 def covering_band(family: str, metric: str) -> MetricBand:
-    """The band of ``family`` for ``metric``: the smallest log factor covering :data:`COVERAGE` of
-    the metric's out-of-sample errors on each split that has points (see the module docstring)."""
+    """The band of ``family`` for ``metric`` (see the module docstring): the conformal band
+    (:func:`covering`) of the leave-one-source-out errors, widened to the time split's where that
+    split has enough points to promise one, or to its largest error where it has fewer (a floor:
+    the model erred that much on later figures). Not validated with fewer than
+    :data:`MIN_SOURCES` sources or too few points to promise :data:`COVERAGE`."""
     v = validation(family)
     errs = {s: v.errors(metric, s) for s in SPLITS}
     srcs = {o.origin for o, _, _, s in v.rows if o.metric == metric and s == SPLITS[0]}
     points = {s: len(e) for s, e in errs.items()}
     loso = errs[SPLITS[0]]
-    if len(loso) < MIN_POINTS or len(srcs) < MIN_SOURCES:
+    b = covering(loso) if loso else None
+    if b is None or len(srcs) < MIN_SOURCES:
         return MetricBand(metric, None, False, f"{len(loso)} out-of-source points from {len(srcs)} sources "
-                          f"(needs {MIN_POINTS} from {MIN_SOURCES})", points, {s: math.nan for s in SPLITS})
-    b = max(covering(e) for e in errs.values() if e)
+                          f"cannot promise {COVERAGE:.0%} on a new source (needs {MIN_POINTS} from {MIN_SOURCES})",
+                          points, {s: math.nan for s in SPLITS})
+    later = errs[SPLITS[1]]
+    if later:
+        t = covering(later)
+        b = max(b, max(later) if t is None else t)
     cov = {s: coverage_of(e, b) for s, e in errs.items()}
     ok = math.exp(b) <= MAX_BAND_FACTOR
     return MetricBand(metric, b, ok, "" if ok else f"band ×{math.exp(b):.2f} is wider than ×{MAX_BAND_FACTOR:g}",
@@ -329,6 +343,8 @@ def fit_document(date: str, command: str) -> dict:
     their coverage, out-of-sample predictions, the observations, and the input hashes."""
     import scipy
 
+    from .field import measured_accept_lengths
+
     fams = {}
     for f in families():
         p = calibrated(f)
@@ -358,6 +374,7 @@ def fit_document(date: str, command: str) -> dict:
     return {"generated": {"date": date, "command": command, "model_version": MODEL_VERSION,
                           "scipy": scipy.__version__},
             "inputs": input_hashes(), "families": fams, "observations": obs,
+            "accept_lengths": [{"id": i, "value": v} for i, v in measured_accept_lengths()],
             "aiconfigurator": aiconfigurator_rows()}
 
 
@@ -454,6 +471,12 @@ def fitted_bands(family: str) -> dict:
 def fitted_families() -> list[str]:
     """Families with a fit in the committed file (each metric validated or not: :func:`fitted`)."""
     return list(_fitted_doc().families)
+
+
+def fitted_accept_lengths():
+    """The DSpark acceptance lengths public runs measured, as the committed fit recorded them
+    (:func:`k3lab.serving.field.measured_accept_lengths`)."""
+    return _fitted_doc().accept_lengths
 
 
 def fitted_observations():

@@ -22,7 +22,16 @@ def matching(gpu: str, num_gpus: int, tp: int, input_len: int, output_len: int, 
             and (o.spec != "none") == spec_on and o.layout.startswith(f"{num_gpus}×{gpu.upper()} TP{tp}")]
 
 
-def accept_lengths(max_input_len: int = 16384) -> list[tuple[str, float]]:
+def accept_lengths() -> list[tuple[str, float]]:
+    """:func:`measured_accept_lengths` as the committed fit recorded them (``data/serving_fit.yaml``,
+    refused when stale): the same list without parsing the 1.6 MB of public measurements, so that
+    ``predict`` stays quick."""
+    from .calibration import fitted_accept_lengths
+
+    return [(r.id, r.value) for r in fitted_accept_lengths()]
+
+
+def measured_accept_lengths(max_input_len: int = 16384) -> list[tuple[str, float]]:
     """Measured (not simulated) DSpark acceptance lengths of current public Kimi K3 runs whose
     prompts are at most ``max_input_len`` tokens (or unstated), as (id, tokens per verify step):
     one per run and concurrency, taken from ``accept_length`` figures and from runs that state
