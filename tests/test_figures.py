@@ -268,3 +268,18 @@ def test_text_on_a_verdict_colour_reads():
     assert report.text_color("#ffffff") == "#000000" and report.text_color("#000000") == "#ffffff"
     assert report.text_color(report.VERDICT_COLORS["reproduced"]) == "#ffffff"    # dark green: white text
     assert report.text_color(report.VERDICT_COLORS["not reproducible here"]) == "#000000"
+
+
+def test_article_perf_per_dollar_prices_what_the_decision_prices():
+    from k3lab import prices
+    from k3lab.findings import field as field_claims
+
+    t = field_claims.article_perf_per_dollar({"mi355x": 3.0})
+    assert set(t["layout"]) == {MI, B300}                 # the committed fit validates no B200 decode speed
+    assert (t["electricity_usd_per_gpu_hour"] == 0).all()  # the decision box's setting: no electricity
+    mi = t[(t["layout"] == MI) & (t["tier"] == prices.OVERRIDE_TIER)].iloc[0]
+    # $/M = $/GPU-hour × 1e6 / (tok/s per GPU × 3600), at the user's $3.00
+    assert mi["usd_per_million_tokens"] == pytest.approx(3.0 * 1e6 / (mi["tok_s"] / 8 * 3600))
+    assert mi["usd_per_million_tokens_low"] < mi["usd_per_million_tokens"] < mi["usd_per_million_tokens_high"]
+    fig = fig4.perf_per_dollar_figure(prices.perf_per_dollar_by_tier({"mi355x": 3.0}), t)
+    assert "your prices" in [x.get_text().split("\n")[0] for x in fig.axes[0].get_yticklabels()]

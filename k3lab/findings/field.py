@@ -372,6 +372,17 @@ def model_perf_per_dollar(peaks, overrides=None, usd_per_kwh: float = 0.0, pue: 
     return pd.DataFrame(rows)
 
 
+def article_perf_per_dollar(overrides=None):
+    """:func:`model_perf_per_dollar` of the article's three table rows at its own 1,024 / 400
+    workload with the CLI's defaults (the article's switches, bf16 KV, no DSpark, no
+    electricity: the decision box's setting) — the serving-model side of
+    :func:`k3lab.figures.throughput.perf_per_dollar_figure`. A row the model does not validate
+    has no line."""
+    w = article_workload()
+    peaks = model_peaks([r.deployment for r in article_table().values()], w["input_len_tokens"], w["output_len_tokens"])
+    return model_perf_per_dollar(peaks, overrides)
+
+
 def breakeven(a: Prediction, b: Prediction) -> dict:
     """Where ``a``'s GPUs stop winning perf/$ against ``b``'s: the price ratio (a's $/GPU-hour ÷
     b's) at which their tok/s per dollar are equal = a's tok/s per GPU ÷ b's. With the two
