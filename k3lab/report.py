@@ -33,11 +33,14 @@ from .paths import results_root
 from .prices import perf_per_dollar_by_tier
 from .throughput import article_table, article_workload
 
-VERDICT_COLORS = {"reproduced": "#2e7d32", "consistent": "#7cb342", "consistent (rounded inputs)": "#aed581",
-                  "consistent (emulated)": "#c5e1a5", "inconsistent with the emulation": "#ffccbc",
-                  "inconsistent with the model": "#ffccbc", "inconsistent with public measurements": "#ffccbc",
-                  "corrected": "#f9a825",
-                  "discrepancy": "#e53935", "not reproducible here": "#90a4ae", "": "#eeeeee"}
+#: one distinct colour per verdict (the figure's bars and the page's badges): greens and blues
+#: for what holds (darkest: shown independently), warm pinks and purples for the three
+#: "inconsistent with" a weaker method, red and amber for wrong or corrected, grey for unchecked
+VERDICT_COLORS = {"reproduced": "#1b5e20", "consistent": "#1e88e5", "consistent (rounded inputs)": "#90caf9",
+                  "consistent (emulated)": "#a5d6a7", "inconsistent with the emulation": "#ffab91",
+                  "inconsistent with the model": "#f48fb1", "inconsistent with public measurements": "#ce93d8",
+                  "corrected": "#f9a825", "discrepancy": "#c62828", "not reproducible here": "#90a4ae",
+                  "": "#eeeeee"}
 METHOD_MEANING = {
     "measured": "ran here, on real code or hardware", "derived": "computed from primary sources",
     "cited": "a third party's public measurement of the same setting (not made here)",
@@ -85,9 +88,21 @@ def verdict_counts(df):
     return t.rename(columns={"": "(not recorded)"})
 
 
+def text_color(background: str) -> str:
+    """Black or white, whichever reads on ``background`` (``#rrggbb``; WCAG relative luminance)."""
+    def linear(c):
+        c = int(c, 16) / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(background[i:i + 2]) for i in (1, 3, 5))
+    return "#000000" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.179 else "#ffffff"
+
+
 def verdict_figure(df):
-    """Horizontal stacked bars: how many claims of each finding got each verdict."""
+    """Horizontal stacked bars: how many claims of each finding got each verdict (one colour per
+    verdict, :data:`VERDICT_COLORS`; whole-number ticks: these are counts)."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     counts = verdict_counts(df)
     fig, ax = plt.subplots(figsize=(8, 3.2))
@@ -102,9 +117,10 @@ def verdict_figure(df):
         for i, v in enumerate(vals):
             if v:
                 ax.text(left[i] + v / 2, i, str(v), ha="center", va="center", fontsize=9,
-                        color="white" if key not in ("", "not reproducible here", *claims.QUALIFIED) else "black")
+                        color=text_color(VERDICT_COLORS[key]))
         left = [a + b for a, b in zip(left, vals)]
     ax.invert_yaxis()
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("number of claims")
     ax.set_title("Verdict per claim of the article, by finding")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=8)
@@ -171,8 +187,8 @@ def _badge(text: str, color: str, dark: bool = True) -> str:
 
 
 def _verdict_badge(v: str) -> str:
-    dark = v not in ("", "not reproducible here", "corrected", *claims.QUALIFIED)
-    return _badge(v or "not recorded", VERDICT_COLORS.get(v, "#eee"), dark)
+    color = VERDICT_COLORS.get(v, VERDICT_COLORS[""])
+    return _badge(v or "not recorded", color, text_color(color) == "#ffffff")
 
 
 def perf_html(overrides=None) -> tuple[str, str]:
@@ -434,7 +450,14 @@ _CSS = (
     "p.answer{background:#f1f8e9;border-left:5px solid #2e7d32;padding:.5em 1em}"
     ".verdicts{border:1px solid #ccc;border-radius:6px;padding:.1em 1.2em .4em;margin:1em 0}"
     ".whatif{background:#fff8e1;border-left:5px solid #f9a825;padding:.6em 1em}"
-    ".table-wrap{overflow-x:auto;max-width:100%;margin:.4em 0}"
+    # a table wider than its section scrolls inside it; a shadow at the edge says there is more (pure CSS:
+    # white covers that travel with the content hide the shadows at the ends it has reached)
+    ".table-wrap{overflow-x:auto;max-width:100%;margin:.4em 0;background:"
+    "linear-gradient(to right,#fff 30%,rgba(255,255,255,0)) left/40px 100% no-repeat local,"
+    "linear-gradient(to left,#fff 30%,rgba(255,255,255,0)) right/40px 100% no-repeat local,"
+    "radial-gradient(farthest-side at 0 50%,rgba(0,0,0,.3),rgba(0,0,0,0)) left/16px 100% no-repeat scroll,"
+    "radial-gradient(farthest-side at 100% 50%,rgba(0,0,0,.3),rgba(0,0,0,0)) right/16px 100% no-repeat scroll}"
+    ".table-wrap.wide>table{width:max-content} .table-wrap.wide td{max-width:24em}"
     "table{border-collapse:collapse;font-size:13px} table.grid{width:auto;min-width:40%}"
     "table.fit,table.perf,table.ledger{width:100%} table th{background:#f4f4f4}"
     "table td,table th{border-bottom:1px solid #ddd;padding:4px 6px;vertical-align:top;text-align:left}"

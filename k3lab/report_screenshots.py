@@ -3,8 +3,8 @@ report change before committing it.
 
 ``python -m k3lab.report_screenshots [REPORT] [--out build/report-screenshots]`` (``make
 screenshots``) renders the page twice at 1280 px wide — as a reader first sees it (every
-collapsible section closed) and with every section and folded full table open (code cells
-stay closed) — each as one full-page shot cut into viewport-height slices:
+collapsible section closed) and with every drop-down open (sections, folded full tables, the
+decision box's details, code cells) — each as one full-page shot cut into viewport-height slices:
 ``<out>/closed-NN.png`` and ``<out>/open-NN.png``. It needs the Debian package ``chromium``
 (``apt-get install -y chromium``; or ``CHROMIUM=/path``); without it, one line and exit
 status 2. Not part of ``make test``.
@@ -27,7 +27,7 @@ WIDTH_PX = 1280
 SLICE_PX = 1100
 #: the flags the study runs Chromium with (as root: --no-sandbox); no network, no profile state
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars")
+         "--disable-background-networking", "--disable-component-update", "--disable-sync")
 _MEASURE = ('<script>document.body.setAttribute("data-page-height", '
             "Math.ceil(document.documentElement.scrollHeight))</script>")
 
@@ -77,9 +77,14 @@ def shoot(exe: str, page: Path, prefix: Path, slice_px: int = SLICE_PX) -> list[
     return out
 
 
+#: a ``<details`` start tag that is not open yet
+_CLOSED_DETAILS = re.compile(r"<details(?![^>]*\bopen\b)(?=[\s>])", re.I)
+
+
 def _opened(page: str) -> str:
-    """The page with its sections and folded full tables open (code cells stay closed)."""
-    return re.sub(r'<details class="(section|full)"', r'<details open class="\1"', page)
+    """The page with every ``<details>`` open: sections, folded full tables, the decision box's
+    drop-downs and the notebooks' code cells."""
+    return _CLOSED_DETAILS.sub("<details open", page)
 
 
 def main(argv: list[str] | None = None) -> int:

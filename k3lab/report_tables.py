@@ -241,16 +241,18 @@ def plain_sci(text: str, separators: bool = True) -> str:
     return format_number(v, max(0, digits - 1 - exp), separators)
 
 
-def html_table(headers, rows, numeric=(), cls: str = "grid", caption: str = "") -> str:
+def html_table(headers, rows, numeric=(), cls: str = "grid", caption: str = "", wide: bool = False) -> str:
     """The one table markup of the page: ``headers`` and ``rows`` are HTML already; columns
-    whose index is in ``numeric`` are right-aligned; wrapped in a sideways-scrolling div."""
+    whose index is in ``numeric`` are right-aligned; wrapped in a sideways-scrolling div (a
+    shadow at an edge shows there is more). ``wide``: a table meant to be wider than the page
+    (a folded full table): its cells keep a readable width and it scrolls, never squeezed."""
     num = set(numeric)
     head = "".join(f'<th{" class=num" if i in num else ""}>{h}</th>' for i, h in enumerate(headers))
     body = "".join("<tr>" + "".join(f'<td{" class=num" if i in num else ""}>{c}</td>' for i, c in enumerate(r))
                    + "</tr>" for r in rows)
     cap = f"<caption>{caption}</caption>" if caption else ""
-    return (f'<div class="table-wrap"><table class="{cls}">{cap}<thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table></div>")
+    return (f'<div class="table-wrap{" wide" if wide else ""}"><table class="{cls}">{cap}<thead><tr>{head}</tr>'
+            f"</thead><tbody>{body}</tbody></table></div>")
 
 
 # ---------------------------------------------------------------- DataFrames
@@ -358,15 +360,15 @@ def table_html(df, *, decimals: dict | None = None, html_columns=(), empty: str 
     out = _frame_table(view, decimals, html_columns, cls, caption)
     if notes or view is not df:
         out += "".join(f'<p class="table-note">{n}</p>' for n in notes)
-        summary = f"the full table: {len(df.columns)} columns × {len(df):,} rows{link}"
+        summary = f"the full table: {len(df.columns)} columns × {len(df):,} rows, scrolls sideways{link}"
         out += (f'<details class="full"><summary>{summary}</summary>'
-                + _frame_table(df, decimals, html_columns, cls, "") + "</details>")
+                + _frame_table(df, decimals, html_columns, cls, "", wide=True) + "</details>")
     elif link:
         out += f'<p class="table-note">from{link}</p>'
     return out
 
 
-def _frame_table(df, decimals, html_columns, cls, caption) -> str:
+def _frame_table(df, decimals, html_columns, cls, caption, wide: bool = False) -> str:
     headers, cols, numeric = [], [], set()
     for i, c in enumerate(df.columns):
         label = header_label(c)
@@ -380,7 +382,7 @@ def _frame_table(df, decimals, html_columns, cls, caption) -> str:
                 numeric.add(i)
         cols.append(cells)
     rows = [list(r) for r in zip(*cols)] if cols else []
-    return html_table(headers, rows, numeric, cls, caption)
+    return html_table(headers, rows, numeric, cls, caption, wide)
 
 
 _RANGE = re.compile(r"^-?\d[\d,]*(\.\d+)? – -?\d[\d,]*(\.\d+)?$")  # "2.08 – 240.00" of reader_view

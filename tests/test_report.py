@@ -327,3 +327,19 @@ def test_screenshots_without_chromium_is_one_line(tmp_path, monkeypatch, capsys)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "chromium not found" in err and "apt-get install -y chromium" in err
     assert not (tmp_path / "shots").exists()
+
+
+def test_open_screenshots_open_every_drop_down(study):
+    """``make screenshots``' "open" shots: every <details> of the page open — the sections, the
+    decision box's drop-downs, the folded full tables and the code cells — and the wide tables'
+    scrollbars shown (a table cut at the right edge must read as one that scrolls)."""
+    from k3lab import report_screenshots
+
+    decision = study[study.index('id="decision"'):study.index('id="verdicts"')]
+    assert re.search(r"<details><summary>", decision)               # the box has closed drop-downs
+    opened = report_screenshots._opened(study)
+    tags = re.findall(r"<details\b[^>]*>", opened, flags=re.I)
+    assert len(tags) == len(re.findall(r"<details\b", study, flags=re.I)) >= 4
+    assert all(re.match(r"<details open\b", t) for t in tags)
+    assert report_screenshots._opened(opened) == opened              # an open one is left as it is
+    assert "--hide-scrollbars" not in report_screenshots.FLAGS

@@ -102,7 +102,18 @@ def test_wide_table_shows_the_columns_a_reader_needs_and_folds_the_rest():
                             ["8×MI355X TP8", "1,374,958", "19.50 – 29.00"]]
     assert "empty in every row: reason" in shown and "the same in every row: KV dtype bf16" in shown
     full = html[html.index("<details"):]
-    assert "15 columns × 2 rows" in full and 'href="01_x/fit.csv"' in full and len(heads(full)) == 15
+    assert "15 columns × 2 rows, scrolls sideways" in full and 'href="01_x/fit.csv"' in full and len(heads(full)) == 15
+    # the folded full table scrolls inside its section at readable column widths (never squeezed to slivers)
+    assert '<div class="table-wrap wide">' in full and '<div class="table-wrap">' in shown
+
+
+def test_wide_tables_scroll_inside_their_section_with_a_cue():
+    from k3lab import report
+
+    css = report._CSS
+    assert ".table-wrap{overflow-x:auto;max-width:100%" in css
+    assert ".table-wrap.wide>table{width:max-content}" in css
+    assert "right/16px 100% no-repeat scroll" in css  # the shadow at the right edge says there is more
 
 
 def test_pandas_html_is_read_back_and_restyled():

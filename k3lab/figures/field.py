@@ -5,18 +5,10 @@ from __future__ import annotations
 
 import math
 
+from . import GPU_COLORS, concurrency_axis
+
 KIND_MARKERS = {"output_tok_s": ("o", "output tok/s"), "tpot_ms": ("s", "TPOT"), "itl_ms": ("D", "median ITL"),
                 "ttft_ms": ("^", "TTFT")}
-GPU_COLORS = {"mi355x": "#c62828", "mi350x": "#ef9a9a", "b300": "#1565c0", "b200": "#64b5f6", "gb200": "#6a1b9a"}
-
-
-def _concurrency_axis(ax, concurrencies) -> None:
-    """A log2 concurrency axis labelled 1, 2, 4, … (never 2^n) over the span of ``concurrencies``."""
-    cs = sorted(concurrencies)
-    ax.set_xscale("log", base=2)
-    ticks = [c for c in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if cs and cs[0] <= c < cs[-1] * 2]
-    ax.set_xticks(ticks, [str(c) for c in ticks])
-    ax.minorticks_off()
 
 
 METRIC_TITLES = {"decode": "decode speed (TPOT, ITL, tok/s), no DSpark", "ttft": "time to first token",
@@ -129,7 +121,8 @@ def curves_figure(panels):
     dicts with ``title`` and ``series`` — each series a dict ``label``, ``color``, ``dashed``,
     ``points`` (list of (concurrency, value, low, high), the model's curve and band) — and
     ``marks``: (label, concurrency, value, color, marker) for measured points (public, or the
-    article's own). Curves end where the pools stop admitting requests."""
+    article's own). Curves end where the pools stop admitting requests; a series without a band
+    says "not validated" in the legend."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(panels), figsize=(6.6 * len(panels), 4.9), squeeze=False)
@@ -137,8 +130,9 @@ def curves_figure(panels):
         for s in p["series"]:
             pts = sorted(s["points"])
             xs = [q[0] for q in pts]
+            banded = any(q[2] == q[2] for q in pts)  # NaN lows: the family's metric is not validated
             ax.plot(xs, [q[1] for q in pts], "--" if s.get("dashed") else "-", color=s["color"], lw=1.6,
-                    label=s["label"])
+                    label=s["label"] + ("" if banded else " (not validated: no band)"))
             ax.fill_between(xs, [q[2] for q in pts], [q[3] for q in pts], color=s["color"], alpha=0.12, lw=0)
             ax.plot(xs[-1:], [pts[-1][1]], "|", color=s["color"], ms=14, mew=2)
         seen = set()
@@ -146,7 +140,7 @@ def curves_figure(panels):
             ax.scatter([c], [v], marker=marker, s=90 if marker == "*" else 36, color=color, edgecolor="k",
                        linewidth=0.7, zorder=5, label=None if label in seen else label)
             seen.add(label)
-        _concurrency_axis(ax, [q[0] for s in p["series"] for q in s["points"]] + [m[1] for m in p.get("marks", [])])
+        concurrency_axis(ax, [q[0] for s in p["series"] for q in s["points"]] + [m[1] for m in p.get("marks", [])])
         ax.set_xlabel("concurrency (requests in flight)")
         ax.set_ylabel("output tok/s per GPU")
         ax.set_title(p["title"], fontsize=10)
@@ -192,4 +186,83 @@ def speedup_figure(curve, band: float, accepts, accept_range, claimed_single: fl
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", framealpha=0.9)
     fig.tight_layout()
+    return fig
+
+
+#: the latency figure's panels: (row key, title, y label, log y)
+LATENCY_PANELS = (("ttft_ms", "time to first token (TTFT)", "TTFT (ms, log)", True),
+                  ("tpot_ms", "time per output token (TPOT)", "TPOT (ms)", False))
+
+
+def _latency_panel(ax, rows, key: str) -> tuple[list, bool]:
+    """One metric (``key``: ``ttft_ms`` or ``tpot_ms``) per layout against concurrency: solid and
+    shaded by the band where validated, dashed and labelled "not validated" where not; a point
+    outside the validated domain hollow; a bar and the count where the pools stop admitting.
+    → (legend handles, whether a point lies outside the domain)."""
+    from matplotlib.lines import Line2D
+
+    from . import deployment_color
+
+    handles, outside = [], False
+    for layout in dict.fromkeys(r["layout"] for r in rows):
+        pts = sorted((r for r in rows if r["layout"] == layout), key=lambda r: r["concurrency"])
+        col = deployment_color(layout)
+        xs, ys = [r["concurrency"] for r in pts], [r[key] for r in pts]
+        validated = all(r[f"{key}_low"] is not None for r in pts)
+        ax.plot(xs, ys, "-" if validated else "--", color=col, lw=1.8)
+        if validated:
+            ax.fill_between(xs, [r[f"{key}_low"] for r in pts], [r[f"{key}_high"] for r in pts], color=col,
+                            alpha=0.15, lw=0)
+        for r in pts:
+            inside = r[f"{key[:4]}_in_domain"]
+            outside |= not inside
+            ax.plot(r["concurrency"], r[key], "o", ms=4.5, color=col, mfc=col if inside else "white", mew=1.2, zorder=4)
+        ax.plot(xs[-1:], ys[-1:], "|", color=col, ms=16, mew=2.2, zorder=4)
+        handles.append(Line2D([], [], color=col, lw=1.8, linestyle="-" if validated else "--",
+                              label=f"{layout}, pools admit {pts[-1]['admitted']}"
+                                    + ("" if validated else ": not validated (no band)")))
+    return handles, outside
+
+
+def latency_figure(rows, title: str = "Latency against concurrency by the serving model: the article's layouts, "
+                                      "1,024 in / 400 out, no DSpark"):
+    """TTFT (left) and TPOT (right), in ms, against concurrency for each layout, by the serving
+    model: shaded by the metric's validated band, a dashed line labelled "not validated" where
+    the family's metric has no band, a hollow point where the question lies outside the
+    validated domain, and a bar where sglang's pools stop admitting requests (the admission
+    limit, whole deployment; its count in the legend). ``rows``: dicts of :func:`k3lab.findings.field.latency_rows`."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from . import plain_log_ticks
+
+    if not rows:
+        raise ValueError("latency_figure: no rows (no layout admits a request)")
+    fig, axes = plt.subplots(1, 2, figsize=(12.5, 4.9))
+    outside = False
+    for ax, (key, name, ylabel, log) in zip(axes, LATENCY_PANELS):
+        handles, out = _latency_panel(ax, rows, key)
+        outside |= out
+        concurrency_axis(ax, [r["concurrency"] for r in rows])
+        ax.legend(handles=handles, fontsize=7.5, loc="upper left", framealpha=0.92)
+        if log:
+            ax.set_yscale("log")
+            plain_log_ticks(ax.yaxis)
+        else:
+            ax.set_ylim(bottom=0)
+        ax.set_xlabel("concurrency (requests in flight)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(name, fontsize=10)
+        ax.grid(alpha=0.3, which="both")
+    marks = [Line2D([], [], marker="o", ls="", color="0.3", label="inside the validated domain")]
+    if outside:
+        marks.append(Line2D([], [], marker="o", ls="", color="0.3", mfc="white",
+                            label="outside it (the band says nothing there)"))
+    axes[1].add_artist(axes[1].get_legend())
+    axes[1].legend(handles=marks, fontsize=7.5, loc="lower right", framealpha=0.92)
+    fig.suptitle(title, fontsize=10.5)
+    fig.text(0.5, 0.005, "Models, not measurements: the serving model fitted on public Kimi K3 measurements; shaded: "
+             "the metric's validated band (out-of-source error). A bar ends each curve where the pools stop "
+             "admitting requests.", ha="center", fontsize=7.5)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig

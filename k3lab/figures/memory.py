@@ -60,12 +60,26 @@ def fit_figure(plans, model: str = "Kimi K3"):
     return fig
 
 
+#: the usable-HBM line: dashed with diamond ends, so it reads apart from a bar top it meets
+USABLE_STYLE = (0, (4, 2))
+
+
+def _usable_line(ax, i: int, cap: float) -> None:
+    """The usable HBM (GiB) across layout ``i``'s bars: dashed, white-edged, diamonds at both
+    ends (its value goes in the layout's tick label)."""
+    import matplotlib.patheffects as pe
+
+    ax.plot([i - 0.42, i + 0.42], [cap, cap], color="black", linewidth=1.8, linestyle=USABLE_STYLE, marker="D", ms=4,
+            zorder=4, path_effects=[pe.Stroke(linewidth=3.6, foreground="white"), pe.Normal()])
+
+
 def aiconfigurator_figure(df, mem_fraction: float | None = None):
     """Two panels per layout, aiconfigurator beside k3lab: weights per GPU (GiB, with the
-    usable HBM as a black tick) and the MLA tokens the KV pool holds (millions, with one
-    1,048,576-token request as a line). Each panel has its legend below it (it covers no bar);
-    a zero is labelled "0" (with why, where the weights do not load), a missing estimate "no
-    estimate" — never an empty slot. ``df``: ``f1_memory.aiconfigurator_memory_table``;
+    usable HBM as a dashed line, its value under the layout) and the MLA tokens the KV pool holds
+    (millions, with one 1,048,576-token request as a line). Each panel has its legend below it
+    (it covers no bar); a zero is labelled "0" (with why, where the weights do not load), a
+    missing estimate "no estimate" — never an empty slot; a line says why no AMD GPU appears
+    (aiconfigurator has none). ``df``: ``f1_memory.aiconfigurator_memory_table``;
     ``mem_fraction``: named in the title when given."""
     import math
 
@@ -95,7 +109,9 @@ def aiconfigurator_figure(df, mem_fraction: float | None = None):
         ax.set_ylim(0, top * 1.12)
         ax.grid(axis="y", alpha=0.3)
     for i, cap in enumerate(df["usable_GiB"]):
-        a1.plot([i - 0.42, i + 0.42], [cap, cap], color="black", linewidth=2)
+        _usable_line(a1, i, cap)
+    a1.set_xticklabels([f"{lay}\nusable {cap:.0f} GiB" for lay, cap in zip(df["layout"], df["usable_GiB"])],
+                       fontsize=8.5)
     a1.set_ylim(0, max(a1.get_ylim()[1], float(df["usable_GiB"].max()) * 1.12))
     for i, (wa, wk, cap) in enumerate(zip(df["aic_weights_GiB"], df["k3lab_weights_GiB"], df["usable_GiB"])):
         if min(wa, wk) > cap:
@@ -106,10 +122,13 @@ def aiconfigurator_figure(df, mem_fraction: float | None = None):
     a2.set_title("KV pool" + (f" at mem_fraction {mem_fraction:g}" if mem_fraction is not None else "")
                  + " (same usable HBM for both)", fontsize=10)
     handles, labels = a1.get_legend_handles_labels()
-    tick = Line2D([], [], color="black", linewidth=2, label="usable HBM per GPU")
+    tick = Line2D([], [], color="black", linewidth=1.8, linestyle=USABLE_STYLE, marker="D", ms=4,
+                  label="usable HBM per GPU (GiB)")
     line = Line2D([], [], color="#c0392b", linestyle="--", linewidth=1, label="one 1,048,576-token request")
-    for ax, extra in ((a1, tick), (a2, line)):
+    for ax, extra, below in ((a1, tick, -0.16), (a2, line, -0.1)):  # a1's tick labels take two lines
         ax.legend([*handles, extra], [*labels, extra.get_label()], fontsize=8, ncol=2, frameon=False,
-                  loc="upper center", bbox_to_anchor=(0.5, -0.1))
-    fig.tight_layout()
+                  loc="upper center", bbox_to_anchor=(0.5, below))
+    fig.text(0.5, 0.01, "No MI355X here: aiconfigurator 0.12 models NVIDIA GPUs only (no AMD kernel data or systems); "
+             "k3lab's MI355X layouts are in fit_per_gpu.png.", ha="center", fontsize=8, color="#444")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig

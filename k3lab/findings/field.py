@@ -15,6 +15,7 @@ import re
 import statistics
 
 from .. import claims, data
+from ..figures import deployment_color
 from ..serving import article as A
 from ..serving import calibration
 from ..serving.field import accept_lengths, matching, spec_pairs
@@ -22,6 +23,10 @@ from ..serving.field import accept_range as field_accept_range
 from ..serving.predict import Prediction
 from ..specs import load_gpu
 from ..throughput import article_table, article_workload
+# what the field's figures and tables take from the committed fit lives in its own module; named here too,
+# for the notebooks' one-line calls
+from .field_figures import (aiconfigurator_table, build_table, calibration_table, coverage_rows, latency_rows,  # noqa: F401
+                            model_series, parameters_table, serving_curves, validation_inputs)
 
 #: (claim, table row, unit of the claim)
 TABLE_CLAIMS = (("T1", "mi355x_tp8", "node"), ("T2", "b300_tp8_dcp", "node"), ("T3", "b200_tp16", "deployment"))
@@ -245,16 +250,19 @@ def prefill_table():
     return pd.DataFrame(rows)
 
 
-GPU_COLORS = {"mi355x": "#c62828", "mi350x": "#ef6c00", "b300": "#2e7d32", "gb200": "#00838f", "b200": "#1565c0"}
+def article_marks():
+    """The article's T1–T3 against the model: (family, label, claimed, low, high, concurrency)."""
+    from ..serving.observations import family_of
 
-
-def _series(cfg, dep, I, O, spec, variants, label, dashed=False):
-    from ..serving.predict import curve
-
-    pts = [(p.concurrency, p.output_tok_s / dep.num_gpus, *(p.interval("output_tok_s", 1 / dep.num_gpus)
-                                                           or (math.nan, math.nan)))
-           for p in curve(cfg, dep, I, O, spec, variants)]
-    return {"label": label, "color": GPU_COLORS.get(dep.gpu, "k"), "dashed": dashed, "points": pts}
+    out = []
+    for cid, row_id, per in TABLE_CLAIMS:
+        rs = table_readings(row_id, per)
+        lo, hi = _span(rs)
+        row = article_table()[row_id]
+        c = row.concurrency or max(r.prediction.concurrency for r in rs)
+        out.append((family_of(row.gpu), f"{cid} {row.label}", float(claims.get(cid).claimed_numbers[0]),
+                    lo, hi, c))
+    return out
 
 
 def curve_panels(public_workload=(8192, 1024)):
@@ -276,154 +284,30 @@ def curve_panels(public_workload=(8192, 1024)):
     series, marks, seen = [], [], set()
     for (gpu, layout), os_ in sorted(by_layout.items()):
         dep = parse_layout(layout)
-        second = gpu in seen  # a GPU's second layout: dashed line, square marks
+        second = gpu in seen  # a GPU's second layout: dashed line, square marks (besides its own colour)
         seen.add(gpu)
-        series.append(_series(cfg, dep, I, O, NO_SPEC, A.variants_for(dep), f"model {dep.label}", dashed=second))
+        series.append(model_series(cfg, dep, I, O, NO_SPEC, A.variants_for(dep), f"model {dep.label}", dashed=second))
         marks += [(f"public {dep.label} ({len(os_)} runs)", o.concurrency, o.value / dep.num_gpus,
-                   GPU_COLORS.get(gpu, "k"), "s" if second else "o") for o in os_]
+                   deployment_color(dep.label), "s" if second else "o") for o in os_]
     w = article_workload()
     aI, aO = w["input_len_tokens"], w["output_len_tokens"]
     tau = round(statistics.median(v for _, v in accept_lengths()), 2)
     art_series, art_marks = [], []
     for row_id, row in article_table().items():
         dep = row.deployment
-        art_series.append(_series(cfg, dep, aI, aO, NO_SPEC, A.variants_for(dep), f"model {dep.label}"))
+        art_series.append(model_series(cfg, dep, aI, aO, NO_SPEC, A.variants_for(dep), f"model {dep.label}"))
         if row_id == "mi355x_tp8":
-            art_series.append(_series(cfg, dep, aI, aO, Spec("dspark", tau), A.variants_for(dep),
+            art_series.append(model_series(cfg, dep, aI, aO, Spec("dspark", tau), A.variants_for(dep),
                                       f"model {dep.label}, DSpark τ={tau:g} (field median)", dashed=True))
     for fam, label, claimed, lo, hi, c in article_marks():
         cid = label.split()[0]
         row = article_table()[dict((k, r) for k, r, _ in TABLE_CLAIMS)[cid]]
-        art_marks.append((f"article {label}", c, claimed / row.deployment.num_gpus, GPU_COLORS.get(row.gpu, "k"), "*"))
+        art_marks.append((f"article {label}", c, claimed / row.deployment.num_gpus,
+                          deployment_color(row.deployment.label), "*"))
     return [{"title": f"{I:,} in / {O:,} out: public runs without DSpark (per GPU)", "series": series,
              "marks": marks},
             {"title": f"{aI:,} in / {aO} out: the article's table (stars; per GPU)", "series": art_series,
              "marks": art_marks}]
-
-
-def validation_inputs():
-    """(out-of-sample rows by family, observations, bands by family and metric) of the committed
-    fit, for the figures: rows of both splits (``split``), bands as :func:`calibration.fitted`
-    gives them (None where a metric is not validated)."""
-    fams = calibration.fitted_families()
-    rows = {f: list(calibration.fitted_validation(f)) for f in fams}
-    bands = {f: calibration.fitted(f)[1] for f in fams}
-    return rows, list(calibration.fitted_observations()), bands
-
-
-def article_marks():
-    """The article's T1–T3 against the model: (family, label, claimed, low, high, concurrency)."""
-    from ..serving.observations import family_of
-
-    out = []
-    for cid, row_id, per in TABLE_CLAIMS:
-        rs = table_readings(row_id, per)
-        lo, hi = _span(rs)
-        row = article_table()[row_id]
-        c = row.concurrency or max(r.prediction.concurrency for r in rs)
-        out.append((family_of(row.gpu), f"{cid} {row.label}", float(claims.get(cid).claimed_numbers[0]),
-                    lo, hi, c))
-    return out
-
-
-def aiconfigurator_table():
-    """The serving model and NVIDIA aiconfigurator (silicon mode) on the same public B300
-    figures → DataFrame: id, kind, published, k3lab (the fit that left the figure's own source
-    out, so neither model saw the figure), aiconfigurator (ms, or output tok/s of the whole
-    deployment), each one's error (model ÷ published − 1), note."""
-    import pandas as pd
-
-    oos = {r.id: r.predicted_out_of_sample for f in calibration.fitted_families() for r in calibration.fitted_validation(f)
-           if r.split == calibration.SPLITS[0]}
-    rows = []
-    for r in calibration.fitted_aiconfigurator():
-        k = oos.get(r.id)
-        if k is None:
-            continue
-        rows.append({"id": r.id, "kind": r.kind, "published": r.published, "k3lab": k,
-                     "aiconfigurator": r.aiconfigurator, "k3lab_error": k / r.published - 1,
-                     "aiconfigurator_error": None if r.aiconfigurator is None else r.aiconfigurator / r.published - 1,
-                     "note": r.note})
-    return pd.DataFrame(rows)
-
-
-def calibration_table():
-    """Per family and metric (decode, TTFT, DSpark): GPUs, sources, public figures, the band with
-    its coverage on each out-of-sample split beside the nominal 90%, the median error, and
-    whether the metric is validated → DataFrame (from the committed fit)."""
-    import pandas as pd
-
-    rows = []
-    obs = list(calibration.fitted_observations())
-    for f in calibration.fitted_families():
-        val = list(calibration.fitted_validation(f))
-        for m, b in calibration.fitted_bands(f).items():
-            fo = [o for o in obs if o.family == f and o.metric == m]
-            errs = sorted(abs(r.log_error) for r in val if r.metric == m)
-            rows.append({"family": f, "metric": m, "GPUs": ", ".join(sorted({o.gpu for o in fo})) or "—",
-                         "sources": len({o.source for o in fo}), "public figures": len(fo),
-                         "band (±)": None if b.band_log is None else math.expm1(b.band_log),
-                         "coverage, leave-one-source-out": b.coverage["leave_one_source_out"],
-                         "coverage, time split": b.coverage["time_split"], "nominal": calibration.COVERAGE,
-                         "median error": math.expm1(errs[len(errs) // 2]) if errs else None,
-                         "validated": "yes" if b.validated else f"no: {b.why_not}"})
-    return pd.DataFrame(rows)
-
-
-def coverage_rows() -> list[dict]:
-    """Per family and metric of the committed fit: band factor (NaN without one), validated, and
-    per split the points and the share inside the band (for :func:`k3lab.figures.field.coverage_figure`)."""
-    out = []
-    for f in calibration.fitted_families():
-        for m, b in calibration.fitted_bands(f).items():
-            r = {"family": f, "metric": m, "validated": b.validated,
-                 "band_factor": math.nan if b.band_log is None else math.exp(b.band_log)}
-            for split in calibration.SPLITS:
-                c = b.coverage[split]
-                r[f"coverage_{split}"] = math.nan if c is None else c
-                r[f"points_{split}"] = b.points[split]
-            out.append(r)
-    return out
-
-
-def build_table():
-    """Does the engine build matter? Per family, engine and month of the figure: points, and the
-    median signed out-of-source error (``published ÷ model``: above 1, the runs of that build were
-    slower than the model fitted on the other sources) → DataFrame."""
-    import pandas as pd
-
-    obs = {o.id: o for o in calibration.fitted_observations()}
-    rows = []
-    for f in calibration.fitted_families():
-        for r in calibration.fitted_validation(f):
-            if r.split != calibration.SPLITS[0]:
-                continue
-            o = obs[r.id]
-            rows.append({"family": f, "engine": o.engine, "month": (o.date or "undated")[:7], "metric": r.metric,
-                         "published_over_model": math.exp(-r.log_error)})
-    df = pd.DataFrame(rows)
-    if df.empty:
-        return df
-    g = df.groupby(["family", "engine", "month"], sort=True)["published_over_model"]
-    return pd.DataFrame({"points": g.size(), "median published ÷ model": g.median(),
-                         "lowest": g.min(), "highest": g.max()}).reset_index()
-
-
-def parameters_table():
-    """Per family: the fitted parameters (:class:`k3lab.serving.model.FamilyParams`) and which
-    were fitted (the rest tied) → DataFrame."""
-    import pandas as pd
-
-    rows = []
-    for f in calibration.fitted_families():
-        p, _ = calibration.fitted(f)
-        rows.append({"family": f, "HBM efficiency (weights)": p.hbm_efficiency,
-                     "GEMM FLOP efficiency": p.flop_efficiency, "µs per layer per pass": p.layer_overhead_us,
-                     "KV read efficiency (decode attention)": p.kv_efficiency,
-                     "prefill attention efficiency": p.prefill_attention_efficiency,
-                     "Triton-fallback prefill attention efficiency": p.fallback_attention_efficiency,
-                     "ms per request": p.request_overhead_ms})
-    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------- prices on the model's throughput
@@ -486,6 +370,17 @@ def model_perf_per_dollar(peaks, overrides=None, usd_per_kwh: float = 0.0, pue: 
                          "usd_per_million_tokens_low": usd_per_million_tokens(hi, d.num_gpus, hour),
                          "usd_per_million_tokens_high": usd_per_million_tokens(lo, d.num_gpus, hour)})
     return pd.DataFrame(rows)
+
+
+def article_perf_per_dollar(overrides=None):
+    """:func:`model_perf_per_dollar` of the article's three table rows at its own 1,024 / 400
+    workload with the CLI's defaults (the article's switches, bf16 KV, no DSpark, no
+    electricity: the decision box's setting) — the serving-model side of
+    :func:`k3lab.figures.throughput.perf_per_dollar_figure`. A row the model does not validate
+    has no line."""
+    w = article_workload()
+    peaks = model_peaks([r.deployment for r in article_table().values()], w["input_len_tokens"], w["output_len_tokens"])
+    return model_perf_per_dollar(peaks, overrides)
 
 
 def breakeven(a: Prediction, b: Prediction) -> dict:
