@@ -13,6 +13,7 @@ import os
 import sys
 
 from ..cli_parser import OneLineParser
+from ..limits import arg, help_text
 from ..model.sharding import VARIANTS
 from ..specs import Deployment, known_gpus, load_model, parse_layout
 from .model import SPEC_ALGORITHMS, Spec, Workload
@@ -30,18 +31,23 @@ def _parser() -> OneLineParser:
                     help="the deployment as compare prints it, e.g. '8xmi355x tp8 [aiter-k3-opt]' or '16xb200 tp8 pp2' "
                          "(instead of --gpu/--gpus/--tp/--pp/--dcp; a [setting] adds its --variant)")
     ap.add_argument("--gpu", default=None, help="a GPU of data/hardware.yaml, e.g. mi355x, b300, b200")
-    ap.add_argument("--gpus", type=int, default=None, help="GPUs in the deployment")
-    ap.add_argument("--tp", type=int, default=None, help="tensor-parallel size")
-    ap.add_argument("--pp", type=int, default=1, help="pipeline-parallel size (default 1)")
-    ap.add_argument("--dcp", type=int, default=1, help="decode context parallel size (default 1)")
+    ap.add_argument("--gpus", type=arg("gpus", "--gpus"), default=None, help=help_text("GPUs in the deployment", "gpus"))
+    ap.add_argument("--tp", type=arg("parallel", "--tp"), default=None, help=help_text("tensor-parallel size", "parallel"))
+    ap.add_argument("--pp", type=arg("parallel", "--pp"), default=1,
+                    help=help_text("pipeline-parallel size (default 1)", "parallel"))
+    ap.add_argument("--dcp", type=arg("parallel", "--dcp"), default=1,
+                    help=help_text("decode context parallel size (default 1)", "parallel"))
     ap.add_argument("--variant", action="append", default=[], metavar="NAME",
                     help="an sglang switch, repeatable (see `python -m k3lab fit --help-variants`)")
-    ap.add_argument("--input-len", type=int, required=True, help="prompt tokens per request")
-    ap.add_argument("--output-len", type=int, required=True, help="output tokens per request")
-    ap.add_argument("--concurrency", type=int, required=True, help="requests in flight (whole deployment)")
+    ap.add_argument("--input-len", type=arg("tokens", "--input-len"), required=True,
+                    help=help_text("prompt tokens per request", "tokens"))
+    ap.add_argument("--output-len", type=arg("tokens", "--output-len"), required=True,
+                    help=help_text("output tokens per request", "tokens"))
+    ap.add_argument("--concurrency", type=arg("requests", "--concurrency"), required=True,
+                    help=help_text("requests in flight (whole deployment)", "requests"))
     ap.add_argument("--spec", default="none", choices=SPEC_ALGORITHMS, help="speculative decoding (default none)")
-    ap.add_argument("--accept-len", type=float, default=None,
-                    help="tokens emitted per verify step with --spec dspark (1 to 8)")
+    ap.add_argument("--accept-len", type=arg("accept_len", "--accept-len"), default=None,
+                    help=help_text("tokens emitted per verify step with --spec dspark", "accept_len"))
     ap.add_argument("--kv-dtype", default="bf16", choices=("bf16", "fp8"))
     ap.add_argument("--json", action="store_true", help="print JSON")
     return ap
@@ -100,6 +106,9 @@ def format_prediction(p: Prediction) -> str:
     near = ["", "  nearest public measurements (same family):"]
     for n in p.nearest:
         near.append(f"    {n['id']}  {n['gpu'].upper()} {n['layout']}  {n['workload']}  {n['kind']} {n['value']:,.1f}")
+    if p.outside:  # the band is an error measured inside the domain: outside it, it says nothing
+        body += ["", f"  OUTSIDE the validated domain: {'; '.join(p.outside)}.",
+                 f"  The {pct} band does not hold here: read these numbers as the model's extrapolation."]
     pr = p.params
     tail = ["", f"  A model, not a measurement: HBM at {pr.hbm_efficiency:.0%} of peak, dense FLOP/s at "
                 f"{pr.flop_efficiency:.0%}, {pr.layer_overhead_us:.0f} µs per layer per pass (fitted on public data)."]
@@ -120,7 +129,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         spec = _spec(args)
         work = Workload(args.input_len, args.output_len, args.concurrency)
         p = predict(load_model(args.model), dep, work, spec, variants, args.kv_dtype)
-    except ValueError as e:
+    except (ValueError, OverflowError) as e:
         print(f"k3lab predict: error: {e}", file=sys.stderr)
         return 2
     try:
