@@ -232,7 +232,7 @@ def versions() -> dict:
 
 def manifest(staging: Path, run_id: str, profile: str, jobs: list[Job], started: str) -> dict:
     files = {str(p.relative_to(staging)): sha256(p) for p in sorted(staging.rglob("*"))
-             if p.is_file() and p.parent != staging or p.is_file() and not p.name.startswith(".")}
+             if p.is_file() and not (p.parent == staging and p.name.startswith("."))}  # not the staging mark
     return {"run_id": run_id, "profile": profile, "started_utc": started,
             "finished_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "git_commit": git_commit(), "versions": versions(),
