@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"k3lab {name}: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, OSError) as e:  # a user's mistake (bad data file, unwritable path): one line
+    except (ValueError, OverflowError, OSError) as e:  # a user's mistake (bad data file, a number past range): one line
         if os.environ.get("K3LAB_DEBUG"):
             raise
         print(f"k3lab {name}: error: {e}", file=sys.stderr)

@@ -34,7 +34,7 @@ import os
 import sys
 import textwrap
 
-from . import data, memory, prices, roofline
+from . import data, limits, memory, prices, roofline
 from .cli_parser import OneLineParser
 from .model.capacity import KV_DTYPES
 from .model.sharding import VARIANTS, check_parallel, setting_for
@@ -550,19 +550,15 @@ def _tier_kind(pr, tier: str) -> str:
 # --------------------------------------------------------------------------- CLI
 
 
-def _pairs(items: list[str], flag: str, what: str) -> dict:
-    """``GPU=VALUE`` items of a repeatable flag → {gpu: positive finite float}; ValueError naming the flag."""
+def _pairs(items: list[str], flag: str, kind: str) -> dict:
+    """``GPU=VALUE`` items of a repeatable flag → {gpu: float within :data:`k3lab.limits.CAPS`
+    ``[kind]``}; ValueError naming the flag."""
     out = {}
     for s in items:
         gpu, sep, val = s.partition("=")
         if not sep or not gpu:
             raise ValueError(f"{flag} expects GPU=VALUE, got {s!r}")
-        try:
-            v = float(val)
-        except ValueError:
-            raise ValueError(f"{flag} {s!r}: {val!r} is not a number") from None
-        if not math.isfinite(v) or v <= 0:
-            raise ValueError(f"{flag} {s!r}: {what} must be a positive finite number")
+        v = float(limits.parse(kind, val, f"{flag} {s!r}: the value"))
         if gpu.lower() in out:
             raise ValueError(f"{flag}: GPU {gpu!r} given twice")
         out[gpu.lower()] = v
@@ -570,7 +566,7 @@ def _pairs(items: list[str], flag: str, what: str) -> dict:
 
 
 def _overrides(items: list[str]) -> dict:
-    return _pairs(items, "--usd-per-gpu-hour", "a price in $/GPU-hour")
+    return _pairs(items, "--usd-per-gpu-hour", "usd_per_gpu_hour")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -579,22 +575,30 @@ def _parser() -> argparse.ArgumentParser:
                                    "and per million output tokens by price source, and the cheapest per source. "
                                    "Throughput is the serving MODEL's (validated on public measurements), or yours.")
     ap.add_argument("--model", default="kimi-k3", help=f"one of: {', '.join(known_models())} (default kimi-k3)")
-    ap.add_argument("--context", type=int, default=None, help="request length in tokens (default: the model's max)")
+    ap.add_argument("--context", type=limits.arg("tokens", "--context"), default=None,
+                    help=limits.help_text("request length in tokens (default: the model's max; at most its max)",
+                                          "tokens"))
     ap.add_argument("--kv-dtype", default="bf16", choices=KV_DTYPES)
-    ap.add_argument("--mem-fraction", type=float, default=0.9, help="sglang --mem-fraction-static (default 0.9)")
+    ap.add_argument("--mem-fraction", type=limits.arg("fraction", "--mem-fraction"), default=0.9,
+                    help=limits.help_text("sglang --mem-fraction-static (default 0.9)", "fraction"))
     ap.add_argument("--variant", action="append", default=[], metavar="NAME",
                     help="an sglang switch, repeatable: " + ", ".join(VARIANTS))
     ap.add_argument("--price-tier", action="append", default=None, metavar="TIER",
                     help="a price source of data/prices.yaml, repeatable (default: all)")
     ap.add_argument("--usd-per-gpu-hour", action="append", default=[], metavar="GPU=PRICE",
-                    help="override a GPU's $/GPU-hour (shown as tier 'override'), repeatable")
-    ap.add_argument("--input-len", type=int, default=None, help="prompt tokens of the throughput workload (default 1024)")
-    ap.add_argument("--output-len", type=int, default=None, help="output tokens of the throughput workload (default 400)")
+                    help=limits.help_text("override a GPU's $/GPU-hour (shown as tier 'override'), repeatable",
+                                          "usd_per_gpu_hour"))
+    ap.add_argument("--input-len", type=limits.arg("tokens", "--input-len"), default=None,
+                    help=limits.help_text("prompt tokens of the throughput workload (default 1024)", "tokens"))
+    ap.add_argument("--output-len", type=limits.arg("tokens", "--output-len"), default=None,
+                    help=limits.help_text("output tokens of the throughput workload (default 400)", "tokens"))
     ap.add_argument("--tok-s", action="append", default=[], metavar="GPU=TOKS",
-                    help="price your own measured output tok/s PER GPU for that GPU's rows, repeatable")
+                    help=limits.help_text("price your own measured output tok/s PER GPU for that GPU's rows, "
+                                          "repeatable", "tok_s_per_gpu"))
     ap.add_argument("--sort", default="gpus", choices=SORTS, help="gpus (default: fewest first) or cost "
                                                                   "(lowest $/M output tokens first)")
-    ap.add_argument("--top", type=int, default=None, metavar="N", help="show the first N rows only")
+    ap.add_argument("--top", type=limits.arg("rows", "--top"), default=None, metavar="N",
+                    help=limits.help_text("show the first N rows only", "rows"))
     ap.add_argument("--all", action="store_true", help="also list layouts that do not hold the request, with why")
     out = ap.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print a JSON list of rows")
@@ -609,9 +613,9 @@ def cli_main(argv: list[str] | None = None) -> int:
         df = compare_rows(load_model(args.model), args.context, args.kv_dtype, args.mem_fraction,
                           tuple(args.variant), args.price_tier, _overrides(args.usd_per_gpu_hour), args.all,
                           input_len=args.input_len, output_len=args.output_len,
-                          tok_s=_pairs(args.tok_s, "--tok-s", "a throughput in tok/s per GPU"), sort=args.sort,
+                          tok_s=_pairs(args.tok_s, "--tok-s", "tok_s_per_gpu"), sort=args.sort,
                           top=args.top)
-    except ValueError as e:
+    except (ValueError, OverflowError) as e:
         print(f"k3lab compare: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
         return 2
     if args.json:

@@ -45,7 +45,7 @@ from .schemas import (METHODS, PRICE_KINDS, PRICE_UNIT, ArticlePrefill, ArticleT
 from .schemas.files import JsonFile, Lines, Table, adapter
 from .schemas.gpu_bench import committed as gpu_bench_files
 from .schemas.measured import AttentionHeads, BenchServing, Meta, TopkRenorm, TopkTies
-from .schemas.model import ModelConfigFile
+from .schemas.model import ModelConfigFile, PublishedModels
 from .schemas.transcripts import AiterProbe, RankBytes, ReleaseMatrix, TopkRepro
 
 # --------------------------------------------------------------------------- the inputs
@@ -71,6 +71,7 @@ SCHEMAS: dict[str, tuple[str, type]] = {
     "kimi_k3_config": ("model/kimi_k3_config.json", ModelConfigFile),
     "kimi_k2_config": ("model/kimi_k2_config.json", ModelConfigFile),
     "deepseek_v3_config": ("model/deepseek_v3_config.json", ModelConfigFile),
+    "published_models": ("model/published.yaml", PublishedModels),
     # measured here (benchmarks/), each with the meta file of the run that wrote it
     "attention_heads": (f"{MEASURED}/attention_heads.csv", AttentionHeads),
     "attention_heads_meta": (f"{MEASURED}/attention_heads.meta.json", Meta),

@@ -22,6 +22,8 @@ import json
 import sys
 
 from . import data, memory
+from .cli_parser import OneLineParser
+from .limits import arg, help_text
 from .model.capacity import KV_DTYPES, STATE_DTYPES
 from .specs import GB, GiB, known_gpus, known_models, load_model
 
@@ -39,12 +41,6 @@ VARIANT_SUMMARIES = {
 
 EXIT_STATUS = ("exit status: 0 = a plan was printed; with --check, 0 = the request fits and 1 = it "
                "does not; 2 = bad input")
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2 (argparse would print the usage too)
-        print(f"k3lab fit: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
 
 
 class _HelpVariants(argparse.Action):
@@ -72,29 +68,35 @@ def _parser(gpus: list[str]) -> argparse.ArgumentParser:
         "Tokens and requests are per replica (tp x pp GPUs); memory is per GPU.",
         EXIT_STATUS,
     ])
-    ap = _Parser(prog="python -m k3lab fit", formatter_class=argparse.RawDescriptionHelpFormatter,
+    ap = OneLineParser(prog="python -m k3lab fit", formatter_class=argparse.RawDescriptionHelpFormatter,
                  description=f"Memory fit of a model on a GPU configuration under sglang {RELEASE}.", epilog=epilog)
     ap.add_argument("--help-variants", action=_HelpVariants, help="what each --variant does, then exit")
     ap.add_argument("--model", default="kimi-k3", help=f"{', '.join(known_models())} (default kimi-k3)")
     ap.add_argument("--gpu", required=True, help=", ".join(gpus))
-    ap.add_argument("--gpus", type=int, required=True, help="number of GPUs")
-    ap.add_argument("--tp", type=int, required=True, help="tensor-parallel size")
-    ap.add_argument("--pp", type=int, default=1, help="pipeline-parallel size (default 1)")
+    ap.add_argument("--gpus", type=arg("gpus", "--gpus"), required=True, help=help_text("number of GPUs", "gpus"))
+    ap.add_argument("--tp", type=arg("parallel", "--tp"), required=True, help=help_text("tensor-parallel size", "parallel"))
+    ap.add_argument("--pp", type=arg("parallel", "--pp"), default=1,
+                    help=help_text("pipeline-parallel size (default 1)", "parallel"))
     ap.add_argument("--variant", action="append", default=[], metavar="NAME", help="an sglang switch (list below)")
-    ap.add_argument("--mem-fraction", type=float, default=0.9, help="--mem-fraction-static (default 0.9)")
+    ap.add_argument("--mem-fraction", type=arg("fraction", "--mem-fraction"), default=0.9,
+                    help=help_text("--mem-fraction-static (default 0.9)", "fraction"))
     ap.add_argument("--kv-dtype", default="bf16", choices=KV_DTYPES)
     ap.add_argument("--state-dtype", default="fp32", choices=STATE_DTYPES)
-    ap.add_argument("--context", type=int, default=None, help="request length in tokens (default: the model's max)")
-    ap.add_argument("--hbm-gb", type=float, default=None, help="usable HBM per GPU in GB (1e9 B), overriding data/")
-    ap.add_argument("--max-running-requests", type=int, default=None, metavar="M",
-                    help="sglang's flag (default: sglang's own; 48 with dspark)")
-    ap.add_argument("--mamba-full-memory-ratio", type=float, default=None, metavar="R",
-                    help="state-pool memory : KV memory, > 0 (sglang's default 0.9)")
-    ap.add_argument("--max-mamba-cache-size", type=int, default=None, metavar="N", help="state-pool slots")
+    ap.add_argument("--context", type=arg("tokens", "--context"), default=None,
+                    help=help_text("request length in tokens (default: the model's max; at most its max)", "tokens"))
+    ap.add_argument("--hbm-gb", type=arg("hbm_gb", "--hbm-gb"), default=None,
+                    help=help_text("usable HBM per GPU in GB (1e9 B), overriding data/", "hbm_gb"))
+    ap.add_argument("--max-running-requests", type=arg("requests", "--max-running-requests"), default=None,
+                    metavar="M", help=help_text("sglang's flag (default: sglang's own; 48 with dspark)", "requests"))
+    ap.add_argument("--mamba-full-memory-ratio", type=arg("ratio", "--mamba-full-memory-ratio"), default=None,
+                    metavar="R", help=help_text("state-pool memory : KV memory (sglang's default 0.9)", "ratio"))
+    ap.add_argument("--max-mamba-cache-size", type=arg("requests", "--max-mamba-cache-size"), default=None,
+                    metavar="N", help=help_text("state-pool slots", "requests"))
     ap.add_argument("--disable-radix-cache", action="store_true",
                     help="no prefix cache: 1 state slot per request")
-    ap.add_argument("--init-overhead-gib", type=float, default=0.0, metavar="GIB",
-                    help="GiB per GPU held before the weights load (default 0: the pools are an upper bound)")
+    ap.add_argument("--init-overhead-gib", type=arg("overhead_gib", "--init-overhead-gib"), default=0.0, metavar="GIB",
+                    help=help_text("GiB per GPU held before the weights load (default 0: the pools are an upper "
+                                   "bound)", "overhead_gib"))
     ap.add_argument("--check", action="store_true", help="exit 1 when the request does not fit")
     ap.add_argument("--json", action="store_true", help="print the plan as JSON")
     return ap
@@ -239,9 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser(gpus).parse_args(argv)
     try:
         cfg = load_model(args.model)
-        data.check_finite("--init-overhead-gib", args.init_overhead_gib, positive=False)
-        if args.init_overhead_gib < 0:
-            raise ValueError(f"--init-overhead-gib must be >= 0, got {args.init_overhead_gib!r}")
+        if args.context is not None and args.context > cfg.max_position_embeddings:
+            raise ValueError(f"--context {args.context:,} tokens exceeds {cfg.name}'s maximum of "
+                             f"{cfg.max_position_embeddings:,} (max_position_embeddings)")
         p = memory.plan(cfg, args.gpu, args.gpus, args.tp, args.mem_fraction, args.kv_dtype, pp=args.pp,
                         state_dtype=args.state_dtype, context_tokens=args.context, variants=args.variant,
                         hbm_gb=args.hbm_gb, init_overhead_bytes=int(args.init_overhead_gib * GiB),
@@ -249,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                         mamba_full_memory_ratio=args.mamba_full_memory_ratio,
                         max_mamba_cache_size=args.max_mamba_cache_size,
                         disable_radix_cache=args.disable_radix_cache)
-    except ValueError as e:
+    except (ValueError, OverflowError) as e:
         print(f"k3lab fit: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
         return 2
     if args.json:

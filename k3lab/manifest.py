@@ -69,10 +69,33 @@ def verify(target: Path | None = None) -> list[str]:
             out.append(f"{rel}: missing (listed by run {man.get('run_id')})")
         elif sha256(p) != digest:
             out.append(f"{rel}: changed since run {man.get('run_id')} wrote it")
+    out += [f"{rel}: not written by run {man.get('run_id')}" for rel in unlisted(target, listed)]
+    return out
+
+
+def listed_files(target: Path) -> list[str]:
+    """The files the manifest in ``target`` lists (paths relative to it; none that could
+    leave it); empty without a readable manifest."""
+    try:
+        files = json.loads((Path(target) / MANIFEST).read_text(encoding="utf-8")).get("files", {})
+    except (OSError, ValueError, AttributeError):
+        return []
+    if not isinstance(files, dict):
+        return []
+    return sorted(rel for rel in files if isinstance(rel, str) and rel and not rel.startswith("/")
+                  and all(part not in ("", ".", "..") for part in rel.split("/")))
+
+
+def unlisted(target: Path, listed=None) -> list[str]:
+    """Files in the run-owned entries of ``target`` (:func:`_managed`) that its manifest does
+    not list (all of them without a manifest), except the manifest itself and
+    :data:`REBUILDABLE`: what k3lab did not write, or cannot show it did."""
+    target = Path(target)
+    listed = set(listed_files(target) if listed is None else listed)
+    out = []
     for entry in _managed(target):
-        files = [entry] if entry.is_file() else sorted(q for q in entry.rglob("*") if q.is_file())
-        for q in files:
-            rel = str(q.relative_to(target))
-            if rel not in listed and rel not in (MANIFEST, *REBUILDABLE):
-                out.append(f"{rel}: not written by run {man.get('run_id')}")
+        files = [entry] if not entry.is_dir() or entry.is_symlink() else sorted(
+            q for q in entry.rglob("*") if not q.is_dir() or q.is_symlink())
+        out += [rel for q in files if (rel := str(q.relative_to(target))) not in listed
+                and rel not in (MANIFEST, *REBUILDABLE)]
     return out

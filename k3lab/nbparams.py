@@ -20,7 +20,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import math
 import os
+import reprlib
 
 from . import paths
 
@@ -71,16 +73,53 @@ def _type_ok(default, value) -> bool:
     return isinstance(value, type(default))
 
 
+def _not_finite(v) -> bool:
+    """A NaN or infinity anywhere in ``v`` (a number, list or mapping)."""
+    if isinstance(v, float):
+        return not math.isfinite(v)
+    if isinstance(v, dict):
+        return any(_not_finite(x) for x in v.values())
+    return isinstance(v, (list, tuple)) and any(_not_finite(x) for x in v)
+
+
+def _shape_error(default, value) -> str | None:
+    """Why a list ``value`` cannot stand for its non-empty ``default``, or None."""
+    if not isinstance(default, (list, tuple)) or not default:
+        return None
+    if not value:
+        return f"must not be empty (its default has {len(default)} entries)"
+    kinds = {type(x) for x in default}
+    if len(kinds) == 1 and not all(_type_ok(default[0], x) for x in value):
+        return f"must hold {kinds.pop().__name__} entries like its default {default!r}"
+    return None
+
+
 def validate(defaults: dict, given: dict) -> dict:
-    """Check ``given`` against ``defaults`` → the full parameter set (defaults overridden)."""
+    """Check ``given`` against ``defaults`` → the full parameter set (defaults overridden):
+    names, types, finite numbers, no empty list for a non-empty default, and the values of
+    the parameters :mod:`k3lab.param_values` knows."""
     unknown = sorted(set(given) - set(defaults))
     if unknown:
         raise ParameterError(f"unknown parameter(s) {unknown}; this notebook declares: {sorted(defaults)}")
     for k, v in given.items():
         if not _type_ok(defaults[k], v):
             raise ParameterError(f"parameter {k!r} must be {type(defaults[k]).__name__} "
-                                 f"(like its default {defaults[k]!r}), got {v!r}")
-    return {**defaults, **given}
+                                 f"(like its default {defaults[k]!r}), got {reprlib.repr(v)}")
+        if _not_finite(v):
+            raise ParameterError(f"parameter {k!r} must be a finite number, got {reprlib.repr(v)}")
+        why = _shape_error(defaults[k], v)
+        if why:
+            raise ParameterError(f"parameter {k!r} {why}, got {reprlib.repr(v)}")
+    params = {**defaults, **given}
+    from . import param_values  # imports the data loader: only once the types are right
+
+    try:
+        param_values.check(params)
+    except param_values.DataError:
+        raise  # a broken data file is the news, not the parameter that read it
+    except ValueError as e:
+        raise ParameterError(str(e)) from None
+    return params
 
 
 class Params(dict):

@@ -17,6 +17,8 @@ DATA_DIR: Path = REPO_ROOT / "data"
 NOTEBOOKS_DIR: Path = REPO_ROOT / "notebooks"
 PARAMS_DIR: Path = REPO_ROOT / "params"
 MEASURED_DIR: Path = DATA_DIR / "measured"
+#: the study's own results folder, shipped with the repository (only its README.md is tracked)
+STUDY_RESULTS: Path = REPO_ROOT / "results"
 
 
 def data_dir() -> Path:
@@ -28,7 +30,7 @@ def data_dir() -> Path:
 def results_root() -> Path:
     """The results folder: ``$K3LAB_RESULTS`` if set, else ``<repo>/results``."""
     env = os.environ.get("K3LAB_RESULTS")
-    return Path(env).resolve() if env else REPO_ROOT / "results"
+    return Path(env).resolve() if env else STUDY_RESULTS
 
 
 def results_dir(notebook_id: str, create: bool = True) -> Path:

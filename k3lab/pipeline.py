@@ -6,12 +6,17 @@
     notebooks:  {01_memory_fit: {...}, ...}        # per-notebook overrides
     what_if:    false                              # true: a buyer's question (see below)
 
-A run is a transaction. Every notebook executes into a staging folder; only when all of
-them, the ledger and the report succeeded are the staged files moved into the target
-folder, with ``manifest.json`` (run id, start/end, git commit, profile, versions, every
-file and its sha256) moved last. An interrupted or failed run leaves the previous complete
-results untouched; the next run removes its leftovers (and rolls back a half-done move).
-A second run while one is active fails at once (``.lock`` holds the pid).
+A run is a transaction (:mod:`k3lab.transaction`). Every notebook executes into a staging
+folder; only when all of them, the ledger and the report succeeded are the staged files
+moved into the target folder, with ``manifest.json`` (run id, start/end, git commit,
+profile, versions, every file and its sha256) moved last, by a journal that a recovery
+replays. An interrupted or failed run leaves the previous complete results untouched; the
+next run of any profile removes its leftovers (and finishes or rolls back a half-done
+commit). A second run while one is active fails at once (``.lock``, held with flock).
+
+k3lab writes only into a results folder it made (a marker file; the repository's own
+``results/``), never into the repository root or a folder holding git-tracked files, and
+never deletes what no manifest of k3lab lists: a file it did not write stops the run.
 
 The study's profiles (``what_if: false``) write ``results/``. A what-if profile runs only
 the notebooks it names and writes ``results/runs/<profile>/``, never over the study's
@@ -20,37 +25,38 @@ results. A profile may also be a file anywhere, given as a path (``--profile
 stem>/`` (``$K3LAB_RESULTS``), never over the study's results nor outside the results
 folder; a name that would leave ``results/runs/`` is refused.
 
-Before anything runs, every parameter is checked against the notebook's ``parameters``
-cell (the notebooks check them again themselves, ``k3lab.nbparams``, so a notebook run by
-hand fails the same way) and every input of ``data/`` is loaded and checked
-(:func:`k3lab.data.check_all`): a broken file stops the run in one line, with nothing
-written.
+Before anything runs, every parameter of every notebook is checked against the notebook's
+``parameters`` cell, by type and by value (:mod:`k3lab.param_values`; the notebooks check
+them again themselves, ``k3lab.nbparams``, so a notebook run by hand fails the same way),
+and every input of ``data/`` is loaded and checked (:func:`k3lab.data.check_all`, and each
+model config against its published figures): a broken file stops the run in one line, with
+nothing written.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import os
 import platform
 import re
-import shutil
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import data, io, nbparams
+from . import data, io, nbparams, transaction
 from .aiter_release import installed_release
-from .manifest import FAILED, MANIFEST, REBUILDABLE, PipelineError, _managed, read_manifest, sha256, verify  # noqa: F401
+from .cli_parser import OneLineParser
+from .manifest import FAILED, MANIFEST, REBUILDABLE, PipelineError, read_manifest, sha256, unlisted, verify  # noqa: F401
 from .paths import NOTEBOOKS_DIR, PARAMS_DIR, REPO_ROOT, results_root
+from .specs import known_models, load_model
+from .transaction import LOCK, commit, recover, run_lock  # noqa: F401  (the transaction's steps, as before)
 
 KERNEL_NAME = "k3lab"
 REQUIRED_PARAMETERS = ("mode", "smoke")
 MODES = ("offline", "live")
-LOCK = ".lock"
 
 
 @dataclass(frozen=True)
@@ -194,100 +200,6 @@ def target_dir(profile: str, what_if: bool, from_path: bool = False) -> Path:
     return target
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-@contextlib.contextmanager
-def run_lock(target: Path):
-    """Hold ``<target>/.lock`` for the run; PipelineError if a live run holds it."""
-    target.mkdir(parents=True, exist_ok=True)
-    lock = target / LOCK
-    while True:
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            break
-        except FileExistsError:
-            try:
-                pid = int(lock.read_text().strip() or 0)
-            except (OSError, ValueError):
-                pid = 0
-            if pid and _pid_alive(pid):
-                raise PipelineError(f"another k3lab run (pid {pid}) is writing {target}; wait for it "
-                                    f"or stop it (its lock is {lock.name})") from None
-            lock.unlink(missing_ok=True)  # stale: its process is gone
-        except PermissionError:
-            raise PipelineError(f"cannot write to {target} (permission denied)") from None
-    os.write(fd, str(os.getpid()).encode())
-    os.close(fd)
-    try:
-        yield
-    finally:
-        lock.unlink(missing_ok=True)
-
-
-def recover(target: Path) -> list[str]:
-    """Clean up what an interrupted run left in ``target``; returns what it did.
-
-    A ``.old-<id>`` folder means a commit was cut short: if ``manifest.json`` names run
-    ``<id>`` the new results are complete and the old ones go; otherwise the move is rolled
-    back. Staging folders and temporary files of dead runs are removed.
-    """
-    done = []
-    if not target.exists():
-        return done
-    for old in sorted(target.glob(".old-*")):
-        run_id = old.name[len(".old-"):]
-        man = target / MANIFEST
-        committed = man.exists() and json.loads(man.read_text()).get("run_id") == run_id
-        if not committed:
-            # new entries can be in target only once every old one is aside (marker, or a name in both)
-            if (old / ".aside").exists() or any((old / p.name).exists() for p in _managed(target)):
-                for p in _managed(target):
-                    _remove(p)
-            for p in sorted(old.iterdir()):
-                if p.name != ".aside":
-                    os.replace(p, target / p.name)
-            done.append(f"rolled back the interrupted commit of run {run_id}")
-        shutil.rmtree(old, ignore_errors=True)
-    for st in sorted(target.glob(".staging-*")):
-        shutil.rmtree(st, ignore_errors=True)
-        done.append(f"removed {st.name}")
-    for tmp in sorted(target.rglob(".*.tmp")):
-        if "runs" in tmp.relative_to(target).parts[:-1] and target == results_root():
-            continue
-        tmp.unlink(missing_ok=True)
-        done.append(f"removed {tmp.relative_to(target)}")
-    return done
-
-
-def _remove(p: Path) -> None:
-    if p.is_dir():
-        shutil.rmtree(p)
-    else:
-        p.unlink(missing_ok=True)
-
-
-def commit(staging: Path, target: Path, run_id: str) -> None:
-    """Move the staged run into ``target``: old entries aside, new ones in, manifest last."""
-    old = target / f".old-{run_id}"
-    old.mkdir()
-    for p in _managed(target):
-        os.replace(p, old / p.name)
-    (old / ".aside").touch()  # every old entry is aside: new ones may move in now
-    staged = sorted(staging.iterdir(), key=lambda p: p.name == MANIFEST)
-    for p in staged:
-        os.replace(p, target / p.name)
-    shutil.rmtree(old)
-    staging.rmdir()
-
-
 def git_commit() -> str:
     try:
         out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True,
@@ -319,7 +231,8 @@ def versions() -> dict:
 
 
 def manifest(staging: Path, run_id: str, profile: str, jobs: list[Job], started: str) -> dict:
-    files = {str(p.relative_to(staging)): sha256(p) for p in sorted(staging.rglob("*")) if p.is_file()}
+    files = {str(p.relative_to(staging)): sha256(p) for p in sorted(staging.rglob("*"))
+             if p.is_file() and not (p.parent == staging and p.name.startswith("."))}  # not the staging mark
     return {"run_id": run_id, "profile": profile, "started_utc": started,
             "finished_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "git_commit": git_commit(), "versions": versions(),
@@ -357,18 +270,24 @@ def run(profile: str = "offline", kernel_name: str = KERNEL_NAME, report: bool =
     what_if, profile = prof["what_if"], prof["name"]
     target = target_dir(profile, what_if, prof["from_path"])
     data.check_all()  # every input of data/, before anything runs or is written
+    for model in known_models():  # each model config against the figures it is published with
+        load_model(model)
+    for folder in dict.fromkeys((results_root(), target)):  # k3lab's own folders only (k3lab.transaction)
+        transaction.claim(folder)
     timings = []
     with run_lock(target):
-        for line in recover(target):
+        for line in recover(target) + transaction.sweep(results_root(), skip=target):
             print(f"[k3lab] {line}", flush=True)
+        stray = unlisted(target)
+        if stray:
+            raise transaction.unlisted_error(target, stray)
         started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
-        staging = target / f".staging-{run_id}"
-        staging.mkdir()
         env_before = {k: os.environ.get(k) for k in ("K3LAB_RESULTS", nbparams.RUN_ENV)}
-        os.environ["K3LAB_RESULTS"] = str(staging)
-        os.environ[nbparams.RUN_ENV] = profile
         try:
+            staging = transaction.new_staging(target, run_id)
+            os.environ["K3LAB_RESULTS"] = str(staging)
+            os.environ[nbparams.RUN_ENV] = profile
             for job in jobs:
                 t0 = time.perf_counter()
                 print(f"[k3lab] running {job.notebook.name} ({profile})", flush=True)
@@ -386,17 +305,31 @@ def run(profile: str = "offline", kernel_name: str = KERNEL_NAME, report: bool =
 
                 report_mod.build(staging, what_if=what_if)
             io.write_json(staging / MANIFEST, manifest(staging, run_id, profile, jobs, started))
+            stray = unlisted(target)  # written by hand while the notebooks ran: not ours to replace
+            if stray:
+                raise transaction.unlisted_error(target, stray)
             commit(staging, target, run_id)
+        except BaseException:
+            _undo(target)
+            raise
         finally:
             for k, v in env_before.items():
                 if v is None:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-            if staging.exists():
-                shutil.rmtree(staging, ignore_errors=True)
     print(f"[k3lab] results: {_shown(target)}/ (manifest.json lists every file)", flush=True)
     return timings
+
+
+def _undo(target: Path) -> None:
+    """Roll back whatever the failed run left (its staging folder, a commit cut short). A
+    second interruption here leaves the journal: the next run of any profile finishes it."""
+    try:
+        recover(target)
+    except KeyboardInterrupt as e:
+        e.k3lab_pending = str(target)
+        raise
 
 
 def _shown(p: Path) -> str:
@@ -407,21 +340,26 @@ def _shown(p: Path) -> str:
 
 
 def _keep_failed(staging: Path, target: Path, job: Job) -> str:
+    """Keep the executed notebook of a failed job at ``target/failed/<id>.ipynb``, written
+    atomically and only if papermill's copy is whole JSON (a full disk cuts it short)."""
     src = staging / job.notebook_id / f"{job.notebook_id}.ipynb"
-    dst_dir = target / FAILED
-    dst_dir.mkdir(exist_ok=True)
-    dst = dst_dir / f"{job.notebook_id}.ipynb"
-    if src.exists():
-        os.replace(src, dst)
-        os.chmod(dst, 0o644)
-        return _shown(dst)
-    return "(papermill wrote none)"
+    dst = target / FAILED / f"{job.notebook_id}.ipynb"
+    if not src.exists():
+        return "(papermill wrote none)"
+    try:
+        text = src.read_text(encoding="utf-8")
+        json.loads(text)
+    except (OSError, ValueError):
+        return "(none: papermill's copy is incomplete, was the disk full?)"
+    try:
+        io.write_text(dst, text)
+    except OSError as e:
+        return f"(none: it could not be written: {e.strerror or e})"
+    return _shown(dst)
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m k3lab reproduce", description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python -m k3lab reproduce", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default=os.environ.get("PROFILE", "offline"),
                     help="a name of params/ (default: offline; PROFILE= in make), or a profile file's path "
                          "(its results go to results/runs/<its name>/)")
@@ -433,7 +371,9 @@ def main(argv: list[str] | None = None) -> int:
     except (PipelineError, data.DataError) as e:
         print(f"k3lab reproduce: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("k3lab reproduce: interrupted; the previous results are untouched", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        pending = getattr(e, "k3lab_pending", None)
+        print("k3lab reproduce: interrupted; " + (f"the next run finishes undoing this one in {pending}" if pending
+                                                  else "the previous results are untouched"), file=sys.stderr)
         return 130
     return 0

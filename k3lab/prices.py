@@ -13,7 +13,7 @@ Units: $/GPU-hour, $/hour per deployment, W, $/kWh, tok/s per deployment.
 
 from __future__ import annotations
 
-from . import data
+from . import data, limits
 from .data import check_count, check_finite
 from .specs import known_gpus, load_gpu
 from .throughput import article_table, tok_s_per_dollar_hour, usd_per_million_tokens
@@ -38,7 +38,8 @@ def prices(overrides: dict | None = None):
         if gpu not in known_gpus():
             raise ValueError(f"price override for unknown GPU {gpu!r}; known GPUs: {', '.join(known_gpus())}")
         rows.append({"tier": OVERRIDE_TIER, "kind": "override", "independent": False, "gpu": gpu,
-                     "usd_per_gpu_hour": check_finite(f"usd_per_gpu_hour[{gpu}]", v), "source": "user",
+                     "usd_per_gpu_hour": float(limits.check("usd_per_gpu_hour", v, f"usd_per_gpu_hour[{gpu}]")),
+                     "source": "user",
                      "source_date": "", "note": "given as a parameter"})
     order = {t: i for i, t in enumerate([*doc.tiers, OVERRIDE_TIER])}
     df = pd.DataFrame(rows)

@@ -81,11 +81,55 @@ class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyam
         return super().construct_mapping(node, deep)
 
 
-def read_yaml(path, where: str) -> Any:
-    """Parse one YAML file (UTF-8, valid YAML, no duplicate keys) → Python objects."""
-    text = read_text(path, where)
+#: nodes YAML aliases may add to a document beyond those written (the repository's largest
+#: use adds about 2,100): a "billion laughs" nest of aliases is refused before it is expanded
+ALIAS_EXPANSION_LIMIT = 10_000
+
+
+def _expanded_size(node, memo: dict, busy: set) -> int:
+    """Nodes ``node`` stands for once every alias in it is expanded (memoised per node, so
+    counting costs the nodes written, not the expansion). ValueError for an alias cycle."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    if key in busy:
+        raise ValueError("an alias refers to a node that contains it")
+    busy.add(key)
+    if isinstance(node, yaml.SequenceNode):
+        n = 1 + sum(_expanded_size(c, memo, busy) for c in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        n = 1 + sum(_expanded_size(k, memo, busy) + _expanded_size(v, memo, busy) for k, v in node.value)
+    else:
+        n = 1
+    busy.discard(key)
+    memo[key] = n
+    return n
+
+
+def _check_aliases(node, where: str) -> None:
+    memo: dict = {}
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
+        total = _expanded_size(node, memo, set())
+    except ValueError as e:
+        raise DataError(f"{where}: {e}") from None
+    except RecursionError:
+        raise DataError(f"{where}: nested too deep") from None
+    if total - len(memo) > ALIAS_EXPANSION_LIMIT:
+        raise DataError(f"{where}: its aliases expand {len(memo):,} YAML nodes into {total:,}; "
+                        f"refused past {ALIAS_EXPANSION_LIMIT:,} added nodes (an alias bomb?)")
+
+
+def read_yaml(path, where: str) -> Any:
+    """Parse one YAML file (UTF-8, valid YAML, no duplicate keys, aliases that expand it by
+    at most :data:`ALIAS_EXPANSION_LIMIT` nodes) → Python objects."""
+    text = read_text(path, where)
+    loader = _UniqueKeyLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_aliases(node, where)
+        return loader.construct_document(node)
     except _DuplicateKey as d:
         raise DataError(f"{where}: duplicate key {d.key!r} (lines {d.first} and {d.second}); "
                         f"YAML would keep only the second") from None
@@ -94,6 +138,10 @@ def read_yaml(path, where: str) -> Any:
         line = f"line {mark.line + 1}: " if mark is not None else ""
         problem = str(getattr(e, "problem", None) or e).replace("\n", " ")
         raise DataError(f"{where}: not valid YAML ({line}{problem})") from None
+    except RecursionError:
+        raise DataError(f"{where}: not valid YAML (nested too deep)") from None
+    finally:
+        loader.dispose()
 
 
 # --------------------------------------------------------------------------- JSON

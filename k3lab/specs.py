@@ -14,11 +14,10 @@ from __future__ import annotations
 import re
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 
 from . import data
-from .schemas.model import INT_FIELDS, text_config_fields
+from .model.config import ModelConfig, model_from_dict  # noqa: F401  (re-exported: specs.ModelConfig)
 
 GB = 10**9
 GiB = 2**30
@@ -30,109 +29,6 @@ MODEL_FILES = {
     "kimi-k2": "kimi_k2_config",
     "deepseek-v3": "deepseek_v3_config",
 }
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """A validated MLA + MoE text config. Layer indices are 1-based, as published.
-
-    Models without KDA have ``kda_layers == ()`` and ``linear_attn_* == 0``; models without
-    a latent MoE have ``routed_expert_hidden_size == hidden_size``.
-    ``num_nextn_predict_layers`` counts MTP layers shipped in the checkpoint (DeepSeek-V3: 1).
-    """
-
-    name: str
-    vocab_size: int
-    hidden_size: int
-    num_hidden_layers: int
-    num_attention_heads: int
-    num_key_value_heads: int
-    max_position_embeddings: int
-    intermediate_size: int
-    first_k_dense_replace: int
-    num_experts: int
-    num_experts_per_token: int
-    num_shared_experts: int
-    moe_intermediate_size: int
-    routed_expert_hidden_size: int
-    num_nextn_predict_layers: int
-    q_lora_rank: int
-    kv_lora_rank: int
-    qk_nope_head_dim: int
-    qk_rope_head_dim: int
-    v_head_dim: int
-    mla_use_output_gate: bool
-    mla_use_nope: bool
-    latent_moe_use_norm: bool
-    tie_word_embeddings: bool
-    attn_res: bool
-    linear_attn_num_heads: int
-    linear_attn_head_dim: int
-    short_conv_kernel_size: int
-    full_attn_layers: tuple[int, ...]
-    kda_layers: tuple[int, ...]
-    quantization: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
-    #: the quantisation section as sorted JSON: part of equality and hashing, so caches keyed
-    #: on a config (the inventory) tell apart two configs that differ only in storage
-    quant_key: str = field(default="{}", repr=False)
-    raw: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
-    provenance: str = field(default="", compare=False, repr=False)
-
-    @property
-    def num_mla_layers(self) -> int:
-        """Layers with full (MLA) attention and a per-token KV cache."""
-        return len(self.full_attn_layers)
-
-    @property
-    def num_kda_layers(self) -> int:
-        """Layers with KDA linear attention (a fixed-size recurrent state per request)."""
-        return len(self.kda_layers)
-
-    @property
-    def has_kda(self) -> bool:
-        return bool(self.kda_layers)
-
-    @property
-    def has_latent_moe(self) -> bool:
-        """Routed experts run in a narrower latent than the hidden size (Kimi K3)."""
-        return self.routed_expert_hidden_size != self.hidden_size
-
-    @property
-    def num_moe_layers(self) -> int:
-        """Layers whose MLP is a mixture of experts (all but the first ``first_k_dense_replace``)."""
-        return self.num_hidden_layers - self.first_k_dense_replace
-
-    @property
-    def qk_head_dim(self) -> int:
-        """q/k head dimension in MHA (prefill) form: nope + rope slot."""
-        return self.qk_nope_head_dim + self.qk_rope_head_dim
-
-
-def model_from_dict(raw: dict, name: str = "model", where: str | None = None) -> ModelConfig:
-    """A published HF config dict (with or without ``text_config``) → :class:`ModelConfig`.
-
-    Checked by :func:`k3lab.schemas.model.text_config_fields` (the loader runs the same
-    check on ``data/model/*.json``): ValueError naming ``where`` (the file) and the field for
-    anything the inventory cannot use — a missing or non-integer size, layer lists that do
-    not partition the layers, a top-k above the expert count.
-    """
-    where = where or f"model config {name!r}"
-    try:
-        f = text_config_fields(raw)
-    except ValueError as e:
-        raise ValueError(f"{where}: {e}") from None
-    ints = {k: f[k] for k in INT_FIELDS}
-    lin = f["linear_attn"]
-    quant = f["quantization"]
-    return ModelConfig(
-        name=name, **ints, routed_expert_hidden_size=f["routed_expert_hidden_size"],
-        num_nextn_predict_layers=f["num_nextn_predict_layers"], **f["switches"],
-        tie_word_embeddings=f["tie_word_embeddings"], attn_res=f["attn_res"],
-        linear_attn_num_heads=lin[0], linear_attn_head_dim=lin[1], short_conv_kernel_size=lin[2],
-        full_attn_layers=f["full_attn_layers"], kda_layers=f["kda_layers"], quantization=dict(quant),
-        quant_key=json.dumps(quant, sort_keys=True, default=str), raw=raw,
-        provenance=str(raw.get("_provenance", "")),
-    )
-
 
 def known_models() -> list[str]:
     return sorted(MODEL_FILES)
@@ -149,8 +45,14 @@ def load_model(name: str = "kimi-k3") -> ModelConfig:
 
 @data.cached
 def _model(key: str) -> ModelConfig:
-    """Cached until :func:`k3lab.data.clear_cache` (the loader's copy is validated once)."""
-    return model_from_dict(data.load(MODEL_FILES[key]), name=key, where=f"data/{data.SCHEMAS[MODEL_FILES[key]][0]}")
+    """Cached until :func:`k3lab.data.clear_cache` (the loader's copy is validated once, and
+    checked against data/model/published.yaml)."""
+    from .model import published  # counts the model's tensors: imports this module
+
+    where = f"data/{data.SCHEMAS[MODEL_FILES[key]][0]}"
+    cfg = model_from_dict(data.load(MODEL_FILES[key]), name=key, where=where)
+    published.check(cfg, where)  # against the figures the model is published with
+    return cfg
 
 
 # --------------------------------------------------------------------------- GPUs
@@ -160,7 +62,7 @@ def _model(key: str) -> ModelConfig:
 class GPU:
     """One GPU's facts. Units are in the field names (GB = 1e9 B, TB/s = 1e12 B/s, TFLOPS
     dense, W board power, Gb/s = 1e9 bit/s). ``dense_fp4_tflops`` is 0 for a GPU without FP4.
-    ``hbm_label_gb``: the vendor's label (AMD's and most NVIDIA labels are GiB);
+    ``hbm_label_gb``: the vendor's label, in ``hbm_label_unit`` (GiB for every GPU here);
     ``usable_hbm_gb``: what the driver exposes, in 1e9 B (every fit uses this)."""
 
     key: str
@@ -180,6 +82,7 @@ class GPU:
     scale_out_gbit_s_per_gpu: float
     provenance: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
     base: str = ""  # the data/hardware.yaml key (``key`` may be a label such as "b200@192GB")
+    hbm_label_unit: str = "GiB"
 
     def __post_init__(self):
         if not self.base:
@@ -223,10 +126,10 @@ def load_gpu(name: str) -> GPU:
     if key not in hw.gpus:
         raise ValueError(f"unknown GPU {name!r}; known GPUs: {', '.join(known_gpus())}")
     e = hw.gpus[key]
-    cells = {k: getattr(e, k) for k in type(e).model_fields if k not in ("name", "vendor", "arch")}
+    cells = {k: getattr(e, k) for k in type(e).model_fields if k not in ("name", "vendor", "arch", "hbm_label_unit")}
     values = {k: (c.value if c.value is not None else 0.0) for k, c in cells.items()}
     prov = {k: hw.sources[c.source].title for k, c in cells.items()}
-    return GPU(key=key, name=e.name, vendor=e.vendor, arch=e.arch, provenance=prov,
+    return GPU(key=key, name=e.name, vendor=e.vendor, arch=e.arch, provenance=prov, hbm_label_unit=e.hbm_label_unit,
                **{k: (v if isinstance(v, str) else (int(v) if k == "scale_up_domain_gpus" else float(v)))
                   for k, v in values.items()})
 

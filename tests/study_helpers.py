@@ -101,7 +101,7 @@ def snapshot(root: Path) -> dict:
 
 def leftovers(root: Path) -> list[str]:
     """What a finished or recovered run must not leave behind."""
-    pats = (".staging-*", ".old-*", ".lock")
+    pats = (".staging-*", ".old-*", ".lock", ".commit-*")
     found = [p for pat in pats for p in root.glob(pat)] + list(root.rglob(".*.tmp"))
     return sorted(str(p.relative_to(root)) for p in found)
 

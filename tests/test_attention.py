@@ -343,3 +343,21 @@ def test_kernel_returning_wrong_shape_is_caught():
         A.with_head_padding(42)
     with pytest.raises(ValueError, match=">= 12"):
         A.with_head_padding(K.mla_prefill_reference, heads=8)(q, k, v, cu)
+
+
+def test_only_the_outputs_it_padded_are_sliced():
+    """The issue: a pass-through cu_seqlens of 16 entries with 12 heads came back with 12
+    (any 1-D extra whose length equalled the padded head count was cut)."""
+    q, k, v, cu = K.make_varlen_batch([4, 4, 4, 5], heads=12)   # 17 tokens: the LSE's layout is clear
+    cu16 = torch.arange(16, dtype=torch.int32)
+    scale = torch.ones(16)                      # a float input handed back as it came
+
+    def kern(q, k, v, cu, extra, scale=None):
+        lse = torch.arange(q.shape[1], dtype=torch.float32).repeat(q.shape[0], 1)   # [tokens, padded heads]
+        return K.mla_prefill_reference(q, k, v, cu), extra, scale, lse, extra.clone()
+
+    o, same_cu, same_scale, lse, cu_copy = A.with_head_padding(kern)(q, k, v, cu, cu16, scale=scale)
+    assert o.shape == (17, 12, 128)
+    assert same_cu is cu16 and same_scale is scale
+    assert torch.equal(cu_copy, cu16)           # an integer tensor the kernel made: not a head output
+    assert lse.shape == (17, 12) and torch.equal(lse[0], torch.arange(12, dtype=torch.float32))

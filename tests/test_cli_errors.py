@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from k3lab import transaction
 from k3lab.paths import results_root
 from study_helpers import REPO, make_study, write_driver
 
@@ -113,7 +114,7 @@ def test_fit_unknown_model():
     (("--max-mamba-cache-size", "0"), "--max-mamba-cache-size"),
     (("--max-mamba-cache-size", "-1"), "--max-mamba-cache-size"),
     (("--mamba-full-memory-ratio", "0.5", "--max-mamba-cache-size", "9"), "no effect"),
-    (("--disable-radix-cache", "--max-running-requests", "0"), "max_running_requests"),
+    (("--disable-radix-cache", "--max-running-requests", "0"), "--max-running-requests"),
 ])
 def test_fit_state_pool_flags(args, word):
     line = one_line_error(k3lab("fit", "--gpu", "b300", "--gpus", "8", "--tp", "8", *args), "fit")
@@ -206,14 +207,13 @@ def test_reproduce_results_path_is_a_file(tmp_path):
 @pytest.mark.skipif(not READ_ONLY_OK, reason=ROOT_REASON)
 def test_reproduce_read_only_results(tmp_path):
     root = results_root()
-    root.mkdir(parents=True)
-    (root / "keep.txt").write_text("previous\n")
+    transaction.claim(root)   # a k3lab results folder (with its marker), then made read-only
     root.chmod(0o555)
     try:
         p = reproduce(tmp_path, "--profile", "study")
         line = one_line_error(p, "reproduce")
         assert "permission denied" in line.lower(), line
-        assert sorted(os.listdir(root)) == ["keep.txt"]
+        assert sorted(os.listdir(root)) == [transaction.MARKER]
     finally:
         root.chmod(0o755)
 
@@ -241,3 +241,108 @@ def test_report_read_only_results(tmp_path):
     finally:
         for d, m in modes.items():
             d.chmod(m)
+
+
+# --------------------------------------------------------------------------- impossible numbers (issue 28)
+
+
+def main_in_process(capsys, *args) -> tuple[int, str, str]:
+    """``python -m k3lab ARGS`` in this process (faster than a subprocess) → (status, out, err)."""
+    from k3lab import cli
+
+    try:
+        code = cli.main(list(args))
+    except SystemExit as e:  # argparse's usage errors
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(code: int, err: str, command: str) -> str:
+    assert code == 2 and "Traceback" not in err, (code, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"k3lab {command}: error: "), err
+    return lines[0]
+
+
+FIT = ("fit", "--gpu", "mi355x", "--tp", "8")
+BIG = "1" + "0" * 40   # a 41-digit integer
+
+
+@pytest.mark.parametrize("args, flag", [
+    ((*FIT, "--gpus", BIG), "--gpus"),
+    ((*FIT, "--gpus", "8", "--hbm-gb", "1e40"), "--hbm-gb"),
+    ((*FIT, "--gpus", "8", "--hbm-gb", "1e308"), "--hbm-gb"),
+    ((*FIT, "--gpus", "8", "--hbm-gb", "1e309"), "--hbm-gb"),
+    ((*FIT, "--gpus", "8", "--init-overhead-gib", "1e308"), "--init-overhead-gib"),
+    ((*FIT, "--gpus", "8", "--mem-fraction", "nan"), "--mem-fraction"),
+    ((*FIT, "--gpus", "8", "--max-mamba-cache-size", BIG), "--max-mamba-cache-size"),
+    ((*FIT, "--gpus", "8", "--pp", BIG), "--pp"),
+    (("compare", "--usd-per-gpu-hour", "mi355x=1e308"), "--usd-per-gpu-hour"),
+    (("compare", "--usd-per-gpu-hour", "mi355x=inf"), "--usd-per-gpu-hour"),
+    (("compare", "--usd-per-gpu-hour", "mi355x=nan"), "--usd-per-gpu-hour"),
+    (("compare", "--tok-s", "b300=1e308"), "--tok-s"),
+    (("compare", "--context", BIG), "--context"),
+    (("compare", "--top", BIG), "--top"),
+    (("predict", "--gpu", "mi355x", "--gpus", BIG, "--tp", "8", "--input-len", "1024", "--output-len", "400",
+      "--concurrency", "8"), "--gpus"),
+    (("predict", "--layout", "8xmi355x tp8", "--input-len", "1024", "--output-len", "400", "--concurrency", BIG),
+     "--concurrency"),
+    (("predict", "--layout", "8xmi355x tp8", "--input-len", "1e308", "--output-len", "400", "--concurrency", "8"),
+     "--input-len"),
+    (("predict", "--layout", "8xmi355x tp8", "--input-len", "1024", "--output-len", "400", "--concurrency", "8",
+      "--spec", "dspark", "--accept-len", "1e308"), "--accept-len"),
+    (("bench", "--base-url", "http://127.0.0.1:1", "--input-len", BIG, "--dry-run"), "--input-len"),
+    (("bench", "--base-url", "http://127.0.0.1:1", "--concurrency", BIG, "--dry-run"), "concurrency"),
+])
+def test_numbers_past_physical_sense_are_one_line(capsys, args, flag):
+    line = one_line(*main_in_process(capsys, *args)[::2], args[0])
+    assert flag in line and ("at most" in line or " to " in line or "integer" in line), line
+
+
+def test_overflow_is_one_line_through_python_m():
+    one_line_error(k3lab(*FIT, "--gpus", "8", "--hbm-gb", "1e308"), "fit")
+    line = one_line_error(k3lab("compare", "--usd-per-gpu-hour", "mi355x=1e308"), "compare")
+    assert "$/GPU-hour" in line and "inf" not in line, line
+
+
+@pytest.mark.parametrize("module, build", [
+    ("k3lab.fit_cli", lambda m: m._parser(["mi355x"])),
+    ("k3lab.compare", lambda m: m._parser()),
+    ("k3lab.serving.cli", lambda m: m._parser()),
+])
+def test_every_numeric_flag_states_its_cap_in_help(module, build):
+    import importlib
+
+    from k3lab import limits
+
+    ap = build(importlib.import_module(module))
+    typed = [a for a in ap._actions if a.type is not None and a.type is not str]
+    assert typed, "no numeric flags found"
+    for a in typed:
+        assert getattr(a.type, "__module__", "") == "k3lab.limits", f"{a.option_strings}: no cap"
+        assert any(c.text() in a.help for c in limits.CAPS.values()), f"{a.option_strings}: {a.help!r}"
+
+
+def test_bench_help_states_its_caps(capsys):
+    code, out, _ = main_in_process(capsys, "bench", "--help")
+    text = " ".join(out.split())
+    assert code == 0 and text.count(" to 10,000,000 ") == 4 and "(0 to 1)" in text, out
+
+
+@pytest.mark.parametrize("args", [
+    ("--model", "deepseek-v3", "--context", "1000000"),
+    ("--model", "deepseek-v3", "--context", "1000000", "--check"),
+    ("--kv-dtype", "fp8", "--context", "2000000", "--check"),
+])
+def test_fit_refuses_a_context_above_the_models_maximum(capsys, args):
+    """compare refused it; fit said "fits: yes" (and --check exited 0)."""
+    line = one_line(*main_in_process(capsys, "fit", "--gpu", "mi355x", "--gpus", "8", "--tp", "8", *args)[::2], "fit")
+    assert "exceeds" in line and "maximum" in line and "max_position_embeddings" in line, line
+
+
+@pytest.mark.parametrize("args", [("reproduce", "--bogus"), ("reproduce", "--profile"), ("bench",),
+                                  ("bench", "--base-url", "x", "--range-ratio", "2")])
+def test_reproduce_and_bench_usage_errors_are_one_line(capsys, args):
+    line = one_line(*main_in_process(capsys, *args)[::2], args[0])
+    assert "usage" not in line, line

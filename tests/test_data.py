@@ -385,3 +385,89 @@ def test_a_live_runs_fresh_files_are_checked_like_the_committed_ones(tmp_path):
           "bf16 logits -> fp32 softmax,1,20,1024,163840,1.438477")
     with pytest.raises(data.DataError, match=r"^topk_renorm_ties\.csv: line 2: share_rows_differ: "):
         f2.renorm_bench(fresh)
+
+
+# --------------------------------------------------------------------------- plausible typos (issue 28)
+
+USABLE_MI355X = "usable_hbm_gb: {value: 309.220868096, source: driver_readings}"
+LABEL_MI355X = 'hbm_label_gb: {value: 288, source: amd_mi355x, note: "288 GiB = 309.2e9 B"}'
+
+
+def _config_edit(path: Path, key: str, new) -> None:
+    """Set ``key`` (wherever it is: top level or text_config) in a config copy, as written."""
+    text = path.read_text(encoding="utf-8")
+    m = re.search(rf'"{key}": (\d+)', text)
+    assert m and text.count(f'"{key}":') == 1, f"fixture drift: {key} in {path.name}"
+    path.write_text(text[:m.start(1)] + str(new) + text[m.end(1):], encoding="utf-8")
+
+
+def _fit_line(data_copy, tmp_path, *args) -> str:
+    env = dict(os.environ, K3LAB_DATA=str(data_copy), K3LAB_RESULTS=str(tmp_path / "results"))
+    env.pop("K3LAB_DEBUG", None)
+    p = subprocess.run([sys.executable, "-m", "k3lab", "fit", "--gpu", "mi355x", "--gpus", "8", "--tp", "8", *args],
+                       capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and "Traceback" not in p.stderr and len(err) == 1 and p.stdout == "", (p.stdout, p.stderr)
+    return err[0]
+
+
+@pytest.mark.parametrize("old, new, share", [
+    (USABLE_MI355X, "usable_hbm_gb: {value: 30.9220868096, source: driver_readings}", "10.0%"),   # 28.8 for 288
+    (LABEL_MI355X, LABEL_MI355X.replace("value: 288,", "value: 3092,"), "9.3%"),
+    (USABLE_MI355X, "usable_hbm_gb: {value: 330.0, source: driver_readings}", "106.7%"),      # above the label
+])
+def test_usable_hbm_against_the_label_and_the_vendor_reserve(data_copy, tmp_path, old, new, share):
+    """A GPU entry with 28.8 GB usable for 288, or a label of 3092, passed every check: fit
+    printed a plan and compare dropped the MI355X rows."""
+    _edit(data_copy / "hardware.yaml", old, new)
+    msg = _one_line_error("hardware")
+    assert msg.startswith("data/hardware.yaml: gpus.mi355x: usable_hbm_gb") and "hbm_label_gb" in msg, msg
+    assert f"is {share} of" in msg and "usable_share.amd" in msg, msg
+    assert "data/hardware.yaml: gpus.mi355x" in _fit_line(data_copy, tmp_path)
+
+
+def test_every_gpu_lies_within_its_vendors_stated_band():
+    """The band is data with its source; every GPU of the repository's data is inside it, the
+    B300 (93.3% of 288 GiB, by hand: 275,040 MiB / 294,912 MiB) the lowest."""
+    hw = data.load("hardware")
+    assert hw.usable_share["nvidia"].source == "driver_readings"
+    assert 275_040 / (288 * 1024) == pytest.approx(0.9326, abs=1e-4)
+    b300 = hw.gpus["b300"]
+    assert b300.usable_hbm_gb.value * 1e9 / (b300.hbm_label_gb.value * 2**30) == pytest.approx(0.9326, abs=1e-4)
+
+
+@pytest.mark.parametrize("config, key, new, says", [
+    ("kimi_k3", "max_position_embeddings", 104_857_600, "max_position_embeddings 104,857,600 is not the 1,048,576-token"),
+    ("kimi_k3", "kv_lora_rank", 51, "kv_lora_rank 51 + qk_rope_head_dim 64 over 24 MLA layers give 5.4 KiB"),
+    ("deepseek_v3", "max_position_embeddings", 16_384_000, "max_position_embeddings 16,384,000 is not the 131,072-token"),
+    ("deepseek_v3", "kv_lora_rank", 51, "active parameters; deepseek-v3 is published with 37B"),
+    ("kimi_k2", "kv_lora_rank", 51, "active parameters; kimi-k2 is published with 32B"),
+    ("kimi_k2", "num_hidden_layers", 6, "total parameters; kimi-k2 is published with 1,000B"),
+])
+def test_a_model_config_against_the_figures_it_is_published_with(data_copy, tmp_path, config, key, new, says):
+    """max_position_embeddings x100 and kv_lora_rank 51 passed every check and fit printed a
+    plan. The counts by hand: K3's KV per token is (51 + 64) x 24 x 2 B = 5,520 B = 5.4 KiB
+    against the ~26-27 KiB public sglang runs report."""
+    from k3lab import specs
+
+    _config_edit(data_copy / "model" / f"{config}_config.json", key, new)
+    data.clear_cache()
+    model = config.replace("_", "-")
+    with pytest.raises(ValueError) as ei:
+        specs.load_model(model)
+    msg = str(ei.value)
+    assert msg.startswith(f"data/model/{config}_config.json: ") and says in msg and "\n" not in msg, msg
+    if model == "kimi-k3":
+        assert f"data/model/{config}_config.json" in _fit_line(data_copy, tmp_path)
+
+
+def test_the_published_figures_hold_for_the_repositorys_configs():
+    """By hand from the model cards: DeepSeek-V3 671B / 37B, Kimi K2 1T / 32B, K3 2.78T / ~103B."""
+    from k3lab import memory, specs
+
+    pub = data.load("published_models").models
+    for model, total, active in (("deepseek-v3", 671e9, 37e9), ("kimi-k2", 1e12, 32e9), ("kimi-k3", 2.78e12, 103e9)):
+        pc = memory.count_params(specs.load_model(model))
+        assert pub[model].total_params.value == total and pub[model].active_params.value == active
+        assert abs(pc.total_without_mtp / total - 1) <= pub[model].total_params.tolerance
+        assert abs(pc.active / active - 1) <= pub[model].active_params.tolerance

@@ -423,7 +423,10 @@ def test_plan_bad_input(kwargs, match):
 def _run(argv):
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        rc = fit_cli.main(argv)
+        try:
+            rc = fit_cli.main(argv)
+        except SystemExit as e:  # a value past its flag's range is argparse's usage error (one line)
+            rc = e.code
     return rc, out.getvalue(), err.getvalue()
 
 
@@ -454,11 +457,11 @@ def test_cli_text():
 
 @pytest.mark.parametrize("argv, word", [
     (["--gpu", "nope", "--gpus", "8", "--tp", "8"], "known GPUs"),
-    (["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--mem-fraction", "2"], "mem_fraction"),
+    (["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--mem-fraction", "2"], "--mem-fraction: must be >0, at most 1"),
     (["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--variant", "nope"], "unknown variant"),
     (["--gpu", "b300", "--gpus", "8", "--tp", "8", "--variant", "aiter-k3-opt"], "ROCm"),
     (["--model", "gpt-5", "--gpu", "b300", "--gpus", "8", "--tp", "8"], "unknown model"),
-    (["--gpu", "b300", "--gpus", "8", "--tp", "8", "--context", "-1"], "context_tokens"),
+    (["--gpu", "b300", "--gpus", "8", "--tp", "8", "--context", "-1"], "--context: must be 1 to 10,000,000 tokens"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(argv, word):
     rc, out, err = _run(argv)

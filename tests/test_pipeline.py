@@ -20,8 +20,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from k3lab import io, pipeline
-from k3lab.paths import results_root
+from k3lab import io, pipeline, transaction
+from k3lab.paths import REPO_ROOT, results_root
 from study_helpers import check_manifest, leftovers, make_study, snapshot
 
 TABLE_A = "i,x,label\n0,0,a\n1,1,a\n2,2,a\n"   # rows=3, scale=1.0, label="a", by hand
@@ -114,6 +114,57 @@ def test_bad_mode_and_shape(tmp_path):
         pipeline.load_profile("w", params)
 
 
+def _laughs() -> str:
+    """A ~600-byte profile whose list parameter nests aliases that expand to 9**9 entries."""
+    nest = ['&a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    nest += [f"&a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    return ("defaults: {mode: offline, smoke: false}\nnotebooks:\n  01_memory_fit:\n"
+            f"    variants: [{', '.join(nest)}]\n")
+
+
+def test_a_billion_laughs_profile_is_refused_at_once_in_one_line(tmp_path):
+    """The issue: 587 bytes of nested aliases passed validation, then grew ~16 MB/s with no
+    output. The loader counts what the aliases expand to before building anything."""
+    import time
+
+    params = tmp_path / "params"
+    params.mkdir()
+    (params / "laughs.yaml").write_text(_laughs())
+    assert len(_laughs()) < 700
+    t0 = time.perf_counter()
+    with pytest.raises(pipeline.PipelineError) as ei:
+        pipeline.run("laughs", report=False, params_dir=params)
+    assert time.perf_counter() - t0 < 30
+    msg = str(ei.value)
+    assert msg.startswith("params/laughs.yaml: its aliases expand") and "\n" not in msg, msg
+    assert not results_root().exists()
+
+
+@pytest.mark.parametrize("notebook, given, says", [
+    ("05_claims_ledger", "{mode: bogus}", "parameter 'mode': unknown 'bogus'; known: offline, live"),
+    ("01_memory_fit", "{mem_fraction: .nan}", "parameter 'mem_fraction' must be a finite number, got nan"),
+    ("01_memory_fit", "{layouts: []}", "parameter 'layouts' must not be empty"),
+    ("04_throughput_perf_per_dollar", "{gpus: [mi999x]}", "parameter 'gpus': unknown 'mi999x'"),
+    ("01_memory_fit", "{layouts: ['8xmi355x tq8']}", "parameter 'layouts': layout '8xmi355x tq8': unknown part"),
+    ("01_memory_fit", "{context_tokens: 104857600}", "parameter 'context_tokens' must be 0 to 10,000,000"),
+    ("01_memory_fit", "{model: deepseek-v3, context_tokens: 1000000}", "exceeds deepseek-v3's maximum of 163,840"),
+    ("04_throughput_perf_per_dollar", "{usd_per_gpu_hour: {mi355x: 1.0e+308}}", "at most 1,000 $/GPU-hour"),
+    ("04_throughput_perf_per_dollar", "{concurrencies: '1,x'}", "concurrency 'x' is not an integer"),
+])
+def test_every_parameter_of_every_notebook_is_checked_before_the_first_runs(tmp_path, notebook, given, says):
+    """The issue: a per-notebook `mode: bogus` was caught only after notebooks 01 and 02 ran;
+    `mem_fraction: .nan` said "its default must be a literal"; `layouts: []` said "max() arg
+    is an empty sequence". Each is one line naming the notebook, before anything is written."""
+    params = tmp_path / "params"
+    params.mkdir()
+    (params / "bad.yaml").write_text(f"defaults: {{mode: offline, smoke: false}}\nnotebooks: {{{notebook}: {given}}}\n")
+    with pytest.raises(pipeline.PipelineError) as ei:
+        pipeline.run("bad", report=False, params_dir=params)
+    msg = str(ei.value)
+    assert msg.startswith(f"profile 'bad', {notebook}.ipynb: ") and says in msg and "\n" not in msg, msg
+    assert not results_root().exists()
+
+
 def _notebook(path: Path, params_src, body: str = "x = 1") -> Path:
     nb = nbformat.v4.new_notebook()
     if params_src is not None:
@@ -178,8 +229,12 @@ def test_outputs_are_mode_0644(baseline):
 def test_a_new_run_replaces_the_previous_one_whole(tmp_path, previous, umask022):
     root = results_root()
     old_id = json.loads((root / "manifest.json").read_text())["run_id"]
+    # 99_old: written by the previous run (its manifest lists it), not by this one
     (root / "99_old").mkdir()
     (root / "99_old" / "claims.csv").write_text("stale\n")
+    man = json.loads((root / "manifest.json").read_text())
+    man["files"]["99_old/claims.csv"] = "0" * 64
+    (root / "manifest.json").write_text(json.dumps(man))
     (root / "README.md").write_text("kept\n")
     (root / "runs" / "buyer").mkdir(parents=True)
     (root / "runs" / "buyer" / "x.csv").write_text("kept\n")
@@ -187,9 +242,26 @@ def test_a_new_run_replaces_the_previous_one_whole(tmp_path, previous, umask022)
     run("study", nbs, params)
     man = check_manifest(root, "study", ["01_a", "02_b"])
     assert man["run_id"] != old_id
-    assert not (root / "99_old").exists()          # not part of this run: gone with the old one
+    assert not (root / "99_old").exists()          # listed by the old run only: gone with it
     assert (root / "README.md").read_text() == "kept\n"
     assert (root / "runs" / "buyer" / "x.csv").read_text() == "kept\n"
+    assert leftovers(root) == []
+
+
+@pytest.mark.parametrize("stray", ["notes.txt", "01_a/by_hand.csv", "mydata/important.csv", "99_old/claims.csv"])
+def test_a_file_no_manifest_lists_stops_the_run_and_is_kept(tmp_path, previous, stray):
+    """The issue's case: K3LAB_RESULTS at a folder holding a user's files deleted them. In a
+    k3lab results folder, a file no manifest lists stops the run before anything runs."""
+    root = results_root()
+    (root / stray).parent.mkdir(parents=True, exist_ok=True)
+    (root / stray).write_text("mine\n")
+    before = snapshot(root)
+    nbs, params = make_study(tmp_path)
+    with pytest.raises(pipeline.PipelineError) as ei:
+        run("study", nbs, params)
+    msg = str(ei.value)
+    assert stray in msg and "no k3lab manifest lists" in msg and "\n" not in msg, msg
+    assert snapshot(root) == before and (root / stray).read_text() == "mine\n"
     assert leftovers(root) == []
 
 
@@ -216,15 +288,108 @@ def test_failing_notebook_keeps_previous_results_and_the_executed_notebook(tmp_p
     assert leftovers(root) == []
 
 
+# --------------------------------------------------------------------------- whose folder it is
+
+
+def _git_repo(path: Path, files: dict) -> Path:
+    """A small git work tree at ``path`` with ``files`` (relative path → text) committed."""
+    path.mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text(text)
+    git = ["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
+        subprocess.run(git + cmd, check=True, capture_output=True)
+    return path
+
+
+def _tree(root: Path) -> dict:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(root).parts}
+
+
+def test_results_at_the_repository_root_is_refused_and_nothing_is_deleted(tmp_path, monkeypatch):
+    """The issue's case: K3LAB_RESULTS=. in a fresh clone deleted every tracked file. Here a
+    stand-in clone (the module's REPO_ROOT pointed at it), then the real repository root."""
+    clone = _git_repo(tmp_path / "clone", {"k3lab/x.py": "x = 1\n", "Makefile": "all:\n", "data/a.yaml": "a: 1\n"})
+    before = _tree(clone)
+    monkeypatch.setattr(transaction, "REPO_ROOT", clone)
+    monkeypatch.setenv("K3LAB_RESULTS", str(clone))
+    nbs, params = make_study(tmp_path / "study")
+    with pytest.raises(pipeline.PipelineError, match=r"is the repository: k3lab never writes its results there"):
+        run("study", nbs, params)
+    with pytest.raises(pipeline.PipelineError, match=r"or a folder holding it"):
+        transaction.claim(clone.parent)
+    assert _tree(clone) == before and not (clone / transaction.MARKER).exists()
+    monkeypatch.undo()
+    with pytest.raises(pipeline.PipelineError, match="is the repository"):
+        transaction.claim(REPO_ROOT)
+    assert not (REPO_ROOT / transaction.MARKER).exists()
+
+
+def test_results_at_a_users_folder_is_refused_and_nothing_is_deleted(tmp_path, monkeypatch):
+    mine = tmp_path / "mine"
+    for rel in ("notes.txt", "mydata/important.csv", "sub/deep/x.txt", ".hidden.tmp", "01_a/table_a.csv"):
+        (mine / rel).parent.mkdir(parents=True, exist_ok=True)
+        (mine / rel).write_text(f"{rel}\n")
+    before = _tree(mine)
+    monkeypatch.setenv("K3LAB_RESULTS", str(mine))
+    nbs, params = make_study(tmp_path / "study")
+    with pytest.raises(pipeline.PipelineError) as ei:
+        run("study", nbs, params)
+    assert "is not empty and not a k3lab results folder" in str(ei.value), ei.value
+    assert _tree(mine) == before and not (mine / transaction.MARKER).exists()
+
+
+def test_a_folder_holding_tracked_files_is_refused_even_when_marked(tmp_path, monkeypatch):
+    repo = _git_repo(tmp_path / "repo", {"out/kept.csv": "a\n", f"out/{transaction.MARKER}": ""})
+    before = _tree(repo)
+    monkeypatch.setenv("K3LAB_RESULTS", str(repo / "out"))
+    nbs, params = make_study(tmp_path / "study")
+    with pytest.raises(pipeline.PipelineError, match=r"holds files tracked by git \(.*kept\.csv"):
+        run("study", nbs, params)
+    assert _tree(repo) == before
+
+
+def test_an_empty_or_new_folder_becomes_k3labs(tmp_path, monkeypatch):
+    for folder in (tmp_path / "empty", tmp_path / "new" / "deeper"):
+        if folder.name == "empty":
+            folder.mkdir()
+        monkeypatch.setenv("K3LAB_RESULTS", str(folder))
+        nbs, params = make_study(tmp_path / f"study-{folder.name}")
+        run("study", nbs, params)
+        assert (folder / transaction.MARKER).is_file()
+        check_manifest(folder, "study", ["01_a", "02_b"])
+
+
+def test_the_studys_own_results_folder_is_k3labs_with_its_tracked_readme(tmp_path, monkeypatch):
+    """results/ ships with the repository (only its README.md is tracked): k3lab writes there
+    without a marker at first, and never touches the README."""
+    clone = _git_repo(tmp_path / "clone", {"results/README.md": "# results\n", "k3lab/x.py": "x = 1\n"})
+    monkeypatch.setattr(transaction, "REPO_ROOT", clone)
+    monkeypatch.setattr(transaction, "STUDY_RESULTS", clone / "results")
+    transaction.claim(clone / "results")
+    assert (clone / "results" / transaction.MARKER).is_file()
+    assert (clone / "results" / "README.md").read_text() == "# results\n"
+    (clone / "results" / "extra.md").write_text("x\n")
+    subprocess.run(["git", "-C", str(clone), "add", "results/extra.md"], check=True)
+    with pytest.raises(pipeline.PipelineError, match=r"tracked by git \(extra\.md\)"):
+        transaction.claim(clone / "results")
+
+
 # --------------------------------------------------------------------------- the lock
+
+
+HOLD_LOCK = ("import sys, time\nfrom pathlib import Path\nfrom k3lab import transaction\n"
+             "with transaction.run_lock(Path(sys.argv[1])):\n    print('held', flush=True)\n    time.sleep(120)\n")
 
 
 def test_second_run_while_one_is_active_fails_at_once(tmp_path, previous):
     root = results_root()
     nbs, params = make_study(tmp_path)
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(root)], stdout=subprocess.PIPE, text=True)
     try:
-        (root / ".lock").write_text(str(holder.pid))
+        assert holder.stdout.readline().strip() == "held"
         with pytest.raises(pipeline.PipelineError, match=rf"another k3lab run \(pid {holder.pid}\)"):
             run("study", nbs, params)
         assert (root / ".lock").read_text() == str(holder.pid)   # not taken from the live run
@@ -252,59 +417,70 @@ def test_stale_lock_of_a_dead_process_is_taken_over(tmp_path, previous):
 RUN_ID = "20990101T000000Z-4242"
 
 
-def _half_new_set(root: Path) -> None:
-    (root / "01_a").mkdir()
-    (root / "01_a" / "table_a.csv").write_text("i,x,label\n0,9,new\n")
+class Cut(BaseException):
+    """Stands for a SIGKILL at one step of a commit (transaction.FAULT raises it)."""
 
 
-def test_recover_rolls_back_an_interrupted_commit(previous):
-    """The commit had moved the old entries aside and half the new ones in; no manifest for
-    its run: recover() puts the old run back."""
+def _cut_commit_at(root: Path, label: str, monkeypatch) -> None:
+    """Stage a new run (01_a changed, 03_c new) and commit it, cut before step ``label``."""
+    staging = transaction.new_staging(root, RUN_ID)
+    (staging / "01_a").mkdir()
+    (staging / "01_a" / "table_a.csv").write_text("i,x,label\n0,9,new\n")
+    (staging / "03_c").mkdir()
+    (staging / "03_c" / "table_c.csv").write_text("new\n")
+    io.write_json(staging / "manifest.json", {"run_id": RUN_ID, "files": {"01_a/table_a.csv": "", "03_c/table_c.csv": ""}})
+
+    def fault(step):
+        if step == label:
+            raise Cut(step)
+
+    monkeypatch.setattr(transaction, "FAULT", fault)
+    with pytest.raises(Cut):
+        pipeline.commit(staging, root, RUN_ID)
+    monkeypatch.setattr(transaction, "FAULT", None)
+
+
+@pytest.mark.parametrize("label", ["make .old", "move 01_a aside", "move 02_b aside", "move 01_a in",
+                                   "move 03_c in", "move manifest.json in"])
+def test_recover_rolls_back_a_commit_cut_before_its_manifest_landed(previous, monkeypatch, label):
     root = results_root()
-    old = root / f".old-{RUN_ID}"
-    old.mkdir()
-    for p in sorted(root.iterdir()):
-        if not p.name.startswith("."):
-            os.replace(p, old / p.name)
-    _half_new_set(root)
-    (root / f".staging-{RUN_ID}").mkdir()
-    (root / f".staging-{RUN_ID}" / "02_b").mkdir()
+    _cut_commit_at(root, label, monkeypatch)
     done = pipeline.recover(root)
     assert any("rolled back" in line and RUN_ID in line for line in done), done
     assert snapshot(root) == previous
     assert leftovers(root) == []
 
 
-def test_recover_keeps_a_commit_whose_manifest_landed(previous):
+@pytest.mark.parametrize("label", [f"remove .old-{RUN_ID}", f"remove .staging-{RUN_ID}", "remove journal"])
+def test_recover_keeps_a_commit_whose_manifest_landed(previous, monkeypatch, label):
     root = results_root()
-    old = root / f".old-{RUN_ID}"
-    old.mkdir()
-    for p in sorted(root.iterdir()):
-        if not p.name.startswith("."):
-            os.replace(p, old / p.name)
-    _half_new_set(root)
-    io.write_json(root / "manifest.json", {"run_id": RUN_ID, "files": {}})
+    _cut_commit_at(root, label, monkeypatch)
     pipeline.recover(root)
-    assert not old.exists()
     assert (root / "01_a" / "table_a.csv").read_text() == "i,x,label\n0,9,new\n"
+    assert (root / "03_c" / "table_c.csv").read_text() == "new\n" and not (root / "02_b").exists()
     assert json.loads((root / "manifest.json").read_text())["run_id"] == RUN_ID
-
-
-def test_recover_when_the_old_entries_were_only_half_moved_aside(previous):
-    """Interrupted in the commit's first step (old entries going aside, nothing new moved in
-    yet): recover() must give back the whole old run, not delete what had not moved yet."""
-    root = results_root()
-    old = root / f".old-{RUN_ID}"
-    old.mkdir()
-    os.replace(root / "01_a", old / "01_a")        # 02_b and manifest.json not moved yet
-    pipeline.recover(root)
-    assert snapshot(root) == previous
     assert leftovers(root) == []
+
+
+def test_recover_never_deletes_what_no_journal_or_manifest_names(previous):
+    """An .old-* folder without a journal, a staging folder k3lab did not mark, a temporary
+    name beside a file no manifest lists: reported or left, never deleted."""
+    root = results_root()
+    (root / f".old-{RUN_ID}" / "01_a").mkdir(parents=True)
+    (root / f".old-{RUN_ID}" / "01_a" / "mine.csv").write_text("mine\n")
+    (root / ".staging-mine" / "x").mkdir(parents=True)
+    (root / "01_a" / ".notes.txt.abcd1234.tmp").write_text("mine\n")
+    done = pipeline.recover(root)
+    assert (root / f".old-{RUN_ID}" / "01_a" / "mine.csv").read_text() == "mine\n"
+    assert (root / ".staging-mine" / "x").is_dir() and (root / "01_a" / ".notes.txt.abcd1234.tmp").exists()
+    assert any(f".old-{RUN_ID} alone" in line for line in done) and any(".staging-mine alone" in line for line in done)
 
 
 def test_recover_removes_staging_and_temporary_files(previous):
     root = results_root()
-    (root / ".staging-20990101T000000Z-1" / "01_a").mkdir(parents=True)
+    st = transaction.new_staging(root, "20990101T000000Z-1")
+    (st / "01_a").mkdir()
+    (root / ".staging-20990101T000000Z-2").mkdir()   # made, killed before its mark
     (root / "01_a" / ".table_a.csv.x1y2.tmp").write_text("half")
     (root / ".manifest.json.abcd.tmp").write_text("half")
     pipeline.recover(root)

@@ -26,7 +26,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from k3lab import claims, pipeline
+from k3lab import claims, pipeline, transaction
 from k3lab.paths import PARAMS_DIR, REPO_ROOT, results_root
 from study_helpers import REPO, check_manifest, leftovers, make_study, results_at
 
@@ -97,7 +97,9 @@ def test_live_profile_skips_what_is_missing_and_measures_the_rest(tmp_path, monk
     assert not (live / "sglang_topk_repro.json").exists()
     df = pd.read_csv(root / "claims.csv", dtype=str, keep_default_na=False)
     assert list(df.claim_id) == list(claims.registry()) and (df.verdict != "").all()
-    assert not [p for p in (tmp_path / "results").iterdir() if p.name != "runs"], "a path profile wrote results/"
+    # nothing but the folder's marker (k3lab.transaction.MARKER) beside runs/
+    assert not [p for p in (tmp_path / "results").iterdir() if p.name not in ("runs", transaction.MARKER)], \
+        "a path profile wrote results/"
 
 
 # --------------------------------------------------------------------------- profiles as paths

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from k3lab import claims, pipeline, report, specs
+from k3lab import claims, pipeline, report, specs, transaction
 from k3lab.paths import REPO_ROOT
 from study_helpers import results_at
 
@@ -49,7 +49,8 @@ def test_csvs_byte_identical_across_runs(two_runs):
 
 def test_no_temporary_files_left(two_runs):
     a, _ = two_runs
-    assert [p for p in a.rglob("*") if p.name.endswith(".tmp") or p.name.startswith(".")] == []
+    # nothing but k3lab's marker of the folder (k3lab.transaction.MARKER) starts with a dot
+    assert [p for p in a.rglob("*") if p.name.endswith(".tmp") or p.name.startswith(".")] == [a / transaction.MARKER]
 
 
 def test_manifest_lists_every_file_with_its_hash(two_runs):
@@ -58,7 +59,8 @@ def test_manifest_lists_every_file_with_its_hash(two_runs):
 
     a, _ = two_runs
     man = json.loads((a / "manifest.json").read_text())
-    files = {str(p.relative_to(a)) for p in a.rglob("*") if p.is_file() and p.name != "manifest.json"}
+    files = {str(p.relative_to(a)) for p in a.rglob("*")
+             if p.is_file() and p.name not in ("manifest.json", transaction.MARKER)}   # the marker is the folder's
     assert set(man["files"]) == files
     for rel, digest in man["files"].items():
         assert hashlib.sha256((a / rel).read_bytes()).hexdigest() == digest, rel

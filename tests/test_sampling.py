@@ -317,3 +317,71 @@ def test_runs_on_cuda_device():
     got = S.top_k_renorm_prob(p, 2)
     assert got.device.type == "cuda"
     torch.testing.assert_close(got.cpu(), torch.tensor([[0.0, 0.3, 0.2, 0.2, 0.2]]) / 0.9)
+
+
+# --- any stride, and k / p checked before any arithmetic (issue 28) ----------------------
+
+def strided(p, layout):
+    """The same values as ``p`` laid out another way: column-major, or every other column of
+    a wider tensor (no copy of ``p``'s layout survives)."""
+    if layout == "column-major":
+        return p.t().contiguous().t()
+    wide = torch.zeros(p.shape[0], 2 * p.shape[1], dtype=p.dtype)
+    wide[:, ::2] = p
+    return wide[:, ::2]
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=st.integers(1, 6), vocab=st.integers(1, 70), kind=st.sampled_from(["random", "bf16", "levels"]),
+       seed=st.integers(0, 10_000), dtype=st.sampled_from([torch.float32, torch.bfloat16, torch.float16]),
+       layout=st.sampled_from(["column-major", "every-other-column"]), per_row=st.booleans())
+def test_any_stride_gives_the_reference_and_the_contiguous_bits(rows, vocab, kind, seed, dtype, layout, per_row):
+    """The issue: a column-major input with per-row k, or a tie at the k-th value, raised
+    "view size is not compatible" (18 of 421 library cases). 'levels' rows tie everywhere."""
+    p = make_probs(kind, rows, vocab, dtype, seed)
+    q = strided(p, layout)
+    assert torch.equal(q, p) and not q.is_contiguous() or q.shape[0] == 1 or vocab == 1
+    g = torch.Generator().manual_seed(seed)
+    ks = torch.randint(1, vocab + 2, (rows,), generator=g)
+    if rows > 1:
+        ks[-1] = -1
+    top_k = ks if per_row else int(ks[0])
+    got = S.top_k_renorm_prob(q, top_k)
+    assert_matches_reference(got, p, ks.tolist() if per_row else [int(ks[0])] * rows)
+    assert torch.equal(got, S.top_k_renorm_prob(p, top_k))
+    pp = torch.rand(rows, generator=g, dtype=torch.float64).clamp_min(0.05)
+    assert torch.equal(S.top_p_renorm_prob(q, pp), S.top_p_renorm_prob(p, pp))
+    torch.testing.assert_close(S.top_p_renorm_prob(q, pp).double(), naive_top_p(p, pp.tolist()),
+                               rtol=RTOL[dtype], atol=1e-3)
+
+
+def test_column_major_with_per_row_k_and_a_tie_at_the_pivot_by_hand():
+    p = torch.tensor([[0.1, 0.3, 0.3, 0.3], [0.4, 0.2, 0.2, 0.2], [0.25, 0.25, 0.25, 0.25]])
+    got = S.top_k_renorm_prob(p.t().contiguous().t(), torch.tensor([2, 1, -1]))
+    want = torch.tensor([[0.0, 1 / 3, 1 / 3, 1 / 3], [1.0, 0.0, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]])
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("k", [-2 ** 70, -2 ** 63 - 1, -(10 ** 400)])
+def test_a_k_past_int64_is_refused_before_arithmetic(k):
+    with pytest.raises(ValueError, match=r"top_k must be >= 1 or -1 \(unrestricted\); got -"):
+        S.top_k_renorm_prob(torch.tensor([[0.5, 0.5]]), k)
+
+
+@pytest.mark.parametrize("p", [10 ** 400, -(10 ** 400), 2 ** 70])
+def test_a_p_past_any_float_is_refused_before_arithmetic(p):
+    with pytest.raises(ValueError, match=r"top_p must be in \(0, 1\]; got "):
+        S.top_p_renorm_prob(torch.tensor([[0.5, 0.5]]), p)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: S.top_k_renorm_prob(torch.empty(2, 4, device="meta"), 2),
+    lambda: S.top_k_renorm_prob(torch.empty(2, 4, device="meta"), 2, validate=False),
+    lambda: S.top_p_renorm_prob(torch.empty(2, 4, device="meta"), 0.5, validate=False),
+    lambda: S.top_k_renorm_prob(torch.full((2, 4), 0.25), torch.tensor([1, 2], device="meta")),
+    lambda: S.top_p_renorm_prob(torch.full((2, 4), 0.25), torch.tensor([0.5, 0.5], device="meta")),
+])
+def test_meta_tensors_are_one_line_value_errors(call):
+    """They have shapes but no values: NotImplementedError before; a ValueError naming it now."""
+    with pytest.raises(ValueError, match="meta device: it holds no values"):
+        call()

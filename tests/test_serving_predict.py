@@ -313,17 +313,17 @@ JSON_KEYS = {
 BAD = {
     "unknown gpu": (["--gpu", "xyz", "--gpus", "8", "--tp", "8", "--input-len", "1024", "--output-len", "100",
                      "--concurrency", "4"], "unknown GPU 'xyz'; known GPUs: "),
-    "negative concurrency": (BASE + ["--concurrency", "-4"], "concurrency must be a positive integer, got -4"),
+    "negative concurrency": (BASE + ["--concurrency", "-4"], "argument --concurrency: must be 1 to 10,000,000 requests"),
     "zero input": (["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--input-len", "0", "--output-len", "100",
-                    "--concurrency", "4"], "input_len must be a positive integer, got 0"),
+                    "--concurrency", "4"], "argument --input-len: must be 1 to 10,000,000 tokens"),
     "gpus not whole replicas": (["--gpu", "mi355x", "--gpus", "12", "--tp", "8", "--input-len", "1024",
                                  "--output-len", "100", "--concurrency", "4"], "num_gpus=12 is not a multiple of tp x pp = 8"),
     "dcp not dividing tp": (BASE + ["--concurrency", "4", "--dcp", "3"], "dcp=3 must divide tp=8"),
     "tp not a number": (["--gpu", "mi355x", "--gpus", "8", "--tp", "eight", "--input-len", "1024", "--output-len", "100",
-                         "--concurrency", "4"], "argument --tp: invalid int value: 'eight'"),
-    "concurrency not an integer": (BASE + ["--concurrency", "1.5"], "argument --concurrency: invalid int value: '1.5'"),
+                         "--concurrency", "4"], "argument --tp: must be an integer (1 to 1,024), got 'eight'"),
+    "concurrency not an integer": (BASE + ["--concurrency", "1.5"], "argument --concurrency: must be an integer"),
     "accept-len nan": (BASE + ["--concurrency", "4", "--spec", "dspark", "--accept-len", "nan"],
-                       "accept_len must be a finite number, got nan"),
+                       "argument --accept-len: must be a finite number (1 to 8 tokens per verify step), got nan"),
     "accept-len without spec": (BASE + ["--concurrency", "4", "--accept-len", "3"], "--accept-len needs --spec dspark"),
     "unknown variant": (BASE + ["--concurrency", "4", "--variant", "turbo"], "unknown variant(s) ['turbo']"),
     "uncalibrated gpu": (["--gpu", "h100", "--gpus", "8", "--tp", "8", "--input-len", "1024", "--output-len", "100",
@@ -341,7 +341,9 @@ def runs():
             "json_dspark": _cmd("--gpu", "b300", "--gpus", "16", "--tp", "8", "--input-len", "1024",
                                 "--output-len", "400", "--concurrency", "32", "--spec", "dspark", "--accept-len", "3.5",
                                 "--kv-dtype", "fp8", "--json"),
-            "text": _cmd(*BASE, "--concurrency", "64")}
+            "text": _cmd(*BASE, "--concurrency", "64"),
+            "outside": _cmd("--gpu", "mi355x", "--gpus", "32", "--tp", "32", "--input-len", "2000000",
+                            "--output-len", "100", "--concurrency", "1")}
     cmds.update({k: _cmd(*a) for k, (a, _) in BAD.items()})
     procs = {k: subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=_env())
              for k, c in cmds.items()}
@@ -396,6 +398,18 @@ def test_cli_text_names_the_settings_and_the_admission(runs):
     assert lines[0] == "kimi-k3 on 8×MI355X TP8 — sglang settings: defaults"
     assert f"concurrency {a} (asked 64; the pools admit {a})" in lines[1] and "no speculative decoding" in lines[1]
     assert "A model, not a measurement" in so
+    assert "OUTSIDE the validated domain" not in so   # 8192/1024 c64 on 8xMI355X is inside
+
+
+def test_cli_text_says_when_the_question_is_outside_the_validated_domain(runs):
+    """The issue: a ±14% band printed with no caveat where the JSON says in_validated_domain: false."""
+    rc, so, se = runs["outside"]
+    assert rc == 0 and se == "", se
+    p = P.predict(CFG, Deployment("mi355x", 32, 32), Workload(2_000_000, 100, 1))
+    assert not p.in_domain
+    caveat = next(line for line in so.splitlines() if "OUTSIDE the validated domain" in line)
+    assert all(gap in caveat for gap in p.outside), (caveat, p.outside)
+    assert "band does not hold here" in so
 
 
 @pytest.mark.parametrize("case", sorted(BAD))

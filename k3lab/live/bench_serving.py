@@ -17,7 +17,6 @@ moves the JSONL into ``results/`` atomically.
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import os
 import shlex
@@ -27,7 +26,9 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
-from .. import data, io
+from .. import data, io, limits
+from ..cli_parser import OneLineParser
+from ..limits import arg, help_text
 from ..data import check_count
 from ..paths import results_dir
 from ..schemas.measured import OPTIONAL_KEYS, REQUIRED_KEYS, UNIT_REL_TOL, validate_bench_record  # noqa: F401
@@ -98,6 +99,7 @@ def parse_concurrencies(text: str) -> list[int]:
             raise ValueError(f"concurrency {part!r} is not an integer") from None
         if c <= 0:
             raise ValueError(f"concurrency must be positive, got {c}")
+        limits.check("requests", c, "a concurrency")
         if c in out:
             raise ValueError(f"concurrency {c} given twice")
         out.append(c)
@@ -222,15 +224,19 @@ def sweep(base_url: str, concurrencies=DEFAULT_CONCURRENCIES, out: str | os.Path
 
 def cli_main(argv: list[str] | None = None) -> int:
     """``python -m k3lab bench``: a bench_serving concurrency sweep against a running server."""
-    ap = argparse.ArgumentParser(prog="python -m k3lab bench",
-                                 description="Drive sglang.bench_serving over a concurrency sweep.")
+    ap = OneLineParser(prog="python -m k3lab bench", description="Drive sglang.bench_serving over a concurrency sweep.")
     ap.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:30000")
-    ap.add_argument("--concurrency", default=",".join(map(str, DEFAULT_CONCURRENCIES)))
-    ap.add_argument("--input-len", type=int, default=1024)
-    ap.add_argument("--output-len", type=int, default=400)
-    ap.add_argument("--range-ratio", type=float, default=1.0)
-    ap.add_argument("--num-prompts-per-concurrency", type=int, default=None,
-                    help="requests per point (default 4 x concurrency, at least 8)")
+    ap.add_argument("--concurrency", default=",".join(map(str, DEFAULT_CONCURRENCIES)),
+                    help=help_text("comma-separated, e.g. 1,4,16,24,64; each", "requests"))
+    ap.add_argument("--input-len", type=arg("tokens", "--input-len"), default=1024,
+                    help=help_text("prompt tokens (default 1024)", "tokens"))
+    ap.add_argument("--output-len", type=arg("tokens", "--output-len"), default=400,
+                    help=help_text("output tokens (default 400)", "tokens"))
+    ap.add_argument("--range-ratio", type=arg("range_ratio", "--range-ratio"), default=1.0,
+                    help=help_text("bench_serving's --random-range-ratio (default 1.0)", "range_ratio"))
+    ap.add_argument("--num-prompts-per-concurrency", type=arg("requests", "--num-prompts-per-concurrency"),
+                    default=None, help=help_text("requests per point (default 4 x concurrency, at least 8)",
+                                                 "requests"))
     ap.add_argument("--backend", default="sglang-oai")
     ap.add_argument("--tokenizer", default=None)
     ap.add_argument("--model", default=None)

@@ -14,7 +14,7 @@ indices (e.g. one pipeline stage's); default: all layers of the model.
 from __future__ import annotations
 
 from ..data import check_count
-from ..specs import ModelConfig
+from .config import ModelConfig
 from ._checks import check_size
 from .inventory import layer_sets
 from .quant import BYTES_PER_ELEMENT

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 
 from .. import data
-from ..specs import ModelConfig
+from .config import ModelConfig
 from . import quant
 
 #: The component keys of :attr:`ParamCount.breakdown`, in a fixed order.

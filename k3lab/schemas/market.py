@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import Count, Label, NonNegative, Num, NumOrNone, Positive, Text, _Doc, _Sourced
+from .base import Count, Fraction, Label, NonNegative, Num, NumOrNone, Positive, Text, _Doc, _Sourced
 
 
 # --------------------------------------------------------------------------- hardware.yaml
@@ -14,13 +14,14 @@ from .base import Count, Label, NonNegative, Num, NumOrNone, Positive, Text, _Do
 
 class GpuEntry(_Doc):
     """One GPU. Units in the names: GB = 1e9 B, TB/s = 1e12 B/s, TFLOPS dense, W board power.
-    ``hbm_label_gb``: the number on the vendor's label (whose unit varies by vendor);
+    ``hbm_label_gb``: the number on the vendor's label, in ``hbm_label_unit`` (GiB or GB);
     ``usable_hbm_gb``: what the driver exposes, in 1e9 bytes."""
 
     name: Text
     vendor: Literal["amd", "nvidia"]
     arch: Text
     hbm_label_gb: Num
+    hbm_label_unit: Literal["GiB", "GB"]
     usable_hbm_gb: Num
     hbm_bw_tb_s: Num
     dense_fp4_tflops: NumOrNone
@@ -38,9 +39,39 @@ class Link(_Doc):
     gbit_s: Num
 
 
+class ShareBand(_Doc):
+    """The band a vendor's usable / label capacity (both in bytes) lies in, and its source."""
+
+    low: Fraction
+    high: Fraction
+    source: Text
+    note: str | None = None
+
+
+LABEL_UNIT_BYTES = {"GiB": 2**30, "GB": 10**9}
+
+
 class Hardware(_Sourced):
     gpus: dict[str, GpuEntry]
+    usable_share: dict[Literal["amd", "nvidia"], ShareBand]
     scale_out: dict[str, Link]
+
+    @model_validator(mode="after")
+    def _usable_within_label(self):
+        """usable ≤ label, and usable / label within the vendor's band: a typo in either
+        capacity (28.8 for 288, 3092 for 309.2) is refused naming both fields."""
+        for key, g in self.gpus.items():
+            band = self.usable_share.get(g.vendor)
+            if band is None:
+                raise ValueError(f"usable_share: no band for vendor {g.vendor!r} (gpus.{key})")
+            label = g.hbm_label_gb.value * LABEL_UNIT_BYTES[g.hbm_label_unit]
+            share = g.usable_hbm_gb.value * 1e9 / label
+            if not band.low <= share <= band.high:
+                raise ValueError(
+                    f"gpus.{key}: usable_hbm_gb {g.usable_hbm_gb.value:g} GB is {share:.1%} of hbm_label_gb "
+                    f"{g.hbm_label_gb.value:g} {g.hbm_label_unit} ({label / 1e9:,.1f} GB); {g.vendor.upper()} drivers expose "
+                    f"{band.low:.0%}-{band.high:.0%} of the label (usable_share.{g.vendor}): one of the two is wrong")
+        return self
 
 
 # --------------------------------------------------------------------------- prices.yaml

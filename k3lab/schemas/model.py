@@ -22,6 +22,7 @@ from typing import Annotated
 from pydantic import Field
 from typing_extensions import TypedDict
 
+from .base import Fraction, Positive, Text, _Doc, _Sourced
 from .files import JsonFile, open_
 
 # Published configs name the same field differently (DeepSeek-V3 / Kimi K2 vs Kimi K3).
@@ -126,3 +127,28 @@ class ModelConfigFile(JsonFile):
     @classmethod
     def check(cls, doc):
         text_config_fields(doc)
+
+
+# --------------------------------------------------------------------------- data/model/published.yaml
+
+
+class PublishedFigure(_Doc):
+    """A figure a model is published with; a config may differ from it by ``tolerance``
+    (relative: published figures are rounded)."""
+
+    value: Positive
+    tolerance: Fraction
+    source: Text
+    note: str | None = None
+
+
+class PublishedModel(_Doc):
+    total_params: PublishedFigure
+    active_params: PublishedFigure
+    context_tokens: PublishedFigure
+
+
+class PublishedModels(_Sourced):
+    """``data/model/published.yaml``: model name (as :data:`k3lab.specs.MODEL_FILES`) → figures."""
+
+    models: dict[str, PublishedModel]

@@ -14,6 +14,7 @@ import os
 import sys
 
 from ..cli_parser import OneLineParser
+from ..limits import arg, help_text
 from ..model.sharding import VARIANTS
 from ..specs import Deployment, known_gpus, load_model, parse_layout
 from . import field
@@ -32,19 +33,25 @@ def _parser() -> OneLineParser:
                     help="the deployment as compare prints it, e.g. '8xmi355x tp8 [aiter-k3-opt]' or '16xb200 tp8 pp2' "
                          "(instead of --gpu/--gpus/--tp/--pp/--dcp; a [setting] adds its --variant)")
     ap.add_argument("--gpu", default=None, help="a GPU of data/hardware.yaml, e.g. mi355x, b300, b200")
-    ap.add_argument("--gpus", type=int, default=None, help="GPUs in the deployment")
-    ap.add_argument("--tp", type=int, default=None, help="tensor-parallel size")
-    ap.add_argument("--pp", type=int, default=1, help="pipeline-parallel size (default 1)")
-    ap.add_argument("--dcp", type=int, default=1, help="decode context parallel size (default 1)")
+    ap.add_argument("--gpus", type=arg("gpus", "--gpus"), default=None, help=help_text("GPUs in the deployment", "gpus"))
+    ap.add_argument("--tp", type=arg("parallel", "--tp"), default=None, help=help_text("tensor-parallel size", "parallel"))
+    ap.add_argument("--pp", type=arg("parallel", "--pp"), default=1,
+                    help=help_text("pipeline-parallel size (default 1)", "parallel"))
+    ap.add_argument("--dcp", type=arg("parallel", "--dcp"), default=1,
+                    help=help_text("decode context parallel size (default 1)", "parallel"))
     ap.add_argument("--variant", action="append", default=[], metavar="NAME",
                     help="an sglang switch, repeatable (see `python -m k3lab fit --help-variants`)")
-    ap.add_argument("--input-len", type=int, required=True, help="prompt tokens per request")
-    ap.add_argument("--output-len", type=int, required=True, help="output tokens per request")
-    ap.add_argument("--concurrency", type=int, required=True, help="requests in flight (whole deployment)")
+    ap.add_argument("--input-len", type=arg("tokens", "--input-len"), required=True,
+                    help=help_text("prompt tokens per request", "tokens"))
+    ap.add_argument("--output-len", type=arg("tokens", "--output-len"), required=True,
+                    help=help_text("output tokens per request", "tokens"))
+    ap.add_argument("--concurrency", type=arg("requests", "--concurrency"), required=True,
+                    help=help_text("requests in flight (whole deployment)", "requests"))
     ap.add_argument("--spec", default="none", choices=SPEC_ALGORITHMS, help="speculative decoding (default none)")
-    ap.add_argument("--accept-len", type=float, default=None,
-                    help="tokens emitted per verify step with --spec dspark (1 to 8); default: the median of the "
-                         "acceptance lengths public Kimi K3 runs measured, the band spanning their 10th-90th percentiles")
+    ap.add_argument("--accept-len", type=arg("accept_len", "--accept-len"), default=None,
+                    help=help_text("tokens emitted per verify step with --spec dspark; default: the median of the "
+                                   "acceptance lengths public Kimi K3 runs measured, the band spanning their "
+                                   "10th-90th percentiles", "accept_len"))
     ap.add_argument("--kv-dtype", default="bf16", choices=("bf16", "fp8"))
     ap.add_argument("--json", action="store_true", help="print JSON")
     return ap
@@ -141,7 +148,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         spec, accept, accept_note = _spec(args)
         work = Workload(args.input_len, args.output_len, args.concurrency)
         p = predict(load_model(args.model), dep, work, spec, variants, args.kv_dtype, accept_range=accept)
-    except ValueError as e:
+    except (ValueError, OverflowError) as e:
         print(f"k3lab predict: error: {e}", file=sys.stderr)
         return 2
     try:

@@ -127,11 +127,20 @@ def pad_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
     return out
 
 
-def _slice_extra(extra, tq: int, m: int, h: int, i: int):
+def _shares_memory(t: torch.Tensor, inputs) -> bool:
+    """``t`` is (a view of) one of the tensors the caller passed in."""
+    return any(isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+               for x in inputs)
+
+
+def _slice_extra(extra, tq: int, m: int, h: int, i: int, inputs=()):
     """Slice a kernel's extra output back to the ``h`` real heads: [tokens, heads, ...] along
-    dim 1, [heads, tokens, ...] along dim 0. ValueError when it is ambiguous (tokens ==
-    padded heads and both leading dims match) or has no heads dim but m×anything."""
-    if not isinstance(extra, torch.Tensor) or extra.dim() == 0:
+    dim 1, [heads, tokens, ...] along dim 0. Only a floating-point tensor the kernel computed
+    has padded heads: an integer one (cu_seqlens, indices) or one of ``inputs`` passed
+    through comes back as it is. ValueError when it is ambiguous (tokens == padded heads and
+    both leading dims match) or has no heads dim but m×anything."""
+    if (not isinstance(extra, torch.Tensor) or extra.dim() == 0 or not extra.is_floating_point()
+            or _shares_memory(extra, inputs)):
         return extra
     lead = tuple(extra.shape[:2])
     by_tokens = extra.dim() >= 2 and lead == (tq, m)
@@ -156,7 +165,8 @@ def with_head_padding(kernel: Callable, heads: int | Callable[[int], int] | None
     sglang's varlen kernels: cu_seqlens etc. follow in ``args``) and returns the output
     ``[tokens, heads, d_v]`` (or a tuple whose first item is that; further tensors with a
     heads dimension, such as an LSE laid out ``[tokens, heads]`` or ``[heads, tokens]``, are
-    sliced along it too; one whose heads dimension cannot be told apart raises). The wrapper zero-pads q, k and v
+    sliced along it too; one whose heads dimension cannot be told apart raises; an integer
+    tensor or an input passed through is returned untouched). The wrapper zero-pads q, k and v
     along the head dim to ``heads`` (an int, or a function of the real count; default
     :func:`padded_heads`), calls the kernel, checks the output shape and returns the real
     heads ``[:, :h]`` (a contiguous copy). A count that needs no padding is passed
@@ -181,8 +191,9 @@ def with_head_padding(kernel: Callable, heads: int | Callable[[int], int] | None
             raise ValueError(f"kernel returned {getattr(o, 'shape', type(o).__name__)}, expected "
                              f"[{tq}, {m}, {dv}] for {m} padded heads")
         out = [o[:, :h].contiguous()]
+        inputs = (q, k, v, *args, *kwargs.values())
         for i, extra in enumerate(items[1:], 1):
-            out.append(_slice_extra(extra, tq, m, h, i))
+            out.append(_slice_extra(extra, tq, m, h, i, inputs))
         return tuple(out) if isinstance(res, tuple) else out[0]
 
     padded.k3lab_head_padding = True

@@ -33,6 +33,7 @@ The k3lab study re-exports this module as ``k3lab.sampling`` and keeps its basel
 from __future__ import annotations
 
 import math
+import reprlib
 
 import torch
 
@@ -86,6 +87,7 @@ def _check_layout(probs: torch.Tensor, name: str = "probs") -> None:
         raise ValueError(f"{name} must be 2-D [rows, vocab], got shape {tuple(probs.shape)}")
     if probs.dtype not in _FLOAT_DTYPES:
         raise ValueError(f"{name} must be float16/bfloat16/float32/float64, got {probs.dtype}")
+    _check_device(probs.device, name)
     rows, vocab = probs.shape
     if rows == 0:
         raise ValueError(f"{name}: empty batch (0 rows)")
@@ -110,8 +112,21 @@ def _rows(mask: torch.Tensor, limit: int = 8) -> str:
     return ", ".join(map(str, idx[:limit])) + more
 
 
+def _row_major(probs):
+    """A contiguous copy of a strided tensor (the scatters index rows flat, and sums then run
+    in the same order whatever the strides: the same bits as the contiguous input gives)."""
+    return probs.contiguous() if isinstance(probs, torch.Tensor) and not probs.is_contiguous() else probs
+
+
+def _check_device(device, name: str) -> None:
+    """ValueError for the meta device: its tensors have shapes but no values to check or use."""
+    if device is not None and torch.device(device).type == "meta":
+        raise ValueError(f"{name} is on the meta device: it holds no values")
+
+
 def _check_one_per_row(t: torch.Tensor, name: str, symbol: str, rows: int) -> None:
-    """ValueError unless ``t`` is 1-D with one entry per row of probs."""
+    """ValueError unless ``t`` is 1-D with one entry per row of probs (and not on meta)."""
+    _check_device(t.device, name)
     if t.dim() != 1:
         raise ValueError(f"{name} must be 1-D (one {symbol} per row), got shape {tuple(t.shape)}")
     if t.numel() != rows:
@@ -126,7 +141,10 @@ def per_row_k(top_k, rows: int, vocab: int, device=None) -> torch.Tensor:
     """
     if isinstance(top_k, bool):
         raise ValueError(f"top_k must be an int or a 1-D integer tensor, got {top_k!r}")
+    _check_device(device, "probs")
     if isinstance(top_k, int):
+        if top_k == 0 or top_k < UNRESTRICTED_K:  # checked before any int64 arithmetic
+            raise ValueError(f"top_k must be >= 1 or -1 (unrestricted); got {reprlib.repr(top_k)}")
         # any k past the vocabulary means "all of it"; clamp before an int64 could overflow
         k = torch.full((rows,), min(top_k, vocab + 1), dtype=torch.int64, device=device)
     elif isinstance(top_k, torch.Tensor):
@@ -147,7 +165,10 @@ def per_row_p(top_p, rows: int, device=None) -> torch.Tensor:
     """``top_p`` (number or 1-D tensor of ``rows``) → float64 ``[rows]``, each in (0, 1]."""
     if isinstance(top_p, bool):
         raise ValueError(f"top_p must be a number or a 1-D tensor, got {top_p!r}")
+    _check_device(device, "probs")
     if isinstance(top_p, (int, float)):
+        if not 0 < top_p <= 1:  # checked before float(): a huge int would overflow it
+            raise ValueError(f"top_p must be in (0, 1]; got {reprlib.repr(top_p)}")
         p = torch.full((rows,), float(top_p), dtype=torch.float64, device=device)
     elif isinstance(top_p, torch.Tensor):
         if top_p.dtype == torch.bool or top_p.is_complex():
@@ -281,6 +302,7 @@ def top_k_renorm_prob(probs: torch.Tensor, top_k, *, validate: bool = True) -> t
     implementation). Validation: one ``aminmax`` pass (NaN, inf, negatives) and the row
     maxima (all-zero rows); row sums only where some row is unrestricted.
     """
+    probs = _row_major(probs)
     if validate:
         _check_layout(probs)
     rows, vocab = probs.shape
@@ -380,6 +402,7 @@ def top_p_renorm_prob(probs: torch.Tensor, top_p, *, validate: bool = True) -> t
     Returns ``[rows, vocab]`` in probs' dtype: each row keeps every entry >= the pivot of
     :func:`top_p_pivot` (ties kept), divided by max(kept sum, 1e-8). p == 1 keeps all.
     """
+    probs = _row_major(probs)
     if validate:
         check_probs(probs)
     rows, _ = probs.shape

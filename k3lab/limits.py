@@ -1,0 +1,94 @@
+"""How large a number a user may give before it stops making physical sense: one cap per kind
+of quantity, with the reason, shared by every command line flag and notebook parameter.
+
+A value past its cap, below its floor, not finite, or not a number is refused in one line
+naming the flag and the range (:func:`check`); ``--help`` states each flag's range
+(:func:`help_text`). The caps are engineering bounds chosen well above anything real, not
+facts about a product: they keep a typo (``--gpus 10000000000``, ``--hbm-gb 1e40``) from
+becoming a plan for 1e39 replicas, and keep every later product and sum far from overflow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Cap:
+    """A quantity's range ``[low, high]`` (``low`` excluded when ``open_low``), its unit, and
+    whether it counts (an integer)."""
+
+    low: float
+    high: float
+    unit: str
+    why: str
+    integer: bool = False
+    open_low: bool = False
+
+    def text(self) -> str:
+        lo = f"{self.low:,}" if self.integer else f"{self.low:g}"
+        hi = f"{self.high:,}" if self.integer else f"{self.high:,g}"
+        return f"{'>' if self.open_low else ''}{lo}{' to ' if not self.open_low else ', at most '}{hi}" + (
+            f" {self.unit}" if self.unit else "")
+
+
+CAPS: dict[str, Cap] = {
+    "gpus": Cap(1, 100_000, "GPUs", "the largest clusters built hold about 100,000 GPUs", integer=True),
+    "parallel": Cap(1, 1024, "", "no model here has more than 128 heads or layers to split", integer=True),
+    "tokens": Cap(1, 10_000_000, "tokens", "no published model reads more than 10M tokens", integer=True),
+    "tokens_or_zero": Cap(0, 10_000_000, "tokens", "as tokens; 0 means the model's maximum", integer=True),
+    "requests": Cap(1, 10_000_000, "requests", "far above what any GPU pool holds", integer=True),
+    "rows": Cap(1, 1_000_000, "rows", "far more than there are layouts", integer=True),
+    "hbm_gb": Cap(0, 4096, "GB per GPU", "the largest GPU memory today is 288 GB", open_low=True),
+    "overhead_gib": Cap(0, 4096, "GiB per GPU", "no more than a GPU's memory"),
+    "fraction": Cap(0, 1, "", "a fraction of the GPU's memory", open_low=True),
+    "ratio": Cap(0, 1000, "", "a ratio of two memory pools", open_low=True),
+    "usd_per_gpu_hour": Cap(0, 1000, "$/GPU-hour", "public prices run $1-$15 per GPU-hour", open_low=True),
+    "usd_per_kwh": Cap(0, 10, "$/kWh", "electricity costs cents to a dollar per kWh"),
+    "tok_s_per_gpu": Cap(0, 1_000_000, "tok/s per GPU", "far above any measured decode rate", open_low=True),
+    "accept_len": Cap(1, 8, "tokens per verify step", "DSpark drafts at most 8 tokens"),
+    "range_ratio": Cap(0, 1, "", "bench_serving's length spread, a fraction"),
+}
+
+
+def parse(kind: str, text: str, name: str):
+    """The number ``text`` reads as, within :data:`CAPS` ``[kind]`` (:func:`check`)."""
+    cap = CAPS[kind]
+    try:
+        value = int(text) if cap.integer else float(text)
+    except (ValueError, OverflowError):
+        raise ValueError(f"{name} must be {'an integer' if cap.integer else 'a number'}"
+                         f" ({cap.text()}), got {text!r}") from None
+    return check(kind, value, name)
+
+
+def check(kind: str, value, name: str):
+    """``value`` (an int, or a float where the kind allows) within :data:`CAPS` ``[kind]`` →
+    itself; ValueError in one line naming ``name`` and the range otherwise."""
+    cap = CAPS[kind]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (cap.integer and not isinstance(value, int)):
+        raise ValueError(f"{name} must be {'an integer' if cap.integer else 'a number'} ({cap.text()}), got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number ({cap.text()}), got {value!r}")
+    if value > cap.high or value < cap.low or (cap.open_low and value == cap.low):
+        shown = f"{value:,}" if isinstance(value, int) and abs(value) < 10**18 else f"{value:.4g}"
+        raise ValueError(f"{name} must be {cap.text()} ({cap.why}), got {shown}")
+    return value
+
+
+def arg(kind: str, name: str):
+    """An argparse ``type`` for a flag of ``kind``: a usage error in one line (OneLineParser)."""
+    def read(text: str):
+        try:
+            return parse(kind, text, name)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e).removeprefix(f"{name} ")) from None
+    read.__name__ = CAPS[kind].unit or kind  # how argparse names the type in its messages
+    return read
+
+
+def help_text(text: str, kind: str) -> str:
+    """A flag's help with its range: ``number of GPUs (1 to 100,000 GPUs)``."""
+    return f"{text} ({CAPS[kind].text()})"
