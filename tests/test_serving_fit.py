@@ -347,8 +347,8 @@ def test_a_missing_input_is_named(data_copy):
 def test_the_fit_carries_the_fields_acceptance_lengths(committed):
     """predict reads DSpark's acceptance lengths from the fit (no 1.6 MB parse): the committed
     list is exactly what the public measurements give today."""
-    from k3lab.serving import field
+    from k3lab.serving import field, observations
 
-    want = field.measured_accept_lengths()
+    want = observations.measured_accept_lengths()
     assert [(r["id"], r["value"]) for r in committed["accept_lengths"]] == want
     assert field.accept_lengths() == want and len(want) >= 10

@@ -398,7 +398,7 @@ def test_cli_text_names_the_settings_and_the_admission(runs):
     assert lines[0] == "kimi-k3 on 8×MI355X TP8 — sglang settings: defaults"
     assert f"concurrency {a} (asked 64; the pools admit {a})" in lines[1] and "no speculative decoding" in lines[1]
     assert "A model, not a measurement" in so
-    assert "OUTSIDE the validated domain" not in so   # 8192/1024 c64 on 8xMI355X is inside
+    assert "decode speed: OUTSIDE the validated domain" not in so   # 8192/1024 c64 on 8xMI355X is inside
 
 
 def test_cli_text_says_when_the_question_is_outside_the_validated_domain(runs):
@@ -409,7 +409,7 @@ def test_cli_text_says_when_the_question_is_outside_the_validated_domain(runs):
     assert not p.in_domain
     caveat = next(line for line in so.splitlines() if "OUTSIDE the validated domain" in line)
     assert all(gap in caveat for gap in p.outside), (caveat, p.outside)
-    assert "band does not hold here" in so
+    assert "band does not hold here" in so and caveat.startswith("  decode speed: OUTSIDE")
 
 
 @pytest.mark.parametrize("case", sorted(BAD))

@@ -343,7 +343,7 @@ def fit_document(date: str, command: str) -> dict:
     their coverage, out-of-sample predictions, the observations, and the input hashes."""
     import scipy
 
-    from .field import measured_accept_lengths
+    from .observations import measured_accept_lengths
 
     fams = {}
     for f in families():
@@ -475,7 +475,7 @@ def fitted_families() -> list[str]:
 
 def fitted_accept_lengths():
     """The DSpark acceptance lengths public runs measured, as the committed fit recorded them
-    (:func:`k3lab.serving.field.measured_accept_lengths`)."""
+    (:func:`k3lab.serving.observations.measured_accept_lengths`)."""
     return _fitted_doc().accept_lengths
 
 

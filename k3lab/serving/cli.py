@@ -107,11 +107,10 @@ def format_prediction(p: Prediction, accept_note: str = "") -> str:
             f"  serving model of family {p.family}; bands = out-of-sample error covering 90% of public runs "
             f"the fit did not see: {'DSpark' if p.spec_on else 'decode'} {band_word('output_tok_s')}, "
             f"TTFT {band_word('ttft_ms')}"]
-    if not p.in_domain:
-        head.append(f"  {'DSpark' if p.spec_on else 'decode'} speed OUTSIDE THE VALIDATED DOMAIN (its band says "
-                    "nothing here): " + "; ".join(p.outside))
-    if p.ttft_outside:
-        head.append("  TTFT OUTSIDE THE VALIDATED DOMAIN (its band says nothing here): " + "; ".join(p.ttft_outside))
+    for what, gaps in ((f"{'DSpark' if p.spec_on else 'decode'} speed", p.outside), ("TTFT", p.ttft_outside)):
+        if gaps:  # the band is an error measured inside the domain: outside it, it says nothing
+            head.append(f"  {what}: OUTSIDE the validated domain: {'; '.join(gaps)}. Its band does not hold here: "
+                        "read it as the model's extrapolation.")
     head.append("")
     rows = [("output tok/s, deployment", "output_tok_s", 1.0, "{:,.0f}"),
             ("output tok/s per node", "output_tok_s", 1 / p.num_nodes, "{:,.0f}"),

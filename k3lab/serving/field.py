@@ -23,33 +23,12 @@ def matching(gpu: str, num_gpus: int, tp: int, input_len: int, output_len: int, 
 
 
 def accept_lengths() -> list[tuple[str, float]]:
-    """:func:`measured_accept_lengths` as the committed fit recorded them (``data/serving_fit.yaml``,
+    """:func:`k3lab.serving.observations.measured_accept_lengths` as the committed fit recorded them (``data/serving_fit.yaml``,
     refused when stale): the same list without parsing the 1.6 MB of public measurements, so that
     ``predict`` stays quick."""
     from .calibration import fitted_accept_lengths
 
     return [(r.id, r.value) for r in fitted_accept_lengths()]
-
-
-def measured_accept_lengths(max_input_len: int = 16384) -> list[tuple[str, float]]:
-    """Measured (not simulated) DSpark acceptance lengths of current public Kimi K3 runs whose
-    prompts are at most ``max_input_len`` tokens (or unstated), as (id, tokens per verify step):
-    one per run and concurrency, taken from ``accept_length`` figures and from runs that state
-    the acceptance they reached. Long-context runs are left out: acceptance collapses there."""
-    out = {}
-    for m in data.load("public_measurements").measurements:
-        if m.status != "current" or m.duplicate_of or m.spec.algorithm != "dspark":
-            continue
-        if m.spec.acceptance != "measured":
-            continue
-        if m.input_len is not None and m.input_len > max_input_len:
-            continue
-        v = m.value if m.metric == "accept_length" else m.spec.accept_length
-        if v is None:
-            continue
-        key = (m.source, m.gpu, m.input_len, m.output_len, m.concurrency, round(float(v), 3))
-        out.setdefault(key, (m.id, float(v)))
-    return sorted(out.values(), key=lambda x: (x[1], x[0]))
 
 
 #: percentiles of the field's measured acceptance lengths that bound a DSpark question

@@ -265,3 +265,24 @@ def table():
               "accept_len": None, "kind": e.metric, "value": None, "normalisation": "", "used": False,
               "reason": e.reason} for e in excluded()]
     return pd.DataFrame(rows)
+
+
+def measured_accept_lengths(max_input_len: int = 16384) -> list[tuple[str, float]]:
+    """Measured (not simulated) DSpark acceptance lengths of current public Kimi K3 runs whose
+    prompts are at most ``max_input_len`` tokens (or unstated), as (id, tokens per verify step):
+    one per run and concurrency, taken from ``accept_length`` figures and from runs that state
+    the acceptance they reached. Long-context runs are left out: acceptance collapses there."""
+    out = {}
+    for m in data.load("public_measurements").measurements:
+        if m.status != "current" or m.duplicate_of or m.spec.algorithm != "dspark":
+            continue
+        if m.spec.acceptance != "measured":
+            continue
+        if m.input_len is not None and m.input_len > max_input_len:
+            continue
+        v = m.value if m.metric == "accept_length" else m.spec.accept_length
+        if v is None:
+            continue
+        key = (m.source, m.gpu, m.input_len, m.output_len, m.concurrency, round(float(v), 3))
+        out.setdefault(key, (m.id, float(v)))
+    return sorted(out.values(), key=lambda x: (x[1], x[0]))
