@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reproduce": ("run every notebook with papermill under a profile", "k3lab.pipeline:main"),
     "report": ("render results/report.html from results/", "k3lab.report:main"),
     "fit": ("memory fit of a model on a GPU configuration", "k3lab.fit_cli:main"),
-    "compare": ("every GPU x layout that holds a request, priced on the serving model: the cheapest per price source", "k3lab.compare:cli_main"),
+    "compare": ("every GPU x layout that holds a request, priced on the serving model: the cheapest per price source", "k3lab.compare_view:cli_main"),
     "predict": ("serving-model TPOT, TTFT and tok/s for a deployment and workload, with its validated band",
                 "k3lab.serving.cli:cli_main"),
     "serve": ("apply the k3lab patches, then run sglang's server in this process", "k3lab_patches.serve:main"),

@@ -1,4 +1,5 @@
-"""``python -m k3lab compare``: which GPU × layout holds a request, what it costs, and which is cheapest.
+"""Which GPU × layout holds a request, what it costs, and which is cheapest (``python -m k3lab
+compare`` prints it: :mod:`k3lab.compare_view`).
 
 For one model (``data/model/``) and every GPU of ``data/hardware.yaml``, the candidate
 layouts are ``num_gpus`` ∈ {8, 16, 32} (and 4 on a GPU whose scale-up domain holds more
@@ -17,7 +18,9 @@ defaults; on AMD GPUs also the article's ``SGLANG_AITER_K3_OPT=1``, side by side
 - $/hour and $/M output tokens under every price source of :mod:`k3lab.prices`.
 
 :func:`answers` names, per price source, the cheapest layout that holds the request — the
-line the report's decision box repeats (:mod:`k3lab.report`).
+line the report's decision box repeats (:mod:`k3lab.report`); :func:`breakeven` is the price
+ratio at which two of its layouts cost the same per token (the decision's MI355X/B300 break-even
+is this, on these rows), and :func:`user_verdict` judges your own prices against it.
 
 Units: GiB (2**30 B) per GPU; tokens; requests; $/GPU-hour for prices, $/hour for a whole
 deployment (``num_gpus`` × $/GPU-hour); tok/s of output for the whole deployment unless a
@@ -26,19 +29,13 @@ name says per GPU; $ per million output tokens.
 
 from __future__ import annotations
 
-import argparse
 import html
-import json
 import math
-import os
-import sys
-import textwrap
 
-from . import data, limits, memory, prices, roofline
-from .cli_parser import OneLineParser
+from . import data, memory, prices, roofline
 from .model.capacity import KV_DTYPES
-from .model.sharding import VARIANTS, check_parallel, setting_for
-from .specs import GiB, Deployment, ModelConfig, known_gpus, known_models, load_gpu, load_model
+from .model.sharding import check_parallel, setting_for
+from .specs import GiB, Deployment, ModelConfig, known_gpus, load_gpu, load_model
 from .throughput import article_workload, usd_per_million_tokens
 
 GPU_COUNTS = (8, 16, 32)
@@ -118,8 +115,11 @@ def _price_table(tiers, overrides) -> tuple[list[str], dict]:
     else:
         chosen = list(dict.fromkeys(tiers))
         for t in chosen:
-            if t not in known:
-                raise ValueError(f"unknown price tier {t!r}; known: {', '.join(known)}")
+            if t == prices.OVERRIDE_TIER and not overrides:
+                raise ValueError(f"price tier {t!r} is your own prices: give them with --usd-per-gpu-hour GPU=PRICE")
+            if t not in known and t != prices.OVERRIDE_TIER:
+                raise ValueError(f"unknown price tier {t!r}; known: {', '.join(known)}, and {prices.OVERRIDE_TIER} "
+                                 "(your --usd-per-gpu-hour)")
     if overrides and prices.OVERRIDE_TIER not in chosen:
         chosen.append(prices.OVERRIDE_TIER)
     table = {(r.tier, r.gpu): float(r.usd_per_gpu_hour) for r in pr.itertuples() if r.tier in chosen}
@@ -292,10 +292,12 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     df = df.drop(columns="_w").reset_index(drop=True)
     df.attrs.update({"tiers": chosen, "overrides": dict(overrides or {})})
     full_answers = answers(df)  # on every row: --top only shortens the listing
+    yours = user_verdict(df)
     holding = int(df["holds"].astype(bool).sum()) if len(df) else 0
     if top is not None:
         df = df.head(top).reset_index(drop=True)
-    df.attrs.update({"answers": full_answers, "answers_for": tuple(df["layout"]), "holding": holding, "model": cfg.name, "context_tokens": ctx, "kv_dtype": kv_dtype,
+    df.attrs.update({"answers": full_answers, "answers_for": tuple(df["layout"]), "your_prices": yours,
+                     "holding": holding, "model": cfg.name, "context_tokens": ctx, "kv_dtype": kv_dtype,
                      "mem_fraction": float(mem_fraction), "variants": list(variants), "tiers": chosen,
                      "input_len": input_len, "output_len": output_len, "include_all": include_all,
                      "usd_per_kwh": usd_per_kwh, "pue": pue, "candidates": seen, "sort": sort, "top": top,
@@ -312,6 +314,14 @@ def _first_priced(df, chosen, prefix):
         col = df[f"{prefix}[{t}]"].to_numpy(dtype=float)
         out = np.where(np.isnan(col), out, col)
     return out
+
+
+def _ranked(cand, tier: str):
+    """Holding rows priced under ``tier`` in the order the answers take them: a prediction inside
+    the model's validated domain first, then the lowest $/M output tokens, $/hour, GPUs, name."""
+    cand = cand.assign(_out=~cand["model_in_domain"].astype(bool) & (cand["priced_by"] == "model"))
+    return cand.sort_values(["_out", f"{MTOK_PREFIX}[{tier}]", f"{HOUR_PREFIX}[{tier}]", "num_gpus", "layout"],
+                            kind="stable")
 
 
 def answers(df) -> list[dict]:
@@ -342,9 +352,7 @@ def answers(df) -> list[dict]:
                                                                 "usd_per_hour": float(cheap[col]),
                                                                 "why": cheap["model_note"] or "no throughput"}})
             continue
-        # a prediction inside the model's validated domain first, then the cheapest
-        cand = cand.assign(_out=~cand["model_in_domain"].astype(bool) & (cand["priced_by"] == "model"))
-        r = cand.sort_values(["_out", mcol, col, "num_gpus", "layout"], kind="stable").iloc[0]
+        r = _ranked(cand, t).iloc[0]
         out.append({"tier": t, "kind": kind, "date": date, "layout": r["layout"], "label": r["label"],
                     "setting": r["setting"], "fits_with": r["fits_with"], "usd_per_hour": float(r[col]),
                     "usd_per_million_tokens": float(r[mcol]),
@@ -352,37 +360,6 @@ def answers(df) -> list[dict]:
                     "usd_per_million_tokens_high": float(r[f"{MTOK_PREFIX}_high[{t}]"]),
                     "priced_by": r["priced_by"], "model_in_domain": bool(r["model_in_domain"])})
     return out
-
-
-def answer_line(a: dict, context_tokens: int) -> str:
-    """One answer of :func:`answers` as a sentence (the CLI's and the report's wording)."""
-    head = f"{a['tier']} ({a['kind']}{', ' + a['date'] if a['date'] else ''})"
-    if a["layout"] is None:
-        u = a.get("unpriced")
-        return (f"{head}: prices no layout that holds a {context_tokens:,}-token request"
-                + ("" if u is None else f" with a throughput to price (cheapest to hold: {u['layout']} at "
-                                        f"${u['usd_per_hour']:,.2f}/hour; {u['why']})"))
-    how = "" if a["fits_with"] == "defaults" else f" (with {a['fits_with']})"
-    band = (f", band ${a['usd_per_million_tokens_low']:,.2f}-${a['usd_per_million_tokens_high']:,.2f}"
-            + ("" if a.get("model_in_domain", True) else ", outside the model's validated domain")
-            if a["priced_by"] == "model" else "")
-    return (f"{head}: {a['layout']}{how}, ${a['usd_per_million_tokens']:,.2f}/M output tokens "
-            f"({a['priced_by']}{band}) at ${a['usd_per_hour']:,.2f}/hour")
-
-
-def fit_answer(df) -> str:
-    """A comparison (``include_all=True`` for the 8-GPU part) in one sentence: which single 8-GPU
-    nodes hold the weights at TP8, and the smallest layouts that also hold a full-context request."""
-    a, fits = df.attrs, df[df["fits"]]
-    node = df[(df["num_gpus"] == 8) & (df["tp"] == 8) & df["weights_fit"]]
-    held = (f"the weights fit one 8-GPU node (TP8) of {', '.join(sorted(node['gpu'].str.upper())) or 'no GPU'}; "
-            if a.get("include_all") else "")
-    if fits.empty:
-        return f"{a['model']}: {held}no candidate layout holds one {a['context_tokens']:,}-token request."
-    small = fits[fits["num_gpus"] == fits["num_gpus"].min()]
-    more = " …" if len(small) > 4 else ""
-    return (f"{a['model']}: {held}the smallest layouts that hold a {a['context_tokens']:,}-token request use "
-            f"{small['num_gpus'].iloc[0]} GPUs ({', '.join(small['label'].head(4))}{more}).")
 
 
 def _fit_cell(r) -> str:
@@ -433,205 +410,71 @@ def tier_columns(df, prefix: str = HOUR_PREFIX) -> dict[str, str]:
     return {c[len(prefix) + 1:-1]: c for c in df.columns if c.startswith(prefix + "[")}
 
 
-PRICE_FAMILIES = (HOUR_PREFIX, MTOK_PREFIX, MTOK_PREFIX + "_low", MTOK_PREFIX + "_high")
+# --------------------------------------------------------------------------- break-even and your prices
 
 
-def to_records(df) -> list[dict]:
-    """Rows as JSON-ready dicts; each per-tier price family becomes a dict (tier → value; tiers
-    without a price are left out)."""
-    fams = {f: tier_columns(df, f) for f in PRICE_FAMILIES}
-    cols = {c for m in fams.values() for c in m.values()}
-    out = []
-    for r in df.to_dict("records"):
-        d = {k: v for k, v in r.items() if k not in cols and not k.startswith("_")}
-        for k, v in d.items():
-            if isinstance(v, float) and not math.isfinite(v):
-                d[k] = None
-            elif hasattr(v, "item"):
-                d[k] = v.item()
-        for f, m in fams.items():
-            d[f] = {t: float(r[c]) for t, c in m.items() if r[c] == r[c]}
-        out.append(d)
-    return out
+def breakeven(df, a: str, b: str) -> dict | None:
+    """Where layout ``a``'s perf/$ equals layout ``b``'s, both rows of the comparison ``df`` (the
+    throughput it prices them at): a's $/GPU-hour ÷ b's at equal $/M output tokens = a's tok/s per
+    GPU ÷ b's, with the two bands combined the conservative way (a low against b high). Keys:
+    a, b (layouts), ratio, low, high (None where a band is missing), priced_by. None when either
+    row is missing or has no throughput."""
+    rows = df.set_index("layout") if len(df) else None
+    if rows is None or a not in rows.index or b not in rows.index:
+        return None
+    ra, rb = rows.loc[a], rows.loc[b]
+    per = lambda r, k: float(r[k]) / float(r["num_gpus"])  # noqa: E731
+    if not (ra["priced_tok_s"] == ra["priced_tok_s"] and rb["priced_tok_s"] == rb["priced_tok_s"]):
+        return None
+    ratio = per(ra, "priced_tok_s") / per(rb, "priced_tok_s")
+    banded = all(r["priced_by"] == "model" and r["model_tok_s_low"] == r["model_tok_s_low"] for r in (ra, rb))
+    low = per(ra, "model_tok_s_low") / per(rb, "model_tok_s_high") if banded else None
+    high = per(ra, "model_tok_s_high") / per(rb, "model_tok_s_low") if banded else None
+    return {"a": a, "b": b, "ratio": ratio, "low": low, "high": high,
+            "priced_by": ra["priced_by"] if ra["priced_by"] == rb["priced_by"] else f"{ra['priced_by']} / {rb['priced_by']}"}
 
 
-# --------------------------------------------------------------------------- text
+def reading(price_ratio: float, be: dict) -> str:
+    """Which of the two layouts of a break-even ``be`` is cheaper per token at a price ratio (a's
+    $/GPU-hour ÷ b's): below the band's low end a, above its high end b, inside it too close to
+    call (without a band: against the ratio alone)."""
+    lo, hi = (be["low"], be["high"]) if be["low"] is not None else (be["ratio"], be["ratio"])
+    a, b = be["a"], be["b"]
+    if price_ratio < lo:
+        return f"{a} cheaper per token"
+    if price_ratio > hi:
+        return f"{b} cheaper per token"
+    return "too close to call (inside the model's band)"
 
 
-def _fmt_table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = lambda cells: "  ".join(c.rjust(w) if i in right else c.ljust(w)  # noqa: E731
-                                   for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-    return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
-
-
-def _usd(v) -> str:
-    return "—" if not v == v else f"{v:,.2f}"
-
-
-def _int(v) -> str:
-    return "—" if not v == v else f"{v:,.0f}"
-
-
-def header_lines(df) -> list[str]:
-    """What a comparison asked, and under which sglang settings (every output starts with these)."""
-    a = df.attrs
-    sets = (f"sglang settings: {', '.join(a['variants'])} (aiter-* on AMD GPUs only)" if a.get("variants") else
-            "sglang settings: sglang 0.5.23's defaults on every GPU; AMD GPUs also with the article's "
-            "SGLANG_AITER_K3_OPT=1 (setting aiter-k3-opt), side by side" if a["model"] == "kimi-k3" else
-            "sglang settings: sglang 0.5.23's defaults on every GPU")
-    return [f"compare {a['model']}: does one {a['context_tokens']:,}-token request fit (KV {a['kv_dtype']}, "
-            f"--mem-fraction-static {a['mem_fraction']:g}), and what does serving cost at "
-            f"{a['input_len']:,} in / {a['output_len']:,} out?", sets]
-
-
-def format_table(df) -> str:
-    """The comparison as fixed-width text: what was asked, one answer line per price source, the
-    layouts (fit, model throughput with its band, the roofline bound), then $/hour and $/M output
-    tokens per price source, and what the throughput numbers are."""
-    a = df.attrs
-    hold = df[df["holds"].astype(bool)] if len(df) else df
-    lines = header_lines(df)
-    lines.append(f"{a.get('holding', len(hold))} layouts hold the request (of {a.get('candidates', len(df))} GPU × layout × setting "
-                 "candidates)" + ("; all candidates listed" if a.get("include_all") else "; --all lists the rest with why")
-                 + (f"; sorted by {a['sort']}" if a.get("sort") == "cost" else "")
-                 + (f"; first {a['top']}" if a.get("top") else ""))
-    lines += ["", "answer: per price source, the layout that holds the request at the lowest $/M output tokens"]
-    lines += ["  " + answer_line(x, a["context_tokens"]) for x in answers(df)]
-    lines.append("")
-    if df.empty:
-        lines.append("nothing fits: try more GPUs, --kv-dtype fp8, a shorter --context or --all")
-        return "\n".join(lines)
-    heads = ["layout", "GPUs", "weights GiB/GPU", "full-ctx reqs", "fits with",
-             "model tok/s", "band", "at c", "roofline ≤ tok/s"]
-    body = []
-    for r in df.to_dict("records"):
-        w = "—" if not r["weights_gib_per_gpu"] == r["weights_gib_per_gpu"] else f"{r['weights_gib_per_gpu']:.1f}"
-        m = r.get("model_tok_s", math.nan)
-        band = "—" if not m == m else f"{_int(r['model_tok_s_low'])}-{_int(r['model_tok_s_high'])}"
-        cells = [r["layout"], str(r["num_gpus"]), w, f"{r['full_context_requests']:,}", r["fits_with"],
-                 _int(m) + ("*" if m == m and not r["model_in_domain"] else ""), band,
-                 str(r["model_concurrency"]) if r["model_concurrency"] else "—", _int(r["roofline_bound_tok_s"])]
-        if a.get("include_all"):
-            cells.append(r["reason"] or "holds")
-        body.append(cells)
-    if a.get("include_all"):
-        heads.append("reason")
-    lines += _fmt_table(heads, body, right={1, 2, 3, 5, 6, 7, 8})
-    hour, mtok = tier_columns(df, HOUR_PREFIX), tier_columns(df, MTOK_PREFIX)
-    used = [t for t in a["tiers"] if df[hour[t]].notna().any()]
-    lines += ["", "$/M output tokens at the priced throughput (the model's, or your --tok-s), by price source"]
-    rows = [[r["layout"], *(_usd(r[mtok[t]]) for t in used)] for r in df.to_dict("records")]
-    lines += _fmt_table(["layout", *used], rows, right=set(range(1, 1 + len(used))))
-    pr_all = prices.prices(a.get("overrides"))
-    gpus = list(dict.fromkeys(df["gpu"]))
-    grid = {(r.tier, r.gpu): r.usd_per_gpu_hour for r in pr_all.itertuples()}
-    lines += ["", "the prices: $/GPU-hour by GPU and source (a deployment costs GPUs × this per hour)"]
-    lines += _fmt_table(["GPU", *used], [[g.upper(), *(_usd(grid.get((t, g), math.nan)) for t in used)] for g in gpus],
-                        right=set(range(1, 1 + len(used))))
-    pr = pr_all
-    lines += ["", *textwrap.wrap("price sources: " + "; ".join(f"{t}" + _tier_kind(pr, t) for t in used),
-                                 width=110, subsequent_indent="  "),
-              *textwrap.wrap(f"note: {MODEL_NOTE}. * = outside the model's validated domain (its band is not "
-                             "validated there).", width=110, subsequent_indent="  ")]
-    if a.get("tok_s"):
-        lines.append("  your --tok-s (output tok/s per GPU) prices: " + ", ".join(
-            f"{g.upper()} {v:,.1f}" for g, v in a["tok_s"].items()))
-    return "\n".join(lines)
-
-
-def _tier_kind(pr, tier: str) -> str:
-    if tier == prices.OVERRIDE_TIER:
-        return " (given with --usd-per-gpu-hour)"
-    sub = pr[pr["tier"] == tier]
-    return "" if sub.empty else f" ({sub['kind'].iloc[0]}, {sub['source_date'].iloc[0]})"
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def _pairs(items: list[str], flag: str, kind: str) -> dict:
-    """``GPU=VALUE`` items of a repeatable flag → {gpu: float within :data:`k3lab.limits.CAPS`
-    ``[kind]``}; ValueError naming the flag."""
-    out = {}
-    for s in items:
-        gpu, sep, val = s.partition("=")
-        if not sep or not gpu:
-            raise ValueError(f"{flag} expects GPU=VALUE, got {s!r}")
-        v = float(limits.parse(kind, val, f"{flag} {s!r}: the value"))
-        if gpu.lower() in out:
-            raise ValueError(f"{flag}: GPU {gpu!r} given twice")
-        out[gpu.lower()] = v
-    return out
-
-
-def _overrides(items: list[str]) -> dict:
-    return _pairs(items, "--usd-per-gpu-hour", "usd_per_gpu_hour")
-
-
-def _parser() -> argparse.ArgumentParser:
-    ap = OneLineParser(prog="python -m k3lab compare",
-                       description="Every GPU x layout that holds one request of a model, what it costs per hour "
-                                   "and per million output tokens by price source, and the cheapest per source. "
-                                   "Throughput is the serving MODEL's (validated on public measurements), or yours.")
-    ap.add_argument("--model", default="kimi-k3", help=f"one of: {', '.join(known_models())} (default kimi-k3)")
-    ap.add_argument("--context", type=limits.arg("tokens", "--context"), default=None,
-                    help=limits.help_text("request length in tokens (default: the model's max; at most its max)",
-                                          "tokens"))
-    ap.add_argument("--kv-dtype", default="bf16", choices=KV_DTYPES)
-    ap.add_argument("--mem-fraction", type=limits.arg("fraction", "--mem-fraction"), default=0.9,
-                    help=limits.help_text("sglang --mem-fraction-static (default 0.9)", "fraction"))
-    ap.add_argument("--variant", action="append", default=[], metavar="NAME",
-                    help="an sglang switch, repeatable: " + ", ".join(VARIANTS))
-    ap.add_argument("--price-tier", action="append", default=None, metavar="TIER",
-                    help="a price source of data/prices.yaml, repeatable (default: all)")
-    ap.add_argument("--usd-per-gpu-hour", action="append", default=[], metavar="GPU=PRICE",
-                    help=limits.help_text("override a GPU's $/GPU-hour (shown as tier 'override'), repeatable",
-                                          "usd_per_gpu_hour"))
-    ap.add_argument("--input-len", type=limits.arg("tokens", "--input-len"), default=None,
-                    help=limits.help_text("prompt tokens of the throughput workload (default 1024)", "tokens"))
-    ap.add_argument("--output-len", type=limits.arg("tokens", "--output-len"), default=None,
-                    help=limits.help_text("output tokens of the throughput workload (default 400)", "tokens"))
-    ap.add_argument("--tok-s", action="append", default=[], metavar="GPU=TOKS",
-                    help=limits.help_text("price your own measured output tok/s PER GPU for that GPU's rows, "
-                                          "repeatable", "tok_s_per_gpu"))
-    ap.add_argument("--sort", default="gpus", choices=SORTS, help="gpus (default: fewest first) or cost "
-                                                                  "(lowest $/M output tokens first)")
-    ap.add_argument("--top", type=limits.arg("rows", "--top"), default=None, metavar="N",
-                    help=limits.help_text("show the first N rows only", "rows"))
-    ap.add_argument("--all", action="store_true", help="also list layouts that do not hold the request, with why")
-    out = ap.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print a JSON list of rows")
-    out.add_argument("--csv", action="store_true", help="print CSV")
-    return ap
-
-
-def cli_main(argv: list[str] | None = None) -> int:
-    """``python -m k3lab compare [--model M] [--context C] [--json|--csv] …`` → exit 0, or 2 with one line."""
-    args = _parser().parse_args(argv)
-    try:
-        df = compare_rows(load_model(args.model), args.context, args.kv_dtype, args.mem_fraction,
-                          tuple(args.variant), args.price_tier, _overrides(args.usd_per_gpu_hour), args.all,
-                          input_len=args.input_len, output_len=args.output_len,
-                          tok_s=_pairs(args.tok_s, "--tok-s", "tok_s_per_gpu"), sort=args.sort,
-                          top=args.top)
-    except (ValueError, OverflowError) as e:
-        print(f"k3lab compare: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
-        return 2
-    if args.json:
-        text = json.dumps({"asked": {k: v for k, v in df.attrs.items()}, "answers": answers(df),
-                           "rows": to_records(df)}, indent=2, default=str) + "\n"
-    elif args.csv:
-        text = df.to_csv(index=False, float_format="%.6g", lineterminator="\n")
-    else:
-        text = format_table(df) + "\n"
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:  # `| head`: the reader has what it wanted (Python's documented recipe)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(cli_main(sys.argv[1:]))
+def user_verdict(df) -> dict | None:
+    """Your own prices (``--usd-per-gpu-hour``, the ``override`` tier) judged: the layout the answer
+    names at your prices against the first on another GPU you priced (the runner-up, ranked the same
+    way: :func:`_ranked`), your price
+    ratio against their break-even band (:func:`breakeven`), and the runner-up's $/M with its band.
+    None without your prices on two GPUs that hold the request."""
+    if "your_prices" in df.attrs and df.attrs.get("answers_for") == tuple(df["layout"]):
+        return df.attrs["your_prices"]  # compare_rows' frame (perhaps cut by --top): judged on every row
+    t = prices.OVERRIDE_TIER
+    col, mcol = f"{HOUR_PREFIX}[{t}]", f"{MTOK_PREFIX}[{t}]"
+    if col not in df.columns:
+        return None
+    c = _ranked(df[df["holds"].astype(bool) & df[mcol].notna()], t)
+    if c.empty:
+        return None
+    first = c.iloc[0]
+    other = c[c["gpu"] != first["gpu"]]
+    if other.empty:
+        return None
+    second = other.iloc[0]
+    be = breakeven(df, first["layout"], second["layout"])
+    if be is None:
+        return None
+    ov = df.attrs.get("overrides") or {}
+    ratio = ov[first["gpu"]] / ov[second["gpu"]]
+    m = lambda r, k: float(r[f"{MTOK_PREFIX}{k}[{t}]"])  # noqa: E731
+    return {"first": first["layout"], "second": second["layout"], "first_usd_per_gpu_hour": ov[first["gpu"]],
+            "second_usd_per_gpu_hour": ov[second["gpu"]], "price_ratio": ratio, "breakeven": be,
+            "reading": reading(ratio, be),
+            "first_usd_per_million_tokens": (m(first, ""), m(first, "_low"), m(first, "_high")),
+            "second_usd_per_million_tokens": (m(second, ""), m(second, "_low"), m(second, "_high"))}

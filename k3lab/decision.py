@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import compare, prices
-from .throughput import article_table, article_workload
+from . import compare, compare_view, prices
+from .throughput import article_table
 
 #: the two GPUs the article's perf/$ argument is between, as rows of its table
 PAIR = ("mi355x_tp8", "b300_tp8_dcp")
@@ -61,35 +61,43 @@ class Decision:
     measured: str = MEASURED
 
 
-def _breakeven(cmp_df) -> Breakeven | None:
-    from .findings.field import breakeven, model_peaks
+def _pair_layouts(df) -> tuple[str, str] | None:
+    """The comparison's rows for the article's two GPUs: the MI355X node under the article's
+    setting and the B300 node as ``compare`` lists them (8 GPUs, TP8), or None if either is not
+    listed."""
+    rows = {(r["gpu"], r["num_gpus"], r["tp"], r["pp"], r["setting"]): r["layout"] for r in df.to_dict("records")}
+    a = rows.get(("mi355x", 8, 8, 1, compare.setting_label(compare.ARTICLE_AMD_SETTING)))
+    b = rows.get(("b300", 8, 8, 1, compare.DEFAULT_SETTING))
+    return (a, b) if a and b else None
 
+
+def _breakeven(cmp_df) -> Breakeven | None:
+    """The MI355X/B300 break-even on the comparison's own rows (:func:`k3lab.compare.breakeven`:
+    the same layouts and throughputs ``compare`` prints), the article's on its own table, and
+    where each price source that prices both GPUs — your own prices first — falls against it."""
+    pair = _pair_layouts(cmp_df)
+    be = compare.breakeven(cmp_df, *pair) if pair else None
+    if be is None or be["low"] is None:
+        return None
     table = article_table()
     a, b = (table[k] for k in PAIR)
-    peaks = model_peaks([a.deployment, b.deployment], article_workload()["input_len_tokens"],
-                        article_workload()["output_len_tokens"])
-    (da, pa, _), (db, pb, _) = peaks
-    if pa is None or pb is None:
-        return None
-    be = breakeven(pa, pb)
     art = (a.tok_s / a.num_gpus) / (b.tok_s / b.num_gpus)
-    pr = prices.prices()
+    pr = prices.prices(cmp_df.attrs.get("overrides"))
     rows = []
     for tier, g in pr.groupby("tier", sort=False):
         by = g.set_index("gpu")
-        if not {"mi355x", "b300"} <= set(by.index) or not bool(g["independent"].iloc[0]):
+        mine = tier == prices.OVERRIDE_TIER
+        if not {"mi355x", "b300"} <= set(by.index) or not (mine or bool(g["independent"].iloc[0])):
             continue
         r = by.loc["mi355x", "usd_per_gpu_hour"] / by.loc["b300", "usd_per_gpu_hour"]
-        reading = ("MI355X cheaper per token" if r < be["low"] else
-                   "B300 cheaper per token" if r > be["high"] else "within the model's band: too close to call")
-        rows.append((tier, str(g["kind"].iloc[0]), str(g["source_date"].iloc[0]),
-                     float(by.loc["mi355x", "usd_per_gpu_hour"]), float(by.loc["b300", "usd_per_gpu_hour"]), float(r),
-                     reading))
-    w = article_workload()
-    return Breakeven(art, be["ratio"], be["low"], be["high"],
-                     f"{pa.layout} ({', '.join(pa.variants) or 'sglang defaults'}) at c{pa.concurrency} vs "
-                     f"{pb.layout} at c{pb.concurrency}, no DSpark",
-                     f"{w['input_len_tokens']:,} in / {w['output_len_tokens']:,} out", rows)
+        read = compare.reading(r, be).replace(pair[0], "MI355X").replace(pair[1], "B300")
+        rows.append(("your prices" if mine else tier, "override" if mine else str(g["kind"].iloc[0]),
+                     "" if mine else str(g["source_date"].iloc[0]), float(by.loc["mi355x", "usd_per_gpu_hour"]),
+                     float(by.loc["b300", "usd_per_gpu_hour"]), float(r), read))
+    rows.sort(key=lambda x: x[0] != "your prices")
+    at = cmp_df.attrs
+    return Breakeven(art, be["ratio"], be["low"], be["high"], f"{pair[0]} vs {pair[1]}, as compare lists them, no DSpark",
+                     f"{at['input_len']:,} in / {at['output_len']:,} out", rows)
 
 
 def _article_prices() -> list:
@@ -157,14 +165,14 @@ def answer_lines(d: Decision) -> list[str]:
                    + ".")
     else:
         out.append(f"No single node holds a {ctx:,}-token {d.model} request; see the comparison for multi-node layouts.")
-    out += [compare.answer_line(a, ctx) for a in d.answers]
+    out += [compare_view.answer_line(a, ctx) for a in d.answers]
     b = d.breakeven
     if b is not None:
         out.append(f"MI355X beats B300 on perf/$ while its $/GPU-hour is below {b.article:.2f}x the B300's on the "
                    f"article's own throughput, or below {b.model:.2f}x ({b.model_low:.2f}-{b.model_high:.2f}) on the "
                    f"serving model's ({b.model_setting}, {b.workload}).")
         for tier, kind, date, pm, pb, r, reading in b.sources:
-            out.append(f"  {tier} ({kind}, {date}): ${pm:.2f} / ${pb:.2f} = {r:.2f}x → {reading}.")
+            out.append(f"  {tier} ({kind}{', ' + date if date else ''}): ${pm:.2f} / ${pb:.2f} = {r:.2f}x → {reading}.")
     for gpu, v, lo, hi, n in d.article_prices:
         out.append(f"The article's {gpu.upper()} price ${v:.2f}/GPU-hour" +
                    (f" against {n} independent list or market prices ${lo:.2f}-${hi:.2f}"

@@ -308,7 +308,7 @@ def test_overflow_is_one_line_through_python_m():
 
 @pytest.mark.parametrize("module, build", [
     ("k3lab.fit_cli", lambda m: m._parser(["mi355x"])),
-    ("k3lab.compare", lambda m: m._parser()),
+    ("k3lab.compare_view", lambda m: m._parser()),
     ("k3lab.serving.cli", lambda m: m._parser()),
 ])
 def test_every_numeric_flag_states_its_cap_in_help(module, build):

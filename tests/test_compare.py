@@ -30,7 +30,7 @@ import sys
 
 import pytest
 
-from k3lab import cli, compare, decision, memory, prices
+from k3lab import cli, compare, compare_view, decision, memory, prices
 from k3lab.specs import GB, GiB, known_gpus, load_gpu, load_model
 
 DS_CHECKPOINT_GB = 688.6          # FP8 weights incl. MTP (model card / safetensors listing)
@@ -183,7 +183,7 @@ def test_default_listing_adds_the_layouts_that_fit_only_with_a_setting(k3, k3_li
     assert "b300" in set(only[(only.num_gpus == 8)].gpu)
     # the listing is exactly the rows of the full comparison that hold the request
     assert set(df.layout) == set(k3[k3.holds].layout)
-    text = compare.format_table(df)
+    text = compare_view.format_table(df)
     assert (f"{int(k3.holds.sum())} layouts hold the request (of {k3.attrs['candidates']} GPU × layout × setting "
             "candidates)") in text
     head = next(line for line in text.splitlines() if line.startswith("layout ") and "GPUs" in line)
@@ -290,13 +290,13 @@ def test_your_tok_s_in_the_answers_and_the_text(capsys_module):
         assert a["layout"] == "8xb300 tp8" and a["priced_by"] == "your --tok-s", tier
         assert a["usd_per_million_tokens"] == pytest.approx(p * 1e6 / (per_gpu * 3600))
         assert a["usd_per_hour"] == pytest.approx(8 * p)
-        line = compare.answer_line(a, df.attrs["context_tokens"])
+        line = compare_view.answer_line(a, df.attrs["context_tokens"])
         assert "your --tok-s" in line and "band" not in line and "with --mamba-full-memory-ratio" in line
     rc, out, _ = capsys_module("--tok-s", "b300=10000")
     assert rc == 0
     text = " ".join(out.split())
     assert "your --tok-s (output tok/s per GPU) prices: B300 10,000.0" in text
-    assert all(compare.answer_line(a, df.attrs["context_tokens"]) in out for a in ans.values())
+    assert all(compare_view.answer_line(a, df.attrs["context_tokens"]) in out for a in ans.values())
 
 
 # --------------------------------------------------------------------------- answers, --sort, --top
@@ -348,9 +348,9 @@ def test_top_shortens_the_listing_not_the_answers(k3_listed):
     assert compare.answers(one) == compare.answers(k3_listed)
     cheap = compare.compare_rows("kimi-k3", top=1, sort="cost")
     assert compare.answers(cheap) == compare.answers(k3_listed)
-    text = compare.format_table(one)
+    text = compare_view.format_table(one)
     assert "; first 1" in text and f"{len(k3_listed)} layouts hold the request" in text
-    assert all("  " + compare.answer_line(a, 1048576) in text.splitlines() for a in compare.answers(k3_listed))
+    assert all("  " + compare_view.answer_line(a, 1048576) in text.splitlines() for a in compare.answers(k3_listed))
 
 
 def _first_priced(r, tiers):
@@ -373,7 +373,7 @@ def test_sort_cost_orders_by_dollars_per_million_tokens(k3_listed, k3_cost):
     v = list(one[f"{MTOK}[rental_index]"])
     n = sum(x == x for x in v)
     assert v[:n] == sorted(v[:n]) and all(x != x for x in v[n:])
-    assert "sorted by cost" in compare.format_table(one)
+    assert "sorted by cost" in compare_view.format_table(one)
 
 
 def test_cli_sort_cost_top_json(capsys_module, k3_listed, k3_cost):
@@ -405,7 +405,7 @@ def test_the_decision_and_compare_name_the_same_cheapest_layouts(kw):
         assert (df[df.gpu == "b300"].priced_by == "your --tok-s").all()
     # the decision's sentences are compare's answer lines
     lines = decision.answer_lines(d)
-    assert all(compare.answer_line(a, d.context_tokens) in lines for a in compare.answers(df))
+    assert all(compare_view.answer_line(a, d.context_tokens) in lines for a in compare.answers(df))
 
 
 # --------------------------------------------------------------------------- bad input
@@ -431,7 +431,7 @@ def test_bad_inputs_raise_one_line_value_errors():
 
 def _cli(capsys, *argv):
     try:
-        rc = compare.cli_main(list(argv))
+        rc = compare_view.cli_main(list(argv))
     except SystemExit as e:
         rc = e.code
     out, err = capsys.readouterr()
@@ -486,7 +486,7 @@ def _strict(c):
 def test_cli_json_asked_answers_rows(capsys):
     rc, out, _ = _cli(capsys, "--model", "deepseek-v3", "--json", "--price-tier", "article")
     doc = json.loads(out, parse_constant=_strict)     # NaN / Infinity are not JSON
-    assert rc == 0 and set(doc) == {"asked", "answers", "rows"}
+    assert rc == 0 and set(doc) == {"asked", "answers", "your_prices", "rows"} and doc["your_prices"] is None
     assert doc["asked"]["model"] == "deepseek-v3" and doc["asked"]["context_tokens"] == 163840
     assert doc["asked"]["tiers"] == ["article"]
     rows = doc["rows"]
@@ -569,4 +569,97 @@ def test_the_k3_switch_is_offered_for_kimi_k3_only(ds, k3):
     sglang's defaults alone, and its header does not name the switch."""
     assert set(ds.setting) == {DEFAULTS}
     assert set(k3[k3.gpu == "mi355x"].setting) == {DEFAULTS, K3_OPT}
-    assert "AITER_K3_OPT" not in "\n".join(compare.header_lines(ds))
+    assert "AITER_K3_OPT" not in "\n".join(compare_view.header_lines(ds))
+
+
+# --------------------------------------------------------------------------- your prices, judged (issue 31)
+
+
+@pytest.fixture(scope="module")
+def yours():
+    """The renter's question: MI355X at $3.00 and B300 at $5.50 per GPU-hour, only their prices."""
+    return compare.compare_rows(load_model("kimi-k3"), tiers=["override"], overrides={"mi355x": 3.0, "b300": 5.5},
+                                input_len=1000, output_len=400)
+
+
+def test_breakeven_is_the_rows_tok_s_per_gpu_ratio_by_hand(yours):
+    """a's $/GPU-hour ÷ b's at equal $/M = a's tok/s per GPU ÷ b's; the band pairs a's low with b's
+    high (and the reverse), read off the comparison's own rows."""
+    a, b = "8xmi355x tp8 [aiter-k3-opt]", "8xb300 tp8"
+    ra, rb = (yours.set_index("layout").loc[x] for x in (a, b))
+    be = compare.breakeven(yours, a, b)
+    assert be["ratio"] == pytest.approx((ra["model_tok_s"] / 8) / (rb["model_tok_s"] / 8))
+    assert be["low"] == pytest.approx(ra["model_tok_s_low"] / rb["model_tok_s_high"])
+    assert be["high"] == pytest.approx(ra["model_tok_s_high"] / rb["model_tok_s_low"])
+    assert be["low"] < be["ratio"] < be["high"] and be["priced_by"] == "model"
+    assert compare.breakeven(yours, a, "no such layout") is None
+
+
+def test_a_price_ratio_reads_against_the_band():
+    be = {"a": "A", "b": "B", "ratio": 1.0, "low": 0.5, "high": 2.0}
+    assert compare.reading(0.4, be) == "A cheaper per token"
+    assert compare.reading(2.5, be) == "B cheaper per token"
+    assert compare.reading(0.545, be).startswith("too close to call")
+    assert compare.reading(0.9, dict(be, low=None, high=None)) == "A cheaper per token"   # no band: the ratio
+
+
+def test_your_prices_are_judged_against_the_break_even(yours):
+    u = compare.user_verdict(yours)
+    assert (u["first"], u["second"]) == ("8xmi355x tp8 [aiter-k3-opt]", "8xb300 tp8")
+    assert u["price_ratio"] == pytest.approx(3.0 / 5.5)
+    be = compare.breakeven(yours, u["first"], u["second"])
+    assert u["breakeven"] == be and u["reading"] == compare.reading(3.0 / 5.5, be)
+    second = yours.set_index("layout").loc["8xb300 tp8"]
+    assert u["second_usd_per_million_tokens"] == pytest.approx(
+        (second["usd_per_million_tokens[override]"], second["usd_per_million_tokens_low[override]"],
+         second["usd_per_million_tokens_high[override]"]))
+    # the CLI prints the same: the ratio, the break-even band, the verdict and the runner-up's band
+    lines = compare_view.verdict_lines(u)
+    text = compare_view.format_table(yours)
+    assert all(x in text for x in lines if x)
+    assert f"= {3 / 5.5:.3f}" in lines[1] and u["reading"] in lines[1]
+    assert f"runner-up 8xb300 tp8: ${u['second_usd_per_million_tokens'][0]:,.2f}/M (band $" in lines[2]
+
+
+def test_a_clear_price_gap_names_the_cheaper_gpu():
+    df = compare.compare_rows(load_model("kimi-k3"), tiers=["override"], overrides={"mi355x": 1.0, "b300": 9.0})
+    u = compare.user_verdict(df)
+    assert u["price_ratio"] < u["breakeven"]["low"] and u["reading"] == f"{u['first']} cheaper per token"
+
+
+def test_no_verdict_without_your_prices_on_two_gpus():
+    assert compare.user_verdict(compare.compare_rows(load_model("kimi-k3"), tiers=["article"])) is None
+    one = compare.compare_rows(load_model("kimi-k3"), tiers=["override"], overrides={"mi355x": 3.0})
+    assert compare.user_verdict(one) is None and "your prices:" not in compare_view.format_table(one)
+
+
+def test_price_tier_override_is_accepted_with_prices_and_refused_without(capsys_module):
+    _run = capsys_module
+    rc, out, err = _run("--usd-per-gpu-hour", "mi355x=3", "--usd-per-gpu-hour", "b300=5.5", "--price-tier",
+                        "override", "--top", "1", "--json")
+    assert rc == 0, err
+    got = json.loads(out)
+    assert got["your_prices"]["first"] == "8xmi355x tp8 [aiter-k3-opt]" and [a["tier"] for a in got["answers"]] == ["override"]
+    rc, out, err = _run("--price-tier", "override")
+    assert rc == 2 and out == "" and err.strip() == ("k3lab compare: error: price tier 'override' is your own prices: "
+                                                     "give them with --usd-per-gpu-hour GPU=PRICE")
+
+
+def test_the_decision_breaks_even_on_the_layouts_compare_lists():
+    """The decision's MI355X/B300 break-even is compare.breakeven on the comparison's own rows:
+    one layout, one number (issue 31: the break-even was on 8×B300 TP8+DCP8, which compare never listed)."""
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400)
+    df = d.comparison
+    be = compare.breakeven(df, "8xmi355x tp8 [aiter-k3-opt]", "8xb300 tp8")
+    assert (d.breakeven.model, d.breakeven.model_low, d.breakeven.model_high) == pytest.approx(
+        (be["ratio"], be["low"], be["high"]))
+    assert {"8xmi355x tp8 [aiter-k3-opt]", "8xb300 tp8"} <= set(df["layout"])
+    assert d.breakeven.workload == "1,024 in / 400 out"
+
+
+def test_a_what_if_workload_and_your_prices_reach_the_decision():
+    d = decision.decide("kimi-k3", input_len=1000, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})
+    assert d.breakeven.workload == "1,000 in / 400 out"
+    mine = d.breakeven.sources[0]
+    assert mine[0] == "your prices" and mine[5] == pytest.approx(3.0 / 5.5)
+    assert any(line.startswith("  your prices (override): $3.00 / $5.50 = 0.55x") for line in decision.answer_lines(d))

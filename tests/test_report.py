@@ -243,7 +243,7 @@ def test_the_decision_box_is_one_swappable_function(tmp_path):
     """The box is what one function ``decision(Decision) -> HTML`` returns: by default
     :func:`report.decision_html` (k3lab.decision's headline, then the details collapsed), and
     whatever ``build(decision=...)`` is given instead, in the study's report and a what-if's."""
-    from k3lab import compare, decision
+    from k3lab import compare, compare_view, decision
 
     root = tmp_path / "results"
     root.mkdir()
@@ -268,7 +268,7 @@ def test_the_decision_box_is_one_swappable_function(tmp_path):
     for line in decision.headline(d):                       # the headline on top, every sentence of it
         assert f"<li>{html.escape(line)}</li>" in top
     for a in d.answers:                                     # compare's answer lines in the details
-        assert html.escape(compare.answer_line(a, d.context_tokens)) in details
+        assert html.escape(compare_view.answer_line(a, d.context_tokens)) in details
 
     def mine(d):
         seen.append(d)

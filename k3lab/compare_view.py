@@ -1,0 +1,270 @@
+"""How a comparison reads (:mod:`k3lab.compare` computes it): the answer sentences, the fixed-width
+text ``python -m k3lab compare`` prints, JSON records, your own prices judged against the
+break-even, and the command line itself.
+
+Units as :mod:`k3lab.compare`: GiB per GPU, tokens, requests, $/GPU-hour, $/hour per deployment,
+tok/s of output per deployment unless named per GPU, $ per million output tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import textwrap
+
+from . import limits, prices
+from .cli_parser import OneLineParser
+from .compare import (HOUR_PREFIX, MODEL_NOTE, MTOK_PREFIX, SORTS, answers, compare_rows, tier_columns,
+                      user_verdict)
+from .model.capacity import KV_DTYPES
+from .model.sharding import VARIANTS
+from .specs import known_models, load_model
+
+
+def answer_line(a: dict, context_tokens: int) -> str:
+    """One answer of :func:`answers` as a sentence (the CLI's and the report's wording)."""
+    head = f"{a['tier']} ({a['kind']}{', ' + a['date'] if a['date'] else ''})"
+    if a["layout"] is None:
+        u = a.get("unpriced")
+        return (f"{head}: prices no layout that holds a {context_tokens:,}-token request"
+                + ("" if u is None else f" with a throughput to price (cheapest to hold: {u['layout']} at "
+                                        f"${u['usd_per_hour']:,.2f}/hour; {u['why']})"))
+    how = "" if a["fits_with"] == "defaults" else f" (with {a['fits_with']})"
+    band = (f", band ${a['usd_per_million_tokens_low']:,.2f}-${a['usd_per_million_tokens_high']:,.2f}"
+            + ("" if a.get("model_in_domain", True) else ", outside the model's validated domain")
+            if a["priced_by"] == "model" else "")
+    return (f"{head}: {a['layout']}{how}, ${a['usd_per_million_tokens']:,.2f}/M output tokens "
+            f"({a['priced_by']}{band}) at ${a['usd_per_hour']:,.2f}/hour")
+
+
+def fit_answer(df) -> str:
+    """A comparison (``include_all=True`` for the 8-GPU part) in one sentence: which single 8-GPU
+    nodes hold the weights at TP8, and the smallest layouts that also hold a full-context request."""
+    a, fits = df.attrs, df[df["fits"]]
+    node = df[(df["num_gpus"] == 8) & (df["tp"] == 8) & df["weights_fit"]]
+    held = (f"the weights fit one 8-GPU node (TP8) of {', '.join(sorted(node['gpu'].str.upper())) or 'no GPU'}; "
+            if a.get("include_all") else "")
+    if fits.empty:
+        return f"{a['model']}: {held}no candidate layout holds one {a['context_tokens']:,}-token request."
+    small = fits[fits["num_gpus"] == fits["num_gpus"].min()]
+    more = " …" if len(small) > 4 else ""
+    return (f"{a['model']}: {held}the smallest layouts that hold a {a['context_tokens']:,}-token request use "
+            f"{small['num_gpus'].iloc[0]} GPUs ({', '.join(small['label'].head(4))}{more}).")
+
+
+PRICE_FAMILIES = (HOUR_PREFIX, MTOK_PREFIX, MTOK_PREFIX + "_low", MTOK_PREFIX + "_high")
+
+
+def to_records(df) -> list[dict]:
+    """Rows as JSON-ready dicts; each per-tier price family becomes a dict (tier → value; tiers
+    without a price are left out)."""
+    fams = {f: tier_columns(df, f) for f in PRICE_FAMILIES}
+    cols = {c for m in fams.values() for c in m.values()}
+    out = []
+    for r in df.to_dict("records"):
+        d = {k: v for k, v in r.items() if k not in cols and not k.startswith("_")}
+        for k, v in d.items():
+            if isinstance(v, float) and not math.isfinite(v):
+                d[k] = None
+            elif hasattr(v, "item"):
+                d[k] = v.item()
+        for f, m in fams.items():
+            d[f] = {t: float(r[c]) for t, c in m.items() if r[c] == r[c]}
+        out.append(d)
+    return out
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _fmt_table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = lambda cells: "  ".join(c.rjust(w) if i in right else c.ljust(w)  # noqa: E731
+                                   for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+
+
+def _usd(v) -> str:
+    return "—" if not v == v else f"{v:,.2f}"
+
+
+def _int(v) -> str:
+    return "—" if not v == v else f"{v:,.0f}"
+
+
+def header_lines(df) -> list[str]:
+    """What a comparison asked, and under which sglang settings (every output starts with these)."""
+    a = df.attrs
+    sets = (f"sglang settings: {', '.join(a['variants'])} (aiter-* on AMD GPUs only)" if a.get("variants") else
+            "sglang settings: sglang 0.5.23's defaults on every GPU; AMD GPUs also with the article's "
+            "SGLANG_AITER_K3_OPT=1 (setting aiter-k3-opt), side by side" if a["model"] == "kimi-k3" else
+            "sglang settings: sglang 0.5.23's defaults on every GPU")
+    return [f"compare {a['model']}: does one {a['context_tokens']:,}-token request fit (KV {a['kv_dtype']}, "
+            f"--mem-fraction-static {a['mem_fraction']:g}), and what does serving cost at "
+            f"{a['input_len']:,} in / {a['output_len']:,} out?", sets]
+
+
+def format_table(df) -> str:
+    """The comparison as fixed-width text: what was asked, one answer line per price source, the
+    layouts (fit, model throughput with its band, the roofline bound), then $/hour and $/M output
+    tokens per price source, and what the throughput numbers are."""
+    a = df.attrs
+    hold = df[df["holds"].astype(bool)] if len(df) else df
+    lines = header_lines(df)
+    lines.append(f"{a.get('holding', len(hold))} layouts hold the request (of {a.get('candidates', len(df))} GPU × layout × setting "
+                 "candidates)" + ("; all candidates listed" if a.get("include_all") else "; --all lists the rest with why")
+                 + (f"; sorted by {a['sort']}" if a.get("sort") == "cost" else "")
+                 + (f"; first {a['top']}" if a.get("top") else ""))
+    lines += ["", "answer: per price source, the layout that holds the request at the lowest $/M output tokens"]
+    lines += ["  " + answer_line(x, a["context_tokens"]) for x in answers(df)]
+    lines += verdict_lines(user_verdict(df))
+    lines.append("")
+    if df.empty:
+        lines.append("nothing fits: try more GPUs, --kv-dtype fp8, a shorter --context or --all")
+        return "\n".join(lines)
+    heads = ["layout", "GPUs", "weights GiB/GPU", "full-ctx reqs", "fits with",
+             "model tok/s", "band", "at c", "roofline ≤ tok/s"]
+    body = []
+    for r in df.to_dict("records"):
+        w = "—" if not r["weights_gib_per_gpu"] == r["weights_gib_per_gpu"] else f"{r['weights_gib_per_gpu']:.1f}"
+        m = r.get("model_tok_s", math.nan)
+        band = "—" if not m == m else f"{_int(r['model_tok_s_low'])}-{_int(r['model_tok_s_high'])}"
+        cells = [r["layout"], str(r["num_gpus"]), w, f"{r['full_context_requests']:,}", r["fits_with"],
+                 _int(m) + ("*" if m == m and not r["model_in_domain"] else ""), band,
+                 str(r["model_concurrency"]) if r["model_concurrency"] else "—", _int(r["roofline_bound_tok_s"])]
+        if a.get("include_all"):
+            cells.append(r["reason"] or "holds")
+        body.append(cells)
+    if a.get("include_all"):
+        heads.append("reason")
+    lines += _fmt_table(heads, body, right={1, 2, 3, 5, 6, 7, 8})
+    hour, mtok = tier_columns(df, HOUR_PREFIX), tier_columns(df, MTOK_PREFIX)
+    used = [t for t in a["tiers"] if df[hour[t]].notna().any()]
+    lines += ["", "$/M output tokens at the priced throughput (the model's, or your --tok-s), by price source"]
+    rows = [[r["layout"], *(_usd(r[mtok[t]]) for t in used)] for r in df.to_dict("records")]
+    lines += _fmt_table(["layout", *used], rows, right=set(range(1, 1 + len(used))))
+    pr_all = prices.prices(a.get("overrides"))
+    gpus = list(dict.fromkeys(df["gpu"]))
+    grid = {(r.tier, r.gpu): r.usd_per_gpu_hour for r in pr_all.itertuples()}
+    lines += ["", "the prices: $/GPU-hour by GPU and source (a deployment costs GPUs × this per hour)"]
+    lines += _fmt_table(["GPU", *used], [[g.upper(), *(_usd(grid.get((t, g), math.nan)) for t in used)] for g in gpus],
+                        right=set(range(1, 1 + len(used))))
+    pr = pr_all
+    lines += ["", *textwrap.wrap("price sources: " + "; ".join(f"{t}" + _tier_kind(pr, t) for t in used),
+                                 width=110, subsequent_indent="  "),
+              *textwrap.wrap(f"note: {MODEL_NOTE}. * = outside the model's validated domain (its band is not "
+                             "validated there).", width=110, subsequent_indent="  ")]
+    if a.get("tok_s"):
+        lines.append("  your --tok-s (output tok/s per GPU) prices: " + ", ".join(
+            f"{g.upper()} {v:,.1f}" for g, v in a["tok_s"].items()))
+    return "\n".join(lines)
+
+
+def verdict_lines(u: dict | None) -> list[str]:
+    """:func:`k3lab.compare.user_verdict` as sentences (none without your prices on two GPUs)."""
+    if u is None:
+        return []
+    be = u["breakeven"]
+    band = "" if be["low"] is None else f" ({be['low']:.2f}-{be['high']:.2f})"
+    f, s = u["first_usd_per_million_tokens"], u["second_usd_per_million_tokens"]
+    m = lambda x: f"${x[0]:,.2f}/M" + ("" if not x[1] == x[1] else f" (band ${x[1]:,.2f}-${x[2]:,.2f})")  # noqa: E731
+    return ["", f"your prices: {u['first']} at ${u['first_usd_per_gpu_hour']:,.2f} against {u['second']} at "
+                f"${u['second_usd_per_gpu_hour']:,.2f} per GPU-hour = {u['price_ratio']:.3f}; they cost the same per "
+                f"token at {be['ratio']:.2f}{band} → {u['reading']}",
+            f"  {u['first']}: {m(f)}; runner-up {u['second']}: {m(s)} (priced by the {be['priced_by']})"]
+
+
+def _tier_kind(pr, tier: str) -> str:
+    if tier == prices.OVERRIDE_TIER:
+        return " (given with --usd-per-gpu-hour)"
+    sub = pr[pr["tier"] == tier]
+    return "" if sub.empty else f" ({sub['kind'].iloc[0]}, {sub['source_date'].iloc[0]})"
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _pairs(items: list[str], flag: str, kind: str) -> dict:
+    """``GPU=VALUE`` items of a repeatable flag → {gpu: float within :data:`k3lab.limits.CAPS`
+    ``[kind]``}; ValueError naming the flag."""
+    out = {}
+    for s in items:
+        gpu, sep, val = s.partition("=")
+        if not sep or not gpu:
+            raise ValueError(f"{flag} expects GPU=VALUE, got {s!r}")
+        v = float(limits.parse(kind, val, f"{flag} {s!r}: the value"))
+        if gpu.lower() in out:
+            raise ValueError(f"{flag}: GPU {gpu!r} given twice")
+        out[gpu.lower()] = v
+    return out
+
+
+def _overrides(items: list[str]) -> dict:
+    return _pairs(items, "--usd-per-gpu-hour", "usd_per_gpu_hour")
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = OneLineParser(prog="python -m k3lab compare",
+                       description="Every GPU x layout that holds one request of a model, what it costs per hour "
+                                   "and per million output tokens by price source, and the cheapest per source. "
+                                   "Throughput is the serving MODEL's (validated on public measurements), or yours.")
+    ap.add_argument("--model", default="kimi-k3", help=f"one of: {', '.join(known_models())} (default kimi-k3)")
+    ap.add_argument("--context", type=limits.arg("tokens", "--context"), default=None,
+                    help=limits.help_text("request length in tokens (default: the model's max; at most its max)",
+                                          "tokens"))
+    ap.add_argument("--kv-dtype", default="bf16", choices=KV_DTYPES)
+    ap.add_argument("--mem-fraction", type=limits.arg("fraction", "--mem-fraction"), default=0.9,
+                    help=limits.help_text("sglang --mem-fraction-static (default 0.9)", "fraction"))
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME",
+                    help="an sglang switch, repeatable: " + ", ".join(VARIANTS))
+    ap.add_argument("--price-tier", action="append", default=None, metavar="TIER",
+                    help="a price source of data/prices.yaml, repeatable (default: all)")
+    ap.add_argument("--usd-per-gpu-hour", action="append", default=[], metavar="GPU=PRICE",
+                    help=limits.help_text("override a GPU's $/GPU-hour (shown as tier 'override'), repeatable",
+                                          "usd_per_gpu_hour"))
+    ap.add_argument("--input-len", type=limits.arg("tokens", "--input-len"), default=None,
+                    help=limits.help_text("prompt tokens of the throughput workload (default 1024)", "tokens"))
+    ap.add_argument("--output-len", type=limits.arg("tokens", "--output-len"), default=None,
+                    help=limits.help_text("output tokens of the throughput workload (default 400)", "tokens"))
+    ap.add_argument("--tok-s", action="append", default=[], metavar="GPU=TOKS",
+                    help=limits.help_text("price your own measured output tok/s PER GPU for that GPU's rows, "
+                                          "repeatable", "tok_s_per_gpu"))
+    ap.add_argument("--sort", default="gpus", choices=SORTS, help="gpus (default: fewest first) or cost "
+                                                                  "(lowest $/M output tokens first)")
+    ap.add_argument("--top", type=limits.arg("rows", "--top"), default=None, metavar="N",
+                    help=limits.help_text("show the first N rows only", "rows"))
+    ap.add_argument("--all", action="store_true", help="also list layouts that do not hold the request, with why")
+    out = ap.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print a JSON list of rows")
+    out.add_argument("--csv", action="store_true", help="print CSV")
+    return ap
+
+
+def cli_main(argv: list[str] | None = None) -> int:
+    """``python -m k3lab compare [--model M] [--context C] [--json|--csv] …`` → exit 0, or 2 with one line."""
+    args = _parser().parse_args(argv)
+    try:
+        df = compare_rows(load_model(args.model), args.context, args.kv_dtype, args.mem_fraction,
+                          tuple(args.variant), args.price_tier, _overrides(args.usd_per_gpu_hour), args.all,
+                          input_len=args.input_len, output_len=args.output_len,
+                          tok_s=_pairs(args.tok_s, "--tok-s", "tok_s_per_gpu"), sort=args.sort,
+                          top=args.top)
+    except (ValueError, OverflowError) as e:
+        print(f"k3lab compare: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
+        return 2
+    if args.json:
+        text = json.dumps({"asked": {k: v for k, v in df.attrs.items()}, "answers": answers(df),
+                           "your_prices": user_verdict(df), "rows": to_records(df)}, indent=2, default=str) + "\n"
+    elif args.csv:
+        text = df.to_csv(index=False, float_format="%.6g", lineterminator="\n")
+    else:
+        text = format_table(df) + "\n"
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head`: the reader has what it wanted (Python's documented recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
