@@ -663,3 +663,33 @@ def test_a_what_if_workload_and_your_prices_reach_the_decision():
     mine = d.breakeven.sources[0]
     assert mine[0] == "your prices" and mine[5] == pytest.approx(3.0 / 5.5)
     assert any(line.startswith("  your prices (override): $3.00 / $5.50 = 0.55x") for line in decision.answer_lines(d))
+
+
+def test_one_dollar_per_million_per_question_on_every_surface():
+    """Issue 31: $3.74 / $3.75 / $3.78 for one question on three surfaces. The CLI (compare), notebook
+    04's "your GPUs and layouts" section (its own calls, with its default parameters) and the
+    decision box price 8×MI355X TP8 with K3_OPT under each price source at one $/M."""
+    from k3lab import nbparams
+    from k3lab.findings import field as field_claims
+    from k3lab.paths import NOTEBOOKS_DIR
+    from k3lab.specs import parse_layout
+
+    p = nbparams.declared([nbparams.notebook_parameters_cell("04_throughput_perf_per_dollar")])[0]
+    deps = [parse_layout(x) for x in p["layouts"]]
+    peaks = field_claims.model_peaks(deps, p["input_len"], p["output_len"], mem_fraction=p["mem_fraction"])
+    nb = field_claims.model_perf_per_dollar(peaks, p["usd_per_gpu_hour"])
+    nb = nb[nb["layout"] == "8×MI355X TP8"].set_index("tier")["usd_per_million_tokens"]
+    cli = compare.compare_rows(load_model("kimi-k3"), input_len=p["input_len"], output_len=p["output_len"],
+                               mem_fraction=p["mem_fraction"])
+    row = cli.set_index("layout").loc["8xmi355x tp8 [aiter-k3-opt]"]
+    d = decision.decide("kimi-k3", input_len=p["input_len"], output_len=p["output_len"], mem_fraction=p["mem_fraction"])
+    box = {a["tier"]: a["usd_per_million_tokens"] for a in d.answers if a.get("layout") == "8xmi355x tp8 [aiter-k3-opt]"}
+    assert len(nb) >= 5 and box
+    for tier, v in nb.items():
+        assert round(row[f"usd_per_million_tokens[{tier}]"], 2) == round(v, 2), tier
+        if tier in box:
+            assert round(box[tier], 2) == round(v, 2), tier
+    # the notebook makes exactly these calls (no fp8 KV, no electricity in this section)
+    src = (NOTEBOOKS_DIR / "04_throughput_perf_per_dollar.ipynb").read_text(encoding="utf-8")
+    assert "field_claims.model_peaks(deps, input_len, output_len, mem_fraction=mem_fraction)" in src
+    assert "field_claims.model_perf_per_dollar(peaks, usd_per_gpu_hour)" in src
