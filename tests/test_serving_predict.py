@@ -304,7 +304,7 @@ BASE = ["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--input-len", "8192", "-
 JSON_KEYS = {
     "layout", "gpu", "family", "variants", "input_len", "output_len", "concurrency_asked", "concurrency",
     "admitted_requests", "spec", "accept_len", "accept_len_range", "bands_log", "validated", "in_validated_domain",
-    "ttft_outside_validated_domain",
+    "ttft_outside_validated_domain", "admission",
     "outside_validated_domain", "params", "nearest_measurements",
     *(f"{k}{s}" for k in ("tpot_ms", "ttft_ms", "itl_ms", "output_tok_s", "output_tok_s_per_node",
                           "output_tok_s_per_gpu") for s in ("", "_low", "_high")),
@@ -432,3 +432,16 @@ def test_curve_adds_the_admission_limit_only_in_place_of_a_concurrency_above_it(
     assert [p.concurrency for p in curve(cfg, dep, 1024, 400, concurrencies=(1, 2))] == [1, 2]
     assert [p.concurrency for p in curve(cfg, dep, 1024, 400, concurrencies=(1, 2, 10 * limit))] == [1, 2, limit]
     assert [p.concurrency for p in curve(cfg, dep, 1024, 400, concurrencies=(1, 2, 10 * limit), max_running=2)] == [1, 2]
+
+
+def test_the_admission_limit_is_explained():
+    """Issue 31: with DSpark "the pools admit 32" while a public run ran at c64 — the answer says what
+    binds (the request slots, not the KV pool) and what a run at higher concurrency sets."""
+    dep = Deployment("b300", 8, 8, dcp=8)
+    p = P.predict(CFG, dep, Workload(8192, 1024, 64), Spec("dspark", 4.5))
+    a = P.admission(CFG, dep, 9216, Spec("dspark", 4.5))
+    assert p.concurrency == a.requests < 64 and a.max_running_requests_per_replica < a.kv_requests_per_replica
+    assert p.admission_note.startswith(f"sglang's request slots bind: {a.max_running_requests_per_replica} per replica")
+    assert "--max-running-requests 48" in p.admission_note and "--max-mamba-cache-size" in p.admission_note
+    kv = P.predict(CFG, MI355X, Workload(100_000, 1000, 64))
+    assert kv.admission_note.startswith("the KV pool holds") and kv.concurrency < 64

@@ -104,9 +104,11 @@ def format_prediction(p: Prediction, accept_note: str = "") -> str:
             + (f" (asked {p.concurrency_asked:,}; the pools admit {p.admitted:,})" if p.concurrency < p.concurrency_asked
                else f" (the pools admit {p.admitted:,})")
             + (f", DSpark at {accept_note}" if p.spec_on else ", no speculative decoding"),
-            f"  serving model of family {p.family}; bands = out-of-sample error covering 90% of public runs "
+            f"  serving model of family {p.family}; bands = the out-of-sample error that holds 90% of public runs "
             f"the fit did not see: {'DSpark' if p.spec_on else 'decode'} {band_word('output_tok_s')}, "
             f"TTFT {band_word('ttft_ms')}"]
+    if p.concurrency < p.concurrency_asked:
+        head.append(f"  the pools admit {p.admitted:,}: {p.admission_note}")
     for what, gaps in ((f"{'DSpark' if p.spec_on else 'decode'} speed", p.outside), ("TTFT", p.ttft_outside)):
         if gaps:  # the band is an error measured inside the domain: outside it, it says nothing
             head.append(f"  {what}: OUTSIDE the validated domain: {'; '.join(gaps)}. Its band does not hold here: "

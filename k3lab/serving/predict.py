@@ -41,6 +41,17 @@ class Admission:
     replicas: int
     variants: tuple
 
+    def why(self, context_tokens: int) -> str:
+        """What binds the admission, in words (sglang 0.5.23's start-up sizing, ``k3lab fit``)."""
+        per = f"{self.max_running_requests_per_replica:,} per replica"
+        if self.kv_requests_per_replica < self.max_running_requests_per_replica:
+            return (f"the KV pool holds {self.kv_requests_per_replica:,} requests of {context_tokens:,} tokens per "
+                    f"replica (sglang 0.5.23's start-up sizing; `python -m k3lab fit` shows it)")
+        draft = ", DSpark's draft setting --max-running-requests 48" if "dspark" in self.variants else ""
+        return (f"sglang's request slots bind: {per} (--max-running-requests, capped by the KDA state pool at its "
+                f"default --mamba-full-memory-ratio{draft}); a public run at higher concurrency set larger pools "
+                "(--max-running-requests with --max-mamba-cache-size: `python -m k3lab fit --help-variants`)")
+
 
 def admission(cfg: ModelConfig, dep: Deployment, context_tokens: int, spec: Spec = NO_SPEC, variants=(),
               kv_dtype: str = "bf16", mem_fraction: float = 0.9) -> Admission:
@@ -94,6 +105,7 @@ class Prediction:
     spread: dict = field(default_factory=dict)
     accept_range: tuple = field(default=())
     ttft_outside: tuple = field(default=())
+    admission_note: str = ""
 
     KINDS = ("output_tok_s", "tpot_ms", "ttft_ms", "itl_ms")
 
@@ -149,7 +161,8 @@ class Prediction:
         d = {"layout": self.layout, "gpu": self.gpu, "family": self.family, "variants": list(self.variants),
              "input_len": self.input_len, "output_len": self.output_len,
              "concurrency_asked": self.concurrency_asked, "concurrency": self.concurrency,
-             "admitted_requests": self.admitted, "spec": self.spec, "accept_len": self.accept_len,
+             "admitted_requests": self.admitted, "admission": self.admission_note, "spec": self.spec,
+             "accept_len": self.accept_len,
              "accept_len_range": list(self.accept_range),
              "bands_log": dict(self.bands), "validated": {k: self.validated(k) for k in self.KINDS},
              "in_validated_domain": self.in_domain, "outside_validated_domain": list(self.outside),
@@ -264,7 +277,7 @@ def predict(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_S
                       num_nodes=dep.num_nodes, bands=dict(bands), params=params, nearest=nearest(dep.gpu, w, spec),
                       outside=domain_gaps(dep.gpu, dep, w, "dspark" if spec.on else "decode"),
                       ttft_outside=domain_gaps(dep.gpu, dep, w, "ttft", prefill_attention), spread=spread,
-                      accept_range=rng)
+                      accept_range=rng, admission_note=adm.why(work.input_len + work.output_len))
 
 
 def curve(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, spec: Spec = NO_SPEC,
