@@ -17,7 +17,7 @@ from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.legend import Legend  # noqa: E402
 
-from k3lab import claims, figures, report, roofline  # noqa: E402
+from k3lab import claims, figures, report, report_html, roofline  # noqa: E402
 from k3lab.figures import field as fig_field  # noqa: E402
 from k3lab.figures import memory as fig_memory  # noqa: E402
 from k3lab.figures import throughput as fig4  # noqa: E402
@@ -265,9 +265,9 @@ def test_verdict_figure_whole_number_ticks_and_a_colour_per_verdict():
 
 
 def test_text_on_a_verdict_colour_reads():
-    assert report.text_color("#ffffff") == "#000000" and report.text_color("#000000") == "#ffffff"
-    assert report.text_color(report.VERDICT_COLORS["reproduced"]) == "#ffffff"    # dark green: white text
-    assert report.text_color(report.VERDICT_COLORS["not reproducible here"]) == "#000000"
+    assert report_html.text_color("#ffffff") == "#000000" and report_html.text_color("#000000") == "#ffffff"
+    assert report_html.text_color(report_html.VERDICT_COLORS["reproduced"]) == "#ffffff"    # dark green: white text
+    assert report_html.text_color(report_html.VERDICT_COLORS["not reproducible here"]) == "#000000"
 
 
 def test_article_perf_per_dollar_prices_what_the_decision_prices():

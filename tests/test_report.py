@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from k3lab import claims, report
+from k3lab import claims, report, report_html, report_notebooks
 
 PNG_1PX = base64.b64encode(bytes.fromhex(
     "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
@@ -241,7 +241,7 @@ def test_the_top_is_short_and_the_detail_collapsible(study):
 
 def test_the_decision_box_is_one_swappable_function(tmp_path):
     """The box is what one function ``decision(Decision) -> HTML`` returns: by default
-    :func:`report.decision_html` (k3lab.decision's headline, then the details collapsed), and
+    :func:`report_html.decision_html` (k3lab.decision's headline, then the details collapsed), and
     whatever ``build(decision=...)`` is given instead, in the study's report and a what-if's."""
     from k3lab import compare, compare_view, decision
 
@@ -253,7 +253,7 @@ def test_the_decision_box_is_one_swappable_function(tmp_path):
 
     def default(d):
         seen.append(d)
-        return report.decision_html(d)
+        return report_html.decision_html(d)
 
     page = report.build(root, decision=default).read_text(encoding="utf-8")
     (d,) = seen
@@ -261,7 +261,7 @@ def test_the_decision_box_is_one_swappable_function(tmp_path):
     # the study's question: Kimi K3 at its config's max_position_embeddings, 1,048,576 tokens
     assert (d.model, d.context_tokens) == ("kimi-k3", 1048576)
     assert d.answers == compare.answers(d.comparison)      # the cheapest per source, as compare says
-    box = report.decision_html(d)
+    box = report_html.decision_html(d)
     assert box in page and page.count('id="decision"') == 1
     top, details = box.split("<details>", 1)
     assert "The decision" in top
@@ -309,11 +309,11 @@ def test_a_displayed_frame_comes_from_the_csv_its_cell_wrote(tmp_path):
 
 
 def test_displayed_csv():
-    assert report.displayed_csv('x = f()\nio.write_csv(x, out / "x.csv")\nx') == "x.csv"
-    assert report.displayed_csv('io.write_csv(x, P.results_dir(NB) / "y.csv")\nx') == "y.csv"
-    assert report.displayed_csv('io.write_csv(x, out / "x.csv")\nx.head()') is None
-    assert report.displayed_csv('io.write_csv(y, out / "y.csv")\nx') is None
-    assert report.displayed_csv("def (:") is None
+    assert report_notebooks.displayed_csv('x = f()\nio.write_csv(x, out / "x.csv")\nx') == "x.csv"
+    assert report_notebooks.displayed_csv('io.write_csv(x, P.results_dir(NB) / "y.csv")\nx') == "y.csv"
+    assert report_notebooks.displayed_csv('io.write_csv(x, out / "x.csv")\nx.head()') is None
+    assert report_notebooks.displayed_csv('io.write_csv(y, out / "y.csv")\nx') is None
+    assert report_notebooks.displayed_csv("def (:") is None
 
 
 def test_screenshots_without_chromium_is_one_line(tmp_path, monkeypatch, capsys):

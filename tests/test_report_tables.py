@@ -1,4 +1,5 @@
-"""``k3lab.report_tables``: the one table formatter of the report (and of notebooks' tables).
+"""``k3lab.report_tables`` and ``k3lab.report_cells``: the one table formatter of the report (and of
+notebooks' tables), and the cells it writes.
 
 Every expected cell below is written by hand from the input value, never produced by the code
 under test.
@@ -11,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from k3lab import report_cells as rc
 from k3lab import report_tables as rt
 
 
@@ -108,9 +110,9 @@ def test_wide_table_shows_the_columns_a_reader_needs_and_folds_the_rest():
 
 
 def test_wide_tables_scroll_inside_their_section_with_a_cue():
-    from k3lab import report
+    from k3lab import report_html
 
-    css = report._CSS
+    css = report_html.CSS
     assert ".table-wrap{overflow-x:auto;max-width:100%" in css
     assert ".table-wrap.wide>table{width:max-content}" in css
     assert "right/16px 100% no-repeat scroll" in css  # the shadow at the right edge says there is more
@@ -148,14 +150,14 @@ def test_replace_hook_and_truncation_note():
     (math.inf, 0, "∞"), (float("nan"), 2, "—"), (None, 0, "—"), (0.00402, None, "0.00402"),
     (2722.74, None, "2,723"), (191.04, None, "191.0"), (-0.04, None, "-0.04"), (0.006, None, "0.006")])
 def test_format_number(value, decimals, text):
-    assert rt.format_number(value, decimals) == text
+    assert rc.format_number(value, decimals) == text
 
 
 def test_header_labels():
-    assert rt.header_label("weights_gib_per_gpu") == "weights (GiB per GPU)"
-    assert rt.header_label("tok_s_per_dollar_hour") == "tok/s per $/hour"
-    assert rt.header_label("usd_per_million_tokens_at_bound[article]") == "$/M tokens at bound · article"
-    assert rt.header_label("request mix") == "request mix"
+    assert rc.header_label("weights_gib_per_gpu") == "weights (GiB per GPU)"
+    assert rc.header_label("tok_s_per_dollar_hour") == "tok/s per $/hour"
+    assert rc.header_label("usd_per_million_tokens_at_bound[article]") == "$/M tokens at bound · article"
+    assert rc.header_label("request mix") == "request mix"
 
 
 def test_show_is_displayable_in_a_notebook():

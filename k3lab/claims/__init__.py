@@ -51,7 +51,7 @@ re-exported here: ``from k3lab import claims; claims.judge(...)``.
 
 from __future__ import annotations
 
-from .ledger import ledger, read_records, verdict_literals, verdicts_by_method
+from .ledger import ledger, plain_answer, read_records, verdict_literals, verdicts_by_method
 from .record import Record, Recorder, judge, verdict
 from .registry import (LEDGER_COLUMNS, LEDGER_VIEW, METHODS, RECORD_COLUMNS, SUMMARY_COLUMNS, Claim, get,
                        registry)
@@ -61,5 +61,5 @@ from .rules import (BAND_MAX_RATIO, BASE_VERDICTS, INDEPENDENT, METHOD_QUALIFIED
 
 __all__ = ["BAND_MAX_RATIO", "BASE_VERDICTS", "INDEPENDENT", "METHOD_QUALIFIED", "QUALIFIED", "RULE_VERDICTS", "LEDGER_COLUMNS", "LEDGER_VIEW", "METHODS", "RECORD_COLUMNS",
            "RULES", "SUMMARY_COLUMNS", "VERDICTS", "Claim", "Record", "Recorder", "agrees",
-           "base_verdict", "cap", "decimals_of", "get", "judge", "ledger", "read_records",
+           "base_verdict", "cap", "decimals_of", "get", "judge", "ledger", "plain_answer", "read_records",
            "registry", "round_half_up", "same_as_stated", "stated_exponent", "verdict", "verdict_literals", "verdicts_by_method"]

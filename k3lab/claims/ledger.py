@@ -8,7 +8,7 @@ from pathlib import Path
 from ..paths import results_root
 from .record import NOT_JUDGED
 from .registry import LEDGER_COLUMNS, RECORD_COLUMNS, registry
-from .rules import VERDICTS, cap, format_value
+from .rules import VERDICTS, base_verdict, cap, format_value
 
 
 def read_records(path, notebook_id: str) -> dict[str, dict]:
@@ -113,6 +113,17 @@ def verdicts_by_method(df) -> str:
             inner = ", ".join(f"{n} {m}" for m, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
             parts.append(f"{v}: {inner}")
     return "; ".join(parts)
+
+
+def plain_answer(df) -> str:
+    """One sentence a reader can act on: how many claims were independently shown, how many
+    are consistent without independent proof, how many are wrong, how many could not be checked here."""
+    v = df["verdict"].map(base_verdict).value_counts()
+    return (f"Of the article's {len(df)} claims, {v.get('reproduced', 0)} were shown independently "
+            f"(measured or derived); {v.get('consistent', 0)} are consistent with the evidence without being shown "
+            f"independently; {v.get('discrepancy', 0) + v.get('corrected', 0)} are wrong or "
+            f"needed correcting; {v.get('inconsistent', 0)} disagree with the study's emulation, model or public "
+            f"measurements, which cannot show them wrong; {v.get('not reproducible here', 0)} could not be checked here.")
 
 
 _VERDICT_WORD = re.compile("|".join(re.escape(v) for v in VERDICTS))
