@@ -384,7 +384,7 @@ def _matrix_row_label(gpu: str, setting: str) -> str:
 def fit_matrix_html(df) -> str:
     """An HTML GPU × layout matrix (rows GPUs, columns layouts) of a comparison made with
     ``include_all=True``; a cell: weights fit (GiB per GPU), full-context requests, max KV tokens.
-    CSS classes ``yes`` / ``part`` / ``no`` / ``na`` colour it (see :mod:`k3lab.report`)."""
+    CSS classes ``yes`` / ``part`` / ``no`` / ``na`` colour it (see :mod:`k3lab.report_html`)."""
     a = df.attrs
     cols = [layout_name(n, tp, pp) for n, pp, tp in sorted({(r.num_gpus, r.pp, r.tp) for r in df.itertuples()})]
     # one row per GPU and sglang setting: AMD GPUs under the defaults and the article's K3_OPT
