@@ -100,8 +100,9 @@ screenshots: setup
 	$(PY) -m k3lab.report --results $(dir $(REPORT))
 	$(PY) -m k3lab.report_screenshots $(REPORT) --out $(SHOTS)
 
+# The README's bottom line and docs/findings.md's table, from results/claims.csv (after `make reproduce`).
 readme-table: setup
-	$(PY) -m k3lab.report --readme README.md
+	$(PY) -m k3lab.report --readme README.md --readme docs/findings.md
 
 clean:
 	rm -rf results/[0-9][0-9]_* results/claims.csv results/report.html build

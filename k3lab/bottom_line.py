@@ -75,8 +75,10 @@ def _item(row: dict, reading: str) -> str:
         fix = correction(row)
         return f"{cid} ({fix})" if fix else f"{cid} (claimed {row['claimed']}, found {row['reproduced'] or row['bound']})"
     if reading == "not checked here":
-        why = ("the question is outside the serving model's validated domain" if OUTSIDE in str(row["bound"])
-               else WHY_NOT.get(row["rule"], "nothing here can decide it"))
+        bound = str(row["bound"])
+        why = ("the question is outside the serving model's validated domain" if OUTSIDE in bound
+               else "the serving model is not validated for it (too few public sources, or a band wider than ×2)"
+               if "not validated" in bound else WHY_NOT.get(row["rule"], "nothing here can decide it"))
         return f"{cid} ({why})"
     return cid
 

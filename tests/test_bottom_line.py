@@ -76,3 +76,22 @@ def test_readme_text_and_html():
     page = bottom_line.html(df)
     assert page.startswith('<div class="decision" id="bottom-line">') and "$2.50" in page
     assert page.count("<li>") == 4 and "<table" not in page
+
+
+def test_a_claim_the_model_is_not_validated_for_says_so():
+    """T1-T3 read 'not checked here' because the serving model has no validated band for their
+    metric, not because a band is too wide: the reader is told which."""
+    import pandas as pd
+
+    from k3lab import bottom_line
+
+    df = pd.DataFrame([{"claim_id": "T1", "finding": "throughput", "verdict": "not reproducible here",
+                        "rule": "validated_model", "bound": "model not validated here (2 readings)", "notes": "",
+                        "claimed": "952", "reproduced": ""},
+                       {"claim_id": "T2", "finding": "throughput", "verdict": "not reproducible here",
+                        "rule": "validated_model", "bound": "model 744-3,165 (3 readings)", "notes": "",
+                        "claimed": "1568", "reproduced": ""}])
+    (title, parts), = bottom_line.finding_lines(df)
+    items = dict(parts)["not checked here"]
+    assert items[0].startswith("T1 (the serving model is not validated for it")
+    assert items[1] == "T2 (the serving model's band is too wide to tell)"
