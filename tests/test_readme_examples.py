@@ -1,4 +1,5 @@
-"""The README's "Choosing hardware for Kimi K3" section shows real, current outputs.
+"""The README opens with the article's bottom line, then its "Choosing hardware for Kimi K3" section
+shows real, current outputs.
 
 Each command is shown in README.md as ``$ python -m k3lab <args>`` followed by its output,
 verbatim; these tests run the same command and fail when the README's copy is stale (paste
@@ -17,7 +18,7 @@ from k3lab.paths import REPO_ROOT
 
 #: the commands of the section, exactly as README.md shows them after ``$ python -m k3lab ``
 SHOWN = [
-    "compare --input-len 1024 --output-len 400 --top 4",
+    "compare --input-len 1024 --output-len 400 --top 3",
     'predict --layout "8xmi355x tp8 [aiter-k3-opt]" --input-len 1024 --output-len 400 --concurrency 64',
     "fit --gpu mi355x --gpus 8 --tp 8 --variant aiter-k3-opt",
 ]
@@ -36,12 +37,24 @@ def test_readme_hardware_example_is_current(shown):
         f"README.md's output of `python -m k3lab {shown}` is stale: paste the current one"
 
 
-def test_readme_hardware_section_comes_first():
-    """The newcomer's section sits right after the introduction, before "## Reproduce"."""
+def test_readme_opens_with_the_bottom_line_then_the_hardware_answer():
+    """A newcomer reads the article's bottom line judged, then the three commands, before "## Reproduce";
+    reference material lives under docs/ and the README stays a front door (issue 31: at most ~250 lines)."""
     text = _readme()
-    first = text.index("\n## ")
-    assert text[first:].startswith("\n## Choosing hardware for Kimi K3: the answer in three commands\n")
-    assert first < text.index("\n## Reproduce\n")
+    heads = [line for line in text.splitlines() if line.startswith("## ")]
+    assert heads[:2] == ["## The article's bottom line, judged",
+                         "## Choosing hardware for Kimi K3: the answer in three commands"]
+    assert heads.index("## Reproduce") > 1 and "## Test" in heads
+    assert len(text.splitlines()) <= 250
+    for doc in ("findings", "serving-model", "cli", "reproduce", "operators", "gpu-benchmarks", "glossary", "layout"):
+        assert f"(docs/{doc}.md)" in text and (REPO_ROOT / "docs" / f"{doc}.md").exists(), doc
+
+
+def test_readme_answers_whether_the_padding_is_still_needed():
+    text = _readme()
+    assert "## Is the 12→16 head padding still needed, and at what cost?" in text
+    para = text.split("## Is the 12→16 head padding still needed, and at what cost?", 1)[1].split("\n## ", 1)[0]
+    assert "16/12 = 1.33×" in para and "0.5.19" in para
 
 
 def test_readme_decision_headline_is_current():
