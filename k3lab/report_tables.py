@@ -73,7 +73,7 @@ def reader_view(df, max_columns: int = MAX_COLUMNS):
 
     if len(df.columns) <= max_columns:
         return df, []
-    notes, keep = [], []
+    notes = []
     empty = [c for c in df.columns if all(is_missing(v) for v in df[c])]
     if empty:
         notes.append("empty in every row: " + ", ".join(header_label(c) for c in empty))

@@ -108,13 +108,14 @@ def spec_records() -> list[claims.Record]:
     rule ``validated_model`` (no public run measured a peak with and without DSpark)."""
     s = A.spec_speedups()
     b, peak = s["band"], s["peak"]
-    band_txt = f"band ±{math.expm1(b):.0%}: out-of-source error on {s['pairs']} public DSpark/no-DSpark pairs"
+    band_txt = (f"band ±{math.expm1(b):.0%}: out-of-source error on {s['pairs']} public DSpark/no-DSpark pairs"
+                if b is not None else f"no validated band ({s['pairs']} public DSpark/no-DSpark pairs; 9 needed)")
     arch = load_gpu("mi355x").arch
     pairs = spec_pairs(concurrency=1)
     mine = [(o, x) for o, _, x in pairs if load_gpu(o.gpu).arch == arch and o.deployment.tp == 8]
     w = article_workload()
     r6 = claims.judge(
-        "S6", f"public single-request pairs, DSpark ÷ no DSpark output tok/s (data/public_measurements.yaml): "
+        "S6", "public single-request pairs, DSpark ÷ no DSpark output tok/s (data/public_measurements.yaml): "
               + "; ".join(f"{o.deployment.label} {o.workload.input_len:,}/{o.workload.output_len:,} {x:.2f}x "
                           f"({o.id} / {d.id})" for o, d, x in pairs)
               + f". Cited: the ones on the article's silicon ({arch}) at TP8",
@@ -129,7 +130,8 @@ def spec_records() -> list[claims.Record]:
         "S7", "serving model, 8×MI355X TP8 (K3_OPT), 1,024/400: peak with DSpark over peak without, "
               + " and ".join(f"{x:.2f}x at τ={t:g} (peak at c{c})" for t, x, c in peak)
               + f"; without DSpark the model's peak is at c{base_c}, where the pools stop admitting requests; {band_txt}",
-        bound=f"model {min(x for _, x, _ in peak) * math.exp(-b):.2f}-{max(x for _, x, _ in peak) * math.exp(b):.2f}x",
+        bound=(f"model {min(x for _, x, _ in peak) * math.exp(-b):.2f}-{max(x for _, x, _ in peak) * math.exp(b):.2f}x"
+               if b is not None else "model not validated here"),
         readings=[(x, b) for _, x, _ in peak], claimed_value=s7_claimed_gain(),
         notes=(f"no peak at c24 in the model: throughput rises until sglang's pools stop admitting requests (c{base_c} "
                f"without DSpark, c{peak[0][2]} with it, DSpark's default --max-running-requests 48 and its draft's "

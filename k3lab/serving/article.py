@@ -102,10 +102,11 @@ def table_readings(row_id: str, per: str) -> list[Reading]:
 
 
 def ratio_band() -> tuple[float | None, int]:
-    """(band, pairs): the 90th percentile of the out-of-source error on public DSpark / no-DSpark
-    ratios (the smallest band covering 90% of them, :func:`k3lab.serving.calibration.covering`) — pairs of one GPU, layout, workload, concurrency and kind, with and without DSpark,
-    each predicted by the fit that left its own source out (every family pooled: the ratio
-    tests the draft and verify terms, which all families share). None without such a pair."""
+    """(band, pairs): the band that promises 90% on the out-of-source error of public DSpark /
+    no-DSpark ratios (:func:`k3lab.serving.calibration.covering`: None with fewer than 9 pairs) —
+    pairs of one GPU, layout, workload, concurrency and kind, with and without DSpark, each predicted
+    by the fit that left its own source out (every family pooled: the ratio tests the draft and
+    verify terms, which all families share). None without enough pairs."""
     rows = {r.id: r for f in calibration.fitted_families() for r in calibration.fitted_validation(f)
             if r.split == calibration.SPLITS[0]}
     obs = {o.id: o for o in calibration.fitted_observations()}

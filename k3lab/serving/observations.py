@@ -40,8 +40,6 @@ from .model import Spec, Workload
 ENGINES = ("sglang", "vllm", "atom")
 #: model outputs an observation can be compared with
 KINDS = ("output_tok_s", "tpot_ms", "itl_ms", "ttft_ms")
-#: kinds the fit uses
-FITTED_KINDS = KINDS
 WORKLOAD_FIELDS = ("gpu", "num_gpus", "tp", "input_len", "output_len", "concurrency", "metric", "scope", "spec")
 TAIL_STATISTICS = ("p90", "p95", "p99", "max", "min")
 #: what the model is validated on, each with its own band: decode speed without speculation (TPOT,

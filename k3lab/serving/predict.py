@@ -136,10 +136,6 @@ class Prediction:
         return self.band_of(kind) is not None
 
     @property
-    def validation_error(self) -> float | None:
-        return None if self.band is None else math.expm1(self.band)
-
-    @property
     def output_tok_s_per_node(self) -> float:
         return self.output_tok_s / self.num_nodes
 
