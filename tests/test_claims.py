@@ -309,3 +309,59 @@ def test_verdict_literals_found_in_code_cells():
     assert claims.verdict_literals('v = "reproduced" if ok else "discrepancy"') == ["reproduced", "discrepancy"]
     assert claims.verdict_literals('print("the claim was reproduced here")') == []
     assert claims.verdict_literals("x = 1") == []
+
+
+# --------------------------------------------------------------------------- what-if runs (issue 31)
+
+JUDGING = ("01_memory_fit", "02_topk_renorm_fix", "03_head_padding_prefill", "04_throughput_perf_per_dollar")
+
+
+def _study(root, changed: dict):
+    """A run folder: each notebook of ``changed`` ran as a what-if (its parameters changed) and
+    wrote the not-judged marker through the Recorder; the others wrote their claims."""
+    for nb in JUDGING:
+        if nb in changed:
+            (root / nb).mkdir(parents=True)
+            claims.Recorder(nb, root / nb).save(not_judged=changed[nb])
+        else:
+            _write_nb(root, nb, _rows(nb))
+
+
+@pytest.mark.parametrize("changed", [
+    {"01_memory_fit": {"context_tokens": 65536}},                                     # the issue's profile
+    {"04_throughput_perf_per_dollar": {"usd_per_gpu_hour": {"mi355x": 3.0}}},
+    {"01_memory_fit": {"model": "deepseek-v3"}, "04_throughput_perf_per_dollar": {"model": "deepseek-v3"}},
+    {nb: {"kv_dtype": "fp8"} for nb in JUDGING},                                       # every notebook changed
+], ids=["01", "04", "01+04", "all"])
+def test_a_what_if_of_any_subset_of_notebooks_never_crashes_the_ledger(tmp_path, changed):
+    """Issue 31: a profile that changes only notebook 01 failed in the ledger (claims.csv missing).
+    A notebook run with changed parameters judges nothing and says so: the ledger leaves its
+    claims out, names it with what it changed, and the bottom line and report counts still build."""
+    from k3lab import bottom_line, report
+
+    _study(tmp_path, changed)
+    led = claims.ledger(tmp_path)
+    reg = claims.registry()
+    assert set(led.claim_id) == {c.id for c in reg.values() if c.notebook not in changed}
+    assert led.attrs["not_judged"] == {nb: dict(sorted(v.items())) for nb, v in changed.items()}
+    assert not (tmp_path / next(iter(changed)) / "claims.csv").exists()
+    bottom_line.headline(led)                          # says the bottom line is not in this ledger when 04 changed
+    report.verdict_counts(led)
+    if "04_throughput_perf_per_dollar" in changed:
+        assert "is not in this ledger" in bottom_line.headline(led)
+
+
+def test_a_what_if_records_nothing_and_a_broken_marker_is_named(tmp_path):
+    rec = claims.Recorder("01_memory_fit", tmp_path)
+    rec.add(claims.judge("M10", "x", value=12))
+    with pytest.raises(ValueError, match="a what-if run records no claims"):
+        rec.save(not_judged={"context_tokens": 65536})
+    for nb in JUDGING:
+        _write_nb(tmp_path, nb, _rows(nb))
+    (tmp_path / "01_memory_fit" / "claims.csv").unlink()
+    (tmp_path / "01_memory_fit" / claims.record.NOT_JUDGED).write_text('{"notebook": "02_topk_renorm_fix"}')
+    with pytest.raises(ValueError, match=r"not_judged\.json: expected \{'notebook': '01_memory_fit'"):
+        claims.ledger(tmp_path)
+    (tmp_path / "01_memory_fit" / claims.record.NOT_JUDGED).unlink()
+    with pytest.raises(ValueError, match=r"01_memory_fit/claims\.csv: missing \(did 01_memory_fit run\?\)"):
+        claims.ledger(tmp_path)
