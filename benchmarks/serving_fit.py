@@ -13,7 +13,7 @@ import datetime
 import sys
 
 from k3lab.paths import data_dir
-from k3lab.serving import calibration
+from k3lab.serving import calibration, committed
 
 
 def main(argv: list[str]) -> int:
@@ -21,7 +21,7 @@ def main(argv: list[str]) -> int:
         print("usage: python benchmarks/serving_fit.py  (no arguments)", file=sys.stderr)
         return 2
     date = datetime.date.today().isoformat()
-    calibration.write_fit(data_dir() / "serving_fit.yaml", date, "python benchmarks/serving_fit.py")
+    committed.write_fit(data_dir() / "serving_fit.yaml", date, "python benchmarks/serving_fit.py")
     print(calibration.summary().to_string(index=False))
     return 0
 

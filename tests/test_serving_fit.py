@@ -17,6 +17,7 @@ import yaml
 
 from k3lab import data
 from k3lab.serving import calibration as C
+from k3lab.serving import committed as K
 from k3lab.serving import observations as O
 
 REPO = Path(__file__).resolve().parents[1]
@@ -251,7 +252,7 @@ def test_fitted_parameters_lie_within_bounds(refit):
 
 
 def test_committed_hashes_are_the_inputs_bytes(committed):
-    assert set(committed["inputs"]) == set(C.FIT_INPUTS)
+    assert set(committed["inputs"]) == set(K.FIT_INPUTS)
     for rel, h in committed["inputs"].items():
         assert hashlib.sha256((REPO / "data" / rel).read_bytes()).hexdigest() == h, rel
 
@@ -259,13 +260,13 @@ def test_committed_hashes_are_the_inputs_bytes(committed):
 def test_fitted_reads_the_committed_fit(committed):
     data.clear_cache()
     for fam, f in committed["families"].items():
-        p, bands = C.fitted(fam)
+        p, bands = K.fitted(fam)
         assert p.as_tuple() == tuple(f["params"][k] for k in p.NAMES)
         assert bands == {m: (b["band_log"] if b["validated"] else None) for m, b in f["bands"].items()}
-    assert C.fitted_families() == ["amd-cdna4", "nvidia-blackwell-ultra", "nvidia-blackwell"]
+    assert K.fitted_families() == ["amd-cdna4", "nvidia-blackwell-ultra", "nvidia-blackwell"]
     with pytest.raises(data.DataError, match=r"^data/serving_fit\.yaml: no fit for family 'nvidia-hopper' "
                                              r"\(fitted: amd-cdna4, nvidia-blackwell-ultra, nvidia-blackwell\)$"):
-        C.fitted("nvidia-hopper")
+        K.fitted("nvidia-hopper")
 
 
 def _append_comment(path: Path) -> None:
@@ -278,17 +279,17 @@ def test_a_changed_input_makes_the_fit_stale(data_copy, rel):
     _append_comment(data_copy / rel)
     data.clear_cache()
     with pytest.raises(data.DataError) as ei:
-        C.fitted("amd-cdna4")
+        K.fitted("amd-cdna4")
     msg = str(ei.value)
     assert "\n" not in msg
     assert msg == f"data/serving_fit.yaml: stale, data/{rel} changed since the fit; run `make serving-fit`"
 
 
 def test_a_file_the_fit_does_not_read_leaves_it_current(data_copy):
-    assert "prices.yaml" not in C.FIT_INPUTS
+    assert "prices.yaml" not in K.FIT_INPUTS
     _append_comment(data_copy / "prices.yaml")
     data.clear_cache()
-    assert C.fitted_families() == ["amd-cdna4", "nvidia-blackwell-ultra", "nvidia-blackwell"]
+    assert K.fitted_families() == ["amd-cdna4", "nvidia-blackwell-ultra", "nvidia-blackwell"]
 
 
 def test_a_stale_fit_refuses_predictions_too(data_copy):
@@ -318,22 +319,22 @@ def test_a_stale_fit_is_one_line_from_the_command(data_copy, tmp_path):
 def test_a_fit_of_another_model_version_is_refused(data_copy):
     f = data_copy / "serving_fit.yaml"
     text = f.read_text(encoding="utf-8")
-    assert text.count("model_version: '2'\n") == 1 and C.MODEL_VERSION == "2"
+    assert text.count("model_version: '2'\n") == 1 and K.MODEL_VERSION == "2"
     f.write_text(text.replace("model_version: '2'\n", "model_version: '1'\n"), encoding="utf-8")
     data.clear_cache()
     with pytest.raises(data.DataError) as ei:
-        C.fitted("amd-cdna4")
+        K.fitted("amd-cdna4")
     msg = str(ei.value)
     assert "\n" not in msg and msg.startswith("data/serving_fit.yaml: made by serving model version '1'")
     assert "this code is '2'" in msg
 
 
 def test_code_of_another_model_version_refuses_the_committed_fit(monkeypatch):
-    monkeypatch.setattr(C, "MODEL_VERSION", "3")
+    monkeypatch.setattr(K, "MODEL_VERSION", "3")
     data.clear_cache()
     try:
         with pytest.raises(data.DataError, match=r"version '2', this code is '3'"):
-            C.fitted_families()
+            K.fitted_families()
     finally:
         data.clear_cache()
 
@@ -341,7 +342,7 @@ def test_code_of_another_model_version_refuses_the_committed_fit(monkeypatch):
 def test_a_missing_input_is_named(data_copy):
     (data_copy / "sglang_sharding.yaml").unlink()
     with pytest.raises(data.DataError, match=r"data/sglang_sharding\.yaml: file missing"):
-        C.input_hashes()
+        K.input_hashes()
 
 
 def test_the_fit_carries_the_fields_acceptance_lengths(committed):

@@ -17,7 +17,7 @@ import statistics
 from .. import claims, data
 from ..figures import deployment_color
 from ..serving import article as A
-from ..serving import calibration
+from ..serving import committed
 from ..serving.field import accept_lengths, matching, spec_pairs
 from ..serving.field import accept_range as field_accept_range
 from ..serving.predict import Prediction
@@ -278,7 +278,7 @@ def curve_panels(public_workload=(8192, 1024)):
 
     cfg = load_model("kimi-k3")
     I, O = public_workload
-    pub = [o for o in calibration.fitted_observations() if o.kind == "output_tok_s" and o.spec == "none"
+    pub = [o for o in committed.fitted_observations() if o.kind == "output_tok_s" and o.spec == "none"
            and (o.input_len, o.output_len) == (I, O)]
     by_layout = {}
     for o in pub:
@@ -337,6 +337,14 @@ def model_peaks(deps, input_len: int, output_len: int, variants_of=None, kv_dtyp
         except ValueError as e:
             out.append((d, None, str(e)))
     return out
+
+
+def user_serving_settings(changed: dict, kv_dtype: str, usd_per_kwh: float) -> tuple[str, float]:
+    """(KV dtype, $/kWh) notebook 04's serving-model section prices with: the CLI's defaults (bf16 KV,
+    no electricity), unless the run changed ``kv_dtype`` or ``usd_per_kwh`` (``changed``:
+    :attr:`k3lab.nbparams.Params.changed`) — the notebook's own defaults of those two are the
+    roofline's favourable reading and the power section's price."""
+    return (kv_dtype if "kv_dtype" in changed else "bf16"), (usd_per_kwh if "usd_per_kwh" in changed else 0.0)
 
 
 def model_perf_per_dollar(peaks, overrides=None, usd_per_kwh: float = 0.0, pue: float | None = None):

@@ -17,7 +17,7 @@ import math
 
 from ..figures import deployment_color
 from ..serving import article as A
-from ..serving import calibration
+from ..serving import calibration, committed
 from ..throughput import article_table, article_workload
 
 
@@ -83,12 +83,12 @@ def latency_rows(kv_dtype: str = "bf16") -> list[dict]:
 
 def validation_inputs():
     """(out-of-sample rows by family, observations, bands by family and metric) of the committed
-    fit, for the figures: rows of both splits (``split``), bands as :func:`calibration.fitted`
+    fit, for the figures: rows of both splits (``split``), bands as :func:`committed.fitted`
     gives them (None where a metric is not validated)."""
-    fams = calibration.fitted_families()
-    rows = {f: list(calibration.fitted_validation(f)) for f in fams}
-    bands = {f: calibration.fitted(f)[1] for f in fams}
-    return rows, list(calibration.fitted_observations()), bands
+    fams = committed.fitted_families()
+    rows = {f: list(committed.fitted_validation(f)) for f in fams}
+    bands = {f: committed.fitted(f)[1] for f in fams}
+    return rows, list(committed.fitted_observations()), bands
 
 
 def aiconfigurator_table():
@@ -98,10 +98,10 @@ def aiconfigurator_table():
     deployment), each one's error (model ÷ published − 1), note."""
     import pandas as pd
 
-    oos = {r.id: r.predicted_out_of_sample for f in calibration.fitted_families() for r in calibration.fitted_validation(f)
+    oos = {r.id: r.predicted_out_of_sample for f in committed.fitted_families() for r in committed.fitted_validation(f)
            if r.split == calibration.SPLITS[0]}
     rows = []
-    for r in calibration.fitted_aiconfigurator():
+    for r in committed.fitted_aiconfigurator():
         k = oos.get(r.id)
         if k is None:
             continue
@@ -119,10 +119,10 @@ def calibration_table():
     import pandas as pd
 
     rows = []
-    obs = list(calibration.fitted_observations())
-    for f in calibration.fitted_families():
-        val = list(calibration.fitted_validation(f))
-        for m, b in calibration.fitted_bands(f).items():
+    obs = list(committed.fitted_observations())
+    for f in committed.fitted_families():
+        val = list(committed.fitted_validation(f))
+        for m, b in committed.fitted_bands(f).items():
             fo = [o for o in obs if o.family == f and o.metric == m]
             errs = sorted(abs(r.log_error) for r in val if r.metric == m)
             rows.append({"family": f, "metric": m, "GPUs": ", ".join(sorted({o.gpu for o in fo})) or "—",
@@ -139,8 +139,8 @@ def coverage_rows() -> list[dict]:
     """Per family and metric of the committed fit: band factor (NaN without one), validated, and
     per split the points and the share inside the band (for :func:`k3lab.figures.field.coverage_figure`)."""
     out = []
-    for f in calibration.fitted_families():
-        for m, b in calibration.fitted_bands(f).items():
+    for f in committed.fitted_families():
+        for m, b in committed.fitted_bands(f).items():
             r = {"family": f, "metric": m, "validated": b.validated,
                  "band_factor": math.nan if b.band_log is None else math.exp(b.band_log)}
             for split in calibration.SPLITS:
@@ -157,10 +157,10 @@ def build_table():
     slower than the model fitted on the other sources) → DataFrame."""
     import pandas as pd
 
-    obs = {o.id: o for o in calibration.fitted_observations()}
+    obs = {o.id: o for o in committed.fitted_observations()}
     rows = []
-    for f in calibration.fitted_families():
-        for r in calibration.fitted_validation(f):
+    for f in committed.fitted_families():
+        for r in committed.fitted_validation(f):
             if r.split != calibration.SPLITS[0]:
                 continue
             o = obs[r.id]
@@ -180,8 +180,8 @@ def parameters_table():
     import pandas as pd
 
     rows = []
-    for f in calibration.fitted_families():
-        p, _ = calibration.fitted(f)
+    for f in committed.fitted_families():
+        p, _ = committed.fitted(f)
         rows.append({"family": f, "HBM efficiency (weights)": p.hbm_efficiency,
                      "GEMM FLOP efficiency": p.flop_efficiency, "µs per layer per pass": p.layer_overhead_us,
                      "KV read efficiency (decode attention)": p.kv_efficiency,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from .. import data
 from ..specs import Deployment, load_model
 from ..throughput import article_table, article_workload
-from . import calibration, field
+from . import calibration, committed, field
 from .model import NO_SPEC, Spec, Workload
 from .predict import Prediction, peak, predict
 
@@ -107,9 +107,9 @@ def ratio_band() -> tuple[float | None, int]:
     pairs of one GPU, layout, workload, concurrency and kind, with and without DSpark, each predicted
     by the fit that left its own source out (every family pooled: the ratio tests the draft and
     verify terms, which all families share). None without enough pairs."""
-    rows = {r.id: r for f in calibration.fitted_families() for r in calibration.fitted_validation(f)
+    rows = {r.id: r for f in committed.fitted_families() for r in committed.fitted_validation(f)
             if r.split == calibration.SPLITS[0]}
-    obs = {o.id: o for o in calibration.fitted_observations()}
+    obs = {o.id: o for o in committed.fitted_observations()}
     key = lambda o: (o.gpu, o.layout, o.input_len, o.output_len, o.concurrency, o.kind)
     spec = {key(o): o for o in obs.values() if o.spec != "none"}
     errs = []

@@ -29,9 +29,8 @@ A metric with too few out-of-source points to promise it (:data:`MIN_POINTS`) or
 :data:`MIN_SOURCES` sources, or whose band is wider than :data:`MAX_BAND_FACTOR` (``e^band``), is
 **not validated**: ``predict`` and ``compare`` say so and no verdict or price uses it.
 
-The fit takes about a minute, so it is made once, by ``make serving-fit``
-(``benchmarks/serving_fit.py`` → :func:`write_fit`), and committed as ``data/serving_fit.yaml`` with
-the sha256 of every input; :func:`fitted` refuses it, in one line, when an input has changed since.
+The fit and its validation take about a minute, so they are made once, by ``make serving-fit``, and
+committed as ``data/serving_fit.yaml`` (:mod:`k3lab.serving.committed` writes and reads it).
 """
 
 from __future__ import annotations
@@ -147,13 +146,6 @@ def fit(obs: list[Observation], family: str) -> FamilyParams:
     return _params(family, names, r.x)
 
 
-#: files the fit depends on (relative to data/); their sha256 is recorded in serving_fit.yaml
-FIT_INPUTS = ("public_measurements.yaml", "serving_model.yaml", "hardware.yaml", "sglang_sharding.yaml",
-              "model/kimi_k3_config.json", "model/storage_overrides.yaml", "model/kimi_k3_dspark_draft.yaml")
-#: bumped whenever the model's equations change (the refit test catches a forgotten bump)
-MODEL_VERSION = "2"
-
-
 def family_observations(family: str) -> list[Observation]:
     return [o for o in observations() if o.family == family]
 
@@ -176,10 +168,6 @@ class Validation:
     def errors(self, metric: str | None = None, split: str | None = None) -> list[float]:
         return [abs(e) for o, _, e, s in self.rows
                 if (metric is None or o.metric == metric) and (split is None or s == split)]
-
-
-def _date_key(d: str | None) -> str:
-    return d or "9999"
 
 
 def split_date(obs: list[Observation]) -> str | None:
@@ -314,182 +302,3 @@ def summary():
                          "error_max": math.exp(max(e)) if e else math.nan,
                          "validated": mb.validated, "why_not": mb.why_not})
     return pd.DataFrame(rows)
-
-
-# --------------------------------------------------------------------------- the committed fit
-
-
-def input_hashes() -> dict[str, str]:
-    """sha256 of the bytes of every file of :data:`FIT_INPUTS` (under ``$K3LAB_DATA`` if set)."""
-    import hashlib
-
-    from ..paths import data_dir
-
-    out = {}
-    for rel in FIT_INPUTS:
-        p = data_dir() / rel
-        if not p.exists():
-            raise data.DataError(f"data/{rel}: file missing (the serving model's fit needs it)")
-        out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
-
-
-def _r(x: float, nd: int = 9) -> float | None:
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(x, nd)
-
-
-def fit_document(date: str, command: str) -> dict:
-    """The content of ``data/serving_fit.yaml``: every family's parameters, bands per metric with
-    their coverage, out-of-sample predictions, the observations, and the input hashes."""
-    import scipy
-
-    from .observations import measured_accept_lengths
-
-    fams = {}
-    for f in families():
-        p = calibrated(f)
-        obs = family_observations(f)
-        v = validation(f)
-        bands = {}
-        for m in METRICS:
-            mb = covering_band(f, m)
-            bands[m] = {"band_log": _r(mb.band_log), "validated": mb.validated, "why_not": mb.why_not,
-                        "points": dict(mb.points), "coverage": {s: _r(c, 6) for s, c in mb.coverage.items()}}
-        fams[f] = {"params": {k: round(getattr(p, k), 9) for k in FamilyParams.NAMES},
-                   "fitted_parameters": list(free_parameters(obs)),
-                   "sources": len({o.source for o in obs}),
-                   "calibration_points": len(obs),
-                   "time_split_date": v.split_date,
-                   "bands": bands,
-                   "validation": [{"id": o.id, "source": o.source, "gpu": o.gpu, "kind": o.kind, "metric": o.metric,
-                                   "split": s, "published": o.value, "predicted_out_of_sample": round(pred, 9),
-                                   "log_error": round(e, 9)} for o, pred, e, s in v.rows]}
-    obs = [{"id": o.id, "source": o.source, "origin": o.origin, "date": o.date, "family": o.family, "gpu": o.gpu, "engine": o.engine,
-            "build": o.build, "layout": o.deployment.label, "variants": list(o.variants),
-            "prefill_attention": o.prefill_attention, "input_len": o.workload.input_len,
-            "output_len": o.workload.output_len, "concurrency": o.workload.concurrency, "spec": o.spec.algorithm,
-            "accept_len": o.spec.accept_len, "kind": o.kind, "metric": o.metric, "value": o.value,
-            "fitted": round(predict_observation(o, calibrated(o.family)), 6), "normalisation": o.normalisation,
-            "spans_nodes": spans_nodes(o.deployment)} for o in observations()]
-    return {"generated": {"date": date, "command": command, "model_version": MODEL_VERSION,
-                          "scipy": scipy.__version__},
-            "inputs": input_hashes(), "families": fams, "observations": obs,
-            "accept_lengths": [{"id": i, "value": v} for i, v in measured_accept_lengths()],
-            "aiconfigurator": aiconfigurator_rows()}
-
-
-#: GPUs aiconfigurator has measured kernel data for (its "silicon" mode)
-AIC_GPUS = ("b200", "b300")
-
-
-def aiconfigurator_rows(progress: bool = True) -> list[dict]:
-    """NVIDIA aiconfigurator (silicon mode: kernel timings measured on B200/B300 with sglang)
-    at the workload of every B200/B300 observation, beside k3lab's fitted model and the
-    published value. DCP, EP and DP attention are not modelled by the tool: those rows run
-    plain TP and say so. Rows: id, kind, published, k3lab, aiconfigurator, note."""
-    from tqdm.auto import tqdm
-
-    from .. import crosscheck
-
-    obs = [o for o in observations() if o.gpu in AIC_GPUS]
-    rows = []
-    for o in tqdm(obs, desc="aiconfigurator", disable=not progress):
-        d, w = o.deployment, o.workload
-        notes = []
-        if d.dcp > 1 or d.ep:
-            notes.append("run without " + " and ".join(x for x, on in (("DCP", d.dcp > 1), ("EP", d.ep)) if on)
-                         + " (not modelled by the tool)")
-        kw = {"nextn": 7, "accept_len": o.spec.accept_len} if o.spec.on else {}
-        try:
-            r = crosscheck.throughput(d.gpu, d.num_gpus, d.tp, d.pp, concurrency=w.concurrency, isl=w.input_len,
-                                      osl=w.output_len, **kw)
-            aic = {"output_tok_s": r.tok_s, "tpot_ms": r.tpot_ms, "itl_ms": r.tpot_ms, "ttft_ms": r.ttft_ms}[o.kind]
-            if o.kind == "itl_ms":
-                notes.append("the tool's TPOT (it has no ITL)")
-        except ValueError as e:
-            aic = None
-            notes.append(f"no estimate: {str(e).splitlines()[0][:160]}")
-        rows.append({"id": o.id, "kind": o.kind, "published": o.value,
-                     "k3lab": round(predict_observation(o, calibrated(o.family)), 6),
-                     "aiconfigurator": None if aic is None else round(float(aic), 6), "note": "; ".join(notes)})
-    return rows
-
-
-def write_fit(path, date: str, command: str) -> None:
-    """Write :func:`fit_document` as YAML to ``path`` (atomically)."""
-    import yaml
-
-    from .. import io
-
-    text = ("# The serving model's fit (k3lab.serving.calibration), generated by `make serving-fit`.\n"
-            "# Do not edit: regenerate when an input file changes (k3lab refuses a stale fit).\n"
-            + yaml.safe_dump(fit_document(date, command), sort_keys=False, allow_unicode=True, width=120))
-    io.write_text(path, text)
-
-
-@data.cached
-def _fitted_doc():
-    doc = data.load("serving_fit")
-    if doc.generated.get("model_version") != MODEL_VERSION:
-        raise data.DataError(f"data/serving_fit.yaml: made by serving model version "
-                             f"{doc.generated.get('model_version')!r}, this code is {MODEL_VERSION!r}; run `make serving-fit`")
-    now = input_hashes()
-    stale = [k for k in FIT_INPUTS if doc.inputs.get(k) != now[k]]
-    # a changed input that is broken says what is wrong with it (its own file and field) first
-    by_file = {f: name for name, (f, _) in data.SCHEMAS.items()}
-    for k in stale:
-        if k in by_file:
-            data.load(by_file[k])
-        elif k.startswith("model/") and k.endswith(".json"):
-            from ..specs import MODEL_FILES, load_model
-
-            load_model(next(m for m, f in MODEL_FILES.items() if f == k.split("/", 1)[1]))
-    if stale:
-        raise data.DataError(f"data/serving_fit.yaml: stale, data/{stale[0]} changed since the fit; run `make serving-fit`")
-    return doc
-
-
-def fitted(family: str) -> tuple[FamilyParams, dict]:
-    """(parameters, bands) of ``family`` from the committed fit: ``bands`` maps each metric of
-    :data:`METRICS` to its log band, or None where the metric is not validated. DataError when
-    the fit is stale or the family has no fit."""
-    doc = _fitted_doc()
-    if family not in doc.families:
-        raise data.DataError(f"data/serving_fit.yaml: no fit for family {family!r} "
-                             f"(fitted: {', '.join(doc.families) or 'none'})")
-    f = doc.families[family]
-    bands = {m: (b.band_log if b.validated else None) for m, b in f.bands.items()}
-    return FamilyParams(family, **{k: getattr(f.params, k) for k in FamilyParams.NAMES}), bands
-
-
-def fitted_bands(family: str) -> dict:
-    """The committed :class:`MetricBand`-like records of a family (band, validated, why not,
-    points and coverage per split), per metric."""
-    return _fitted_doc().families[family].bands
-
-
-def fitted_families() -> list[str]:
-    """Families with a fit in the committed file (each metric validated or not: :func:`fitted`)."""
-    return list(_fitted_doc().families)
-
-
-def fitted_accept_lengths():
-    """The DSpark acceptance lengths public runs measured, as the committed fit recorded them
-    (:func:`k3lab.serving.observations.measured_accept_lengths`)."""
-    return _fitted_doc().accept_lengths
-
-
-def fitted_observations():
-    """The observations the committed fit was made from (rows of serving_fit.yaml)."""
-    return _fitted_doc().observations
-
-
-def fitted_aiconfigurator():
-    """The committed rows of NVIDIA aiconfigurator beside the model on the same public NVIDIA
-    figures (:func:`aiconfigurator_rows`, rows of serving_fit.yaml)."""
-    return _fitted_doc().aiconfigurator
-
-
-def fitted_validation(family: str):
-    """The committed out-of-sample predictions of a family (rows of serving_fit.yaml)."""
-    return _fitted_doc().families[family].validation

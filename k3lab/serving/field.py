@@ -11,7 +11,7 @@ A figure at another workload or layout is context for the notes, never a verdict
 from __future__ import annotations
 
 from .. import data
-from .calibration import fitted_observations
+from .committed import fitted_observations
 
 
 def matching(gpu: str, num_gpus: int, tp: int, input_len: int, output_len: int, spec_on: bool,
@@ -26,7 +26,7 @@ def accept_lengths() -> list[tuple[str, float]]:
     """:func:`k3lab.serving.observations.measured_accept_lengths` as the committed fit recorded them (``data/serving_fit.yaml``,
     refused when stale): the same list without parsing the 1.6 MB of public measurements, so that
     ``predict`` stays quick."""
-    from .calibration import fitted_accept_lengths
+    from .committed import fitted_accept_lengths
 
     return [(r.id, r.value) for r in fitted_accept_lengths()]
 

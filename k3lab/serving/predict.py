@@ -2,7 +2,7 @@
 
 :func:`predict` answers a deployment × workload × speculative setting with TPOT, TTFT and
 output tok/s (whole deployment, per node, per GPU), each with the band its family's
-out-of-source error gives (:func:`k3lab.serving.calibration.band`), the concurrency actually
+out-of-sample error gives (:func:`k3lab.serving.committed.fitted`), the concurrency actually
 admitted (capped by what sglang 0.5.23's pools hold for the request length: finding 1's
 :func:`k3lab.memory.fit`, never by hand), and the public measurements nearest to the question.
 :func:`peak` is the best output tok/s over the concurrencies a sweep would try (:data:`SWEEP`),
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from .. import data, memory
 from ..specs import Deployment, ModelConfig
-from . import calibration
+from . import committed
 from .calibration import spans_nodes
 from .model import NO_SPEC, FamilyParams, Spec, Workload, benchmark
 from .observations import family_of, metric_of
@@ -177,15 +177,15 @@ class Prediction:
 
 def family_params(gpu: str) -> tuple[str, FamilyParams, dict]:
     """(family, fitted parameters, bands per metric) for a GPU from the committed fit
-    (:func:`k3lab.serving.calibration.fitted`); :class:`NotCalibrated` when its family has no
+    (:func:`k3lab.serving.committed.fitted`); :class:`NotCalibrated` when its family has no
     fit (no public measurement passed the rules). A fitted family whose metrics are not validated
     still answers, with no band ("not validated")."""
     fam = family_of(gpu)
-    ok = calibration.fitted_families()
+    ok = committed.fitted_families()
     if fam is None or fam not in ok:
         raise NotCalibrated(f"no public Kimi K3 measurements calibrate the serving model for {gpu} "
                             f"(family {fam or 'none'}); calibrated families: {', '.join(ok)}")
-    params, b = calibration.fitted(fam)
+    params, b = committed.fitted(fam)
     return fam, params, b
 
 
@@ -199,7 +199,7 @@ def nearest(gpu: str, work: Workload, spec: Spec, k: int = 3) -> tuple:
         return (abs(math.log(o.concurrency / work.concurrency)) + abs(math.log(o.input_len / work.input_len))
                 + abs(math.log(o.output_len / work.output_len)) + (o.gpu != gpu) + ((o.spec != "none") != spec.on))
 
-    pts = sorted((o for o in calibration.fitted_observations() if o.family == fam), key=lambda o: (dist(o), o.id))
+    pts = sorted((o for o in committed.fitted_observations() if o.family == fam), key=lambda o: (dist(o), o.id))
     return tuple({"id": o.id, "source": o.source, "gpu": o.gpu, "layout": o.layout,
                   "workload": f"{o.input_len}/{o.output_len} c{o.concurrency}"
                               + (f" DSpark τ={o.accept_len:g}" if o.spec != "none" else ""),
@@ -220,7 +220,7 @@ def domain_gaps(gpu: str, dep: Deployment, work: Workload, metric: str = "decode
     output length is not a regime of its own: it only weighs prefill against decode. Empty when
     inside. The band is an out-of-sample error measured inside; outside it says nothing."""
     fam = family_of(gpu)
-    fam_obs = [o for o in calibration.fitted_observations() if o.family == fam]
+    fam_obs = [o for o in committed.fitted_observations() if o.family == fam]
     obs = [o for o in fam_obs if o.metric == metric
            and (metric != "ttft" or o.prefill_attention == prefill_attention)]
     if not obs:
