@@ -391,15 +391,3 @@ def article_perf_per_dollar(overrides=None):
     w = article_workload()
     peaks = model_peaks([r.deployment for r in article_table().values()], w["input_len_tokens"], w["output_len_tokens"])
     return model_perf_per_dollar(peaks, overrides)
-
-
-def breakeven(a: Prediction, b: Prediction) -> dict:
-    """Where ``a``'s GPUs stop winning perf/$ against ``b``'s: the price ratio (a's $/GPU-hour ÷
-    b's) at which their tok/s per dollar are equal = a's tok/s per GPU ÷ b's. With the two
-    families' bands combined the conservative way (one low, the other high). Keys: ratio, low,
-    high."""
-    ra = a.output_tok_s_per_gpu / b.output_tok_s_per_gpu
-    ia, ib = a.interval("output_tok_s", 1 / a.num_gpus), b.interval("output_tok_s", 1 / b.num_gpus)
-    if ia is None or ib is None:
-        return {"ratio": ra, "low": None, "high": None}
-    return {"ratio": ra, "low": ia[0] / ib[1], "high": ia[1] / ib[0]}

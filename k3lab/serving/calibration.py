@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from .. import data
 from ..specs import load_model
-from .model import FamilyParams, plan, timing
+from .model import FamilyParams, plan, spans_nodes, timing
 from .observations import KINDS, METRICS, Observation, observations
 
 #: (low, high) of each fitted parameter: efficiencies below what the best kernels sustain on
@@ -101,11 +101,6 @@ def free_parameters(obs: list[Observation]) -> tuple[str, ...]:
     if not any(spans_nodes(o.deployment) for o in obs):
         names.remove("scale_out_us")
     return tuple(names)
-
-
-def spans_nodes(dep) -> bool:
-    """One replica's TP group or pipeline crosses the scale-up domain (collectives over the network)."""
-    return dep.tp_nodes > 1 or (dep.pp > 1 and dep.tp * dep.pp > dep.gpus_per_node)
 
 
 def _params(family: str, names, x) -> FamilyParams:

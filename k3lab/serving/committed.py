@@ -12,8 +12,8 @@ import math
 
 from .. import data
 from .calibration import (calibrated, covering_band, families, family_observations, free_parameters,
-                          predict_observation, spans_nodes, validation)
-from .model import FamilyParams
+                          predict_observation, validation)
+from .model import FamilyParams, spans_nodes
 from .observations import METRICS, observations
 
 #: files the fit depends on (relative to data/); their sha256 is recorded in serving_fit.yaml

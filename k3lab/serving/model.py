@@ -215,11 +215,17 @@ def pass_cost(terms: StepTerms, cfg: ModelConfig, dep: Deployment, nics_per_node
     g = dep.gpu_spec
     bw, bf16, fp8 = g.hbm_bw_tb_s * 1e12, g.dense_bf16_tflops * 1e12, g.dense_fp8_tflops * 1e12
     t_ar, t_send = collective_s(cfg, dep, terms, nics_per_node=nics_per_node)
-    return PassCost(scale_out_events=scale_out_events(terms, dep), gemm_mem_s=(terms.bytes_weights + terms.bytes_experts) / bw,
+    return PassCost(gemm_mem_s=(terms.bytes_weights + terms.bytes_experts) / bw,
                     gemm_flop_s=(terms.flops_dense - terms.flops_attention) / bf16 + terms.flops_experts / fp8,
                     attn_mem_s=(terms.bytes_kv + terms.bytes_state) / bw,
                     attn_flop_s=terms.flops_attention / bf16,
-                    layer_passes=float(terms.layer_passes), comm_s=t_ar + t_send, prefill=prefill)
+                    layer_passes=float(terms.layer_passes), comm_s=t_ar + t_send, prefill=prefill,
+                    scale_out_events=scale_out_events(terms, dep))
+
+
+def spans_nodes(dep: Deployment) -> bool:
+    """One replica's TP group or pipeline crosses the scale-up domain (collectives over the network)."""
+    return dep.tp_nodes > 1 or (dep.pp > 1 and dep.tp * dep.pp > dep.gpus_per_node)
 
 
 def scale_out_events(terms: StepTerms, dep: Deployment) -> float:
@@ -229,7 +235,7 @@ def scale_out_events(terms: StepTerms, dep: Deployment) -> float:
     n = 0.0
     if dep.tp_nodes > 1:
         n += data.load("serving_model").all_reduces_per_layer.value * terms.layer_passes
-    if dep.pp > 1 and dep.tp * dep.pp > dep.gpus_per_node:
+    if dep.pp > 1 and spans_nodes(dep):
         n += terms.pp_sends
     return float(n)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from .. import data, memory
 from ..specs import Deployment, ModelConfig
 from . import committed
-from .calibration import spans_nodes
+from .model import spans_nodes
 from .model import NO_SPEC, FamilyParams, Spec, Workload, benchmark
 from .observations import family_of, metric_of
 
