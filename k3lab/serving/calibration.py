@@ -204,7 +204,7 @@ def validation(family: str) -> Validation:
     return Validation(family, tuple(rows), d)
 
 
-def _quantile(xs: list[float], q: float) -> float:
+def quantile(xs: list[float], q: float) -> float:
     """The q-quantile of xs (linear interpolation between order statistics)."""
     s = sorted(xs)
     if not s:
@@ -293,7 +293,7 @@ def summary():
                          "nominal": COVERAGE,
                          **{f"coverage_{s}": mb.coverage[s] for s in SPLITS},
                          **{f"points_{s}": mb.points[s] for s in SPLITS},
-                         "error_median": math.exp(_quantile(e, 0.5)) if e else math.nan,
+                         "error_median": math.exp(quantile(e, 0.5)) if e else math.nan,
                          "error_max": math.exp(max(e)) if e else math.nan,
                          "validated": mb.validated, "why_not": mb.why_not})
     return pd.DataFrame(rows)

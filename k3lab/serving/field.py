@@ -11,6 +11,7 @@ A figure at another workload or layout is context for the notes, never a verdict
 from __future__ import annotations
 
 from .. import data
+from .calibration import quantile
 from .committed import fitted_observations
 
 
@@ -35,13 +36,6 @@ def accept_lengths() -> list[tuple[str, float]]:
 ACCEPT_PERCENTILES = (0.1, 0.9)
 
 
-def _quantile(xs, q):
-    s = sorted(xs)
-    k = (len(s) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
-
-
 def accept_range() -> tuple[float, float, float, int]:
     """(median, low, high, runs): the median and the 10th / 90th percentiles of the DSpark
     acceptance lengths public Kimi K3 runs measured (:func:`accept_lengths`), rounded to 0.01
@@ -49,7 +43,7 @@ def accept_range() -> tuple[float, float, float, int]:
     vals = [v for _, v in accept_lengths()]
     if not vals:
         raise data.DataError("data/public_measurements.yaml: no measured DSpark acceptance length")
-    mid, lo, hi = (round(_quantile(vals, q), 2) for q in (0.5, *ACCEPT_PERCENTILES))
+    mid, lo, hi = (round(quantile(vals, q), 2) for q in (0.5, *ACCEPT_PERCENTILES))
     return mid, max(1.0, lo), hi, len(vals)
 
 

@@ -297,15 +297,7 @@ def plan(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_SPEC
     reps = dep.replicas
     busy = min(reps, work.concurrency)
     c = work.concurrency / busy
-    micro = microbatches(c, dep.pp)
-    req = c / micro
-    rows = block_tokens() + 1 if spec.on else 1
-    step = pass_cost(decode_terms(cfg, dep, req, work.mean_context, rows_per_request=rows, setting=setting,
-                                  kv_dtype=kv_dtype), cfg, dep, nics_per_node)
-    draft = None
-    if spec.on:
-        draft = pass_cost(draft_terms(cfg, dep, req, block_tokens(), work.mean_context, data.load("dspark_draft")),
-                          cfg, dep, nics_per_node)
+    step, draft, repeats = _step_costs(cfg, dep, c, work.mean_context, spec, setting, kv_dtype, nics_per_node)
     size = chunk_tokens(dep.gpu_spec)
 
     def costs(prompts):
@@ -321,7 +313,7 @@ def plan(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_SPEC
     chunks, last = costs(cohort)
     alone, _ = costs(1)
     return BenchmarkPlan(workload=work, replicas=reps, busy_replicas=busy, cohort=c, step=step, draft=draft,
-                         step_repeats=max(float(dep.pp), micro), chunks=chunks, last_chunk=last, alone=alone,
+                         step_repeats=repeats, chunks=chunks, last_chunk=last, alone=alone,
                          accept_len=spec.accept_len, fallback=prefill_attention == "fallback")
 
 
@@ -380,22 +372,31 @@ def timing(pl: BenchmarkPlan, params: FamilyParams) -> Timing:
                   tokens_in=w.input_len)
 
 
+def _step_costs(cfg: ModelConfig, dep: Deployment, requests: float, context_tokens: float, spec: Spec,
+                setting: Setting, kv_dtype: str, nics_per_node: int | None) -> tuple[PassCost, PassCost | None, float]:
+    """(the decode or verify pass, DSpark's draft pass or None, stage-steps a step costs) of a step
+    over ``requests`` requests of one replica: a request needs pp stage-steps per token, and the
+    microbatches in flight (:func:`microbatches`) share that cycle."""
+    micro = microbatches(requests, dep.pp)
+    req = requests / micro
+    rows = block_tokens() + 1 if spec.on else 1
+    step = pass_cost(decode_terms(cfg, dep, req, context_tokens, rows_per_request=rows, setting=setting,
+                                  kv_dtype=kv_dtype), cfg, dep, nics_per_node)
+    draft = None
+    if spec.on:
+        draft = pass_cost(draft_terms(cfg, dep, req, block_tokens(), context_tokens, data.load("dspark_draft")),
+                          cfg, dep, nics_per_node)
+    return step, draft, max(float(dep.pp), micro)
+
+
 def decode_step_seconds(cfg: ModelConfig, dep: Deployment, requests: float, context_tokens: float,
                         params: FamilyParams, spec: Spec = NO_SPEC, setting: Setting | None = None,
                         kv_dtype: str = "bf16", nics_per_node: int | None = None) -> float:
     """One decode step (``spec`` off) or one verify step plus one draft pass (``spec`` on)
     over ``requests`` requests of one replica, seconds; pipeline stages in sequence."""
-    setting = setting or setting_of(dep)
-    micro = microbatches(requests, dep.pp)
-    req = requests / micro
-    rows = block_tokens() + 1 if spec.on else 1
-    t = pass_cost(decode_terms(cfg, dep, req, context_tokens, rows_per_request=rows, setting=setting,
-                               kv_dtype=kv_dtype), cfg, dep, nics_per_node).seconds(params)
-    if spec.on:
-        t += pass_cost(draft_terms(cfg, dep, req, block_tokens(), context_tokens, data.load("dspark_draft")),
-                       cfg, dep, nics_per_node).seconds(params)
-    # a request needs pp stage-steps per token; `micro` microbatches share that cycle
-    return max(float(dep.pp), micro) * t
+    step, draft, repeats = _step_costs(cfg, dep, requests, context_tokens, spec, setting or setting_of(dep),
+                                       kv_dtype, nics_per_node)
+    return repeats * (step.seconds(params) + (draft.seconds(params) if draft else 0.0))
 
 
 def benchmark(cfg: ModelConfig, dep: Deployment, work: Workload, params: FamilyParams, spec: Spec = NO_SPEC,

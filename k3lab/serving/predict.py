@@ -64,13 +64,6 @@ def admission(cfg: ModelConfig, dep: Deployment, context_tokens: int, spec: Spec
     return Admission(dep.replicas * min(p.max_running_requests, kv), p.max_running_requests, kv, dep.replicas, var)
 
 
-#: which band a model output is judged by (:data:`k3lab.serving.observations.METRICS`)
-def metric_for(kind: str, spec_on: bool) -> str:
-    """The validation metric of a model output ``kind`` (``output_tok_s``, ``tpot_ms``,
-    ``itl_ms``, ``ttft_ms``): TTFT its own, the rest decode or DSpark by the speculative setting."""
-    return metric_of("tpot_ms" if kind == "itl_ms" else kind, spec_on)
-
-
 @dataclass(frozen=True)
 class Prediction:
     """The model's answer (see the module docstring). Times in ms; tok/s of output tokens.
@@ -125,7 +118,7 @@ class Prediction:
 
     def band_of(self, kind: str) -> float | None:
         """The log band ``kind`` is judged by, or None where its metric is not validated."""
-        return self.bands.get(metric_for(kind, self.spec_on))
+        return self.bands.get(metric_of(kind, self.spec_on))
 
     @property
     def band(self) -> float | None:
