@@ -17,10 +17,11 @@ defaults; on AMD GPUs also the article's ``SGLANG_AITER_K3_OPT=1``, side by side
   a throughput;
 - $/hour and $/M output tokens under every price source of :mod:`k3lab.prices`.
 
-:func:`answers` names, per price source, the cheapest layout that holds the request — the
-line the report's decision box repeats (:mod:`k3lab.report`); :func:`breakeven` is the price
-ratio at which two of its layouts cost the same per token (the decision's MI355X/B300 break-even
-is this, on these rows), and :func:`user_verdict` judges your own prices against it.
+:func:`k3lab.compare_answers.answers` names, per price source, the cheapest layout that holds
+the request — the line the report's decision box repeats (:mod:`k3lab.report`); its
+:func:`~k3lab.compare_answers.breakeven` is the price ratio at which two of its layouts cost the
+same per token, and :func:`~k3lab.compare_answers.user_verdict` judges your own prices against
+it. Both are computed on every row before ``top`` cuts the listing.
 
 Units: GiB (2**30 B) per GPU; tokens; requests; $/GPU-hour for prices, $/hour for a whole
 deployment (``num_gpus`` × $/GPU-hour); tok/s of output for the whole deployment unless a
@@ -29,10 +30,10 @@ name says per GPU; $ per million output tokens.
 
 from __future__ import annotations
 
-import html
 import math
 
 from . import data, memory, prices, roofline
+from .compare_answers import HOUR_PREFIX, MTOK_PREFIX, answers, user_verdict
 from .model.capacity import KV_DTYPES
 from .model.sharding import check_parallel, setting_for
 from .specs import GiB, Deployment, ModelConfig, known_gpus, load_gpu, load_model
@@ -41,7 +42,6 @@ from .throughput import article_workload, usd_per_million_tokens
 GPU_COUNTS = (8, 16, 32)
 #: a scale-up domain larger than this also gets a 4-GPU candidate
 LARGE_DOMAIN_GPUS = 8
-HOUR_PREFIX, MTOK_PREFIX = "usd_per_hour", "usd_per_million_tokens"
 #: the layouts the default listing shows: a full-context request fits with sglang's default
 #: state pool, or only with a state-pool setting (``fits_with`` names it; k3lab.memory.Plan.verdict)
 LISTED_VERDICTS = ("fits with defaults", "fits only with a setting")
@@ -316,165 +316,7 @@ def _first_priced(df, chosen, prefix):
     return out
 
 
-def _ranked(cand, tier: str):
-    """Holding rows priced under ``tier`` in the order the answers take them: a prediction inside
-    the model's validated domain first, then the lowest $/M output tokens, $/hour, GPUs, name."""
-    cand = cand.assign(_out=~cand["model_in_domain"].astype(bool) & (cand["priced_by"] == "model"))
-    return cand.sort_values(["_out", f"{MTOK_PREFIX}[{tier}]", f"{HOUR_PREFIX}[{tier}]", "num_gpus", "layout"],
-                            kind="stable")
-
-
-def answers(df) -> list[dict]:
-    """Per price source of the comparison: the cheapest layout that holds the request (fits with
-    sglang's defaults or with the state-pool setting its row names) — lowest $/M output tokens at
-    the priced throughput (the serving model's, or the user's ``--tok-s``), then lowest $/hour —
-    among the rows that source prices and that have a throughput; a model prediction inside its
-    validated domain goes before one outside it. Computed on every row before ``--top``. → list of dicts tier, kind,
-    date, layout, label, setting, fits_with, usd_per_hour, usd_per_million_tokens (+ _low, _high),
-    priced_by, unpriced (the cheapest-per-hour holding layout when no row has a throughput);
-    layout None when the source prices no holding layout with a throughput."""
-    if "answers" in df.attrs and df.attrs.get("answers_for") == tuple(df["layout"]):
-        return df.attrs["answers"]  # compare_rows' frame (perhaps cut by --top): answers over every row
-    pr = prices.prices(df.attrs.get("overrides"))
-    out = []
-    hold = df[df["holds"].astype(bool)] if len(df) else df
-    for t in df.attrs["tiers"]:
-        col, mcol = f"{HOUR_PREFIX}[{t}]", f"{MTOK_PREFIX}[{t}]"
-        sub = pr[pr["tier"] == t]
-        kind = "override" if t == prices.OVERRIDE_TIER else (sub["kind"].iloc[0] if len(sub) else "")
-        date = "" if t == prices.OVERRIDE_TIER or sub.empty else str(sub["source_date"].iloc[0])
-        held = hold[hold[col].notna()] if len(hold) else hold
-        cand = held[held[mcol].notna()] if len(held) else held
-        if cand.empty:
-            cheap = held.sort_values([col, "num_gpus", "layout"], kind="stable").iloc[0] if len(held) else None
-            out.append({"tier": t, "kind": kind, "date": date, "layout": None,
-                        "unpriced": None if cheap is None else {"layout": cheap["layout"],
-                                                                "usd_per_hour": float(cheap[col]),
-                                                                "why": cheap["model_note"] or "no throughput"}})
-            continue
-        r = _ranked(cand, t).iloc[0]
-        out.append({"tier": t, "kind": kind, "date": date, "layout": r["layout"], "label": r["label"],
-                    "setting": r["setting"], "fits_with": r["fits_with"], "usd_per_hour": float(r[col]),
-                    "usd_per_million_tokens": float(r[mcol]),
-                    "usd_per_million_tokens_low": float(r[f"{MTOK_PREFIX}_low[{t}]"]),
-                    "usd_per_million_tokens_high": float(r[f"{MTOK_PREFIX}_high[{t}]"]),
-                    "priced_by": r["priced_by"], "model_in_domain": bool(r["model_in_domain"])})
-    return out
-
-
-def _fit_cell(r) -> str:
-    why = html.escape(r["reason"])
-    if not r["shardable"]:
-        return f'<td class="na" title="{why}">cannot shard</td>'
-    w = f'{r["weights_gib_per_gpu"]:.0f} GiB/GPU'
-    if not r["weights_fit"]:
-        return f'<td class="no" title="{why}">✗ weights ({w})</td>'
-    n = r["max_kv_tokens"]
-    kv = f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e3 else f"{n:.0f}"
-    only = (f'<br>fits only with <code>{html.escape(r["fits_with"])}</code>'
-            if not r["fits"] and r["fits_with"].startswith("--") else "")
-    return (f'<td class="{"yes" if r["fits"] else "part"}">✓ weights ({w})<br>'
-            f'{r["full_context_requests"]} full-context req · {kv} KV tokens{only}</td>')
-
-
-def _matrix_row_label(gpu: str, setting: str) -> str:
-    return gpu.upper() + ("" if setting == DEFAULT_SETTING else f" [{setting}]")
-
-
-def fit_matrix_html(df) -> str:
-    """An HTML GPU × layout matrix (rows GPUs, columns layouts) of a comparison made with
-    ``include_all=True``; a cell: weights fit (GiB per GPU), full-context requests, max KV tokens.
-    CSS classes ``yes`` / ``part`` / ``no`` / ``na`` colour it (see :mod:`k3lab.report_html`)."""
-    a = df.attrs
-    cols = [layout_name(n, tp, pp) for n, pp, tp in sorted({(r.num_gpus, r.pp, r.tp) for r in df.itertuples()})]
-    # one row per GPU and sglang setting: AMD GPUs under the defaults and the article's K3_OPT
-    cells = {((r["gpu"], r["setting"]), layout_name(r["num_gpus"], r["tp"], r["pp"])): r for r in df.to_dict("records")}
-    keys = sorted({k for k, _ in cells}, key=lambda k: (k[0], k[1] != DEFAULT_SETTING, k[1]))
-    body = "".join(f"<tr><th>{html.escape(_matrix_row_label(*k))}</th>" + "".join(
-        _fit_cell(cells[(k, c)]) if (k, c) in cells else '<td class="na">—</td>' for c in cols) + "</tr>"
-        for k in keys)
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    tag = '<span class="badge" style="background:#37474f;color:#fff">STUDY · derived</span>'
-    var = f', sglang switches {", ".join(a["variants"])} (aiter-* on AMD GPUs only)' if a.get("variants") else ""
-    return (f'<p>{html.escape(a["model"])}, requests of {a["context_tokens"]:,} tokens, KV {a["kv_dtype"]}, '
-            f'mem_fraction {a["mem_fraction"]:g}{html.escape(var)} {tag} from the published config, datasheets and '
-            "sglang 0.5.23's pool sizing. Green: the weights load and a full-context request fits with sglang's default "
-            "state pool; amber: the weights load but no full-context request fits with the defaults (the cell names "
-            "the state-pool setting under which one does, if any); red: the weights do not fit.</p>"
-            f'<table class="fit"><thead><tr><th>GPU</th>{head}</tr></thead><tbody>{body}</tbody></table>')
-
-
 def tier_columns(df, prefix: str = HOUR_PREFIX) -> dict[str, str]:
     """{tier: column name} of one price family (``usd_per_hour``, ``usd_per_million_tokens`` or
     its ``_low`` / ``_high``)."""
     return {c[len(prefix) + 1:-1]: c for c in df.columns if c.startswith(prefix + "[")}
-
-
-# --------------------------------------------------------------------------- break-even and your prices
-
-
-def breakeven(df, a: str, b: str) -> dict | None:
-    """Where layout ``a``'s perf/$ equals layout ``b``'s, both rows of the comparison ``df`` (the
-    throughput it prices them at): a's $/GPU-hour ÷ b's at equal $/M output tokens = a's tok/s per
-    GPU ÷ b's, with the two bands combined the conservative way (a low against b high). Keys:
-    a, b (layouts), ratio, low, high (None where a band is missing), priced_by. None when either
-    row is missing or has no throughput."""
-    rows = df.set_index("layout") if len(df) else None
-    if rows is None or a not in rows.index or b not in rows.index:
-        return None
-    ra, rb = rows.loc[a], rows.loc[b]
-    per = lambda r, k: float(r[k]) / float(r["num_gpus"])  # noqa: E731
-    if not (ra["priced_tok_s"] == ra["priced_tok_s"] and rb["priced_tok_s"] == rb["priced_tok_s"]):
-        return None
-    ratio = per(ra, "priced_tok_s") / per(rb, "priced_tok_s")
-    banded = all(r["priced_by"] == "model" and r["model_tok_s_low"] == r["model_tok_s_low"] for r in (ra, rb))
-    low = per(ra, "model_tok_s_low") / per(rb, "model_tok_s_high") if banded else None
-    high = per(ra, "model_tok_s_high") / per(rb, "model_tok_s_low") if banded else None
-    return {"a": a, "b": b, "ratio": ratio, "low": low, "high": high,
-            "priced_by": ra["priced_by"] if ra["priced_by"] == rb["priced_by"] else f"{ra['priced_by']} / {rb['priced_by']}"}
-
-
-def reading(price_ratio: float, be: dict) -> str:
-    """Which of the two layouts of a break-even ``be`` is cheaper per token at a price ratio (a's
-    $/GPU-hour ÷ b's): below the band's low end a, above its high end b, inside it too close to
-    call (without a band: against the ratio alone)."""
-    lo, hi = (be["low"], be["high"]) if be["low"] is not None else (be["ratio"], be["ratio"])
-    a, b = be["a"], be["b"]
-    if price_ratio < lo:
-        return f"{a} cheaper per token"
-    if price_ratio > hi:
-        return f"{b} cheaper per token"
-    return "too close to call (inside the model's band)"
-
-
-def user_verdict(df) -> dict | None:
-    """Your own prices (``--usd-per-gpu-hour``, the ``override`` tier) judged: the layout the answer
-    names at your prices against the first on another GPU you priced (the runner-up, ranked the same
-    way: :func:`_ranked`), your price
-    ratio against their break-even band (:func:`breakeven`), and the runner-up's $/M with its band.
-    None without your prices on two GPUs that hold the request."""
-    if "your_prices" in df.attrs and df.attrs.get("answers_for") == tuple(df["layout"]):
-        return df.attrs["your_prices"]  # compare_rows' frame (perhaps cut by --top): judged on every row
-    t = prices.OVERRIDE_TIER
-    col, mcol = f"{HOUR_PREFIX}[{t}]", f"{MTOK_PREFIX}[{t}]"
-    if col not in df.columns:
-        return None
-    c = _ranked(df[df["holds"].astype(bool) & df[mcol].notna()], t)
-    if c.empty:
-        return None
-    first = c.iloc[0]
-    other = c[c["gpu"] != first["gpu"]]
-    if other.empty:
-        return None
-    second = other.iloc[0]
-    be = breakeven(df, first["layout"], second["layout"])
-    if be is None:
-        return None
-    ov = df.attrs.get("overrides") or {}
-    ratio = ov[first["gpu"]] / ov[second["gpu"]]
-    m = lambda r, k: float(r[f"{MTOK_PREFIX}{k}[{t}]"])  # noqa: E731
-    return {"first": first["layout"], "second": second["layout"], "first_usd_per_gpu_hour": ov[first["gpu"]],
-            "second_usd_per_gpu_hour": ov[second["gpu"]], "price_ratio": ratio, "breakeven": be,
-            "reading": reading(ratio, be),
-            "first_usd_per_million_tokens": (m(first, ""), m(first, "_low"), m(first, "_high")),
-            "second_usd_per_million_tokens": (m(second, ""), m(second, "_low"), m(second, "_high"))}

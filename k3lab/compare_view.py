@@ -17,8 +17,8 @@ import textwrap
 
 from . import limits, prices
 from .cli_parser import OneLineParser
-from .compare import (HOUR_PREFIX, MODEL_NOTE, MTOK_PREFIX, SORTS, answers, compare_rows, tier_columns,
-                      user_verdict)
+from .compare import HOUR_PREFIX, MODEL_NOTE, MTOK_PREFIX, SORTS, compare_rows, tier_columns
+from .compare_answers import answers, user_verdict
 from .model.capacity import KV_DTYPES
 from .model.sharding import VARIANTS
 from .specs import known_models, load_model
@@ -164,7 +164,7 @@ def format_table(df) -> str:
 
 
 def verdict_lines(u: dict | None) -> list[str]:
-    """:func:`k3lab.compare.user_verdict` as sentences (none without your prices on two GPUs)."""
+    """:func:`k3lab.compare_answers.user_verdict` as sentences (none without your prices on two GPUs)."""
     if u is None:
         return []
     be = u["breakeven"]

@@ -7,7 +7,7 @@ AMD GPUs the article's SGLANG_AITER_K3_OPT=1 beside them):
 
 1. which single nodes hold the request, with sglang's defaults or only with a state-pool setting;
 2. per price source, the layout that holds it at the lowest $/M output tokens
-   (:func:`k3lab.compare.answers`, on the serving model's throughput);
+   (:func:`k3lab.compare_answers.answers`, on the serving model's throughput);
 3. the break-even price ratio between the MI355X and the B300: the MI355X wins perf/$ while its
    $/GPU-hour is below that fraction of the B300's — on the article's own throughput (952 / 1,568)
    and on the serving model's (validated on public measurements, with its band) — and where each
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import compare, compare_view, prices
+from . import compare, compare_answers, compare_view, prices
 from .throughput import article_table
 
 #: the two GPUs the article's perf/$ argument is between, as rows of its table
@@ -72,11 +72,11 @@ def _pair_layouts(df) -> tuple[str, str] | None:
 
 
 def _breakeven(cmp_df) -> Breakeven | None:
-    """The MI355X/B300 break-even on the comparison's own rows (:func:`k3lab.compare.breakeven`:
+    """The MI355X/B300 break-even on the comparison's own rows (:func:`k3lab.compare_answers.breakeven`:
     the same layouts and throughputs ``compare`` prints), the article's on its own table, and
     where each price source that prices both GPUs — your own prices first — falls against it."""
     pair = _pair_layouts(cmp_df)
-    be = compare.breakeven(cmp_df, *pair) if pair else None
+    be = compare_answers.breakeven(cmp_df, *pair) if pair else None
     if be is None or be["low"] is None:
         return None
     table = article_table()
@@ -90,7 +90,7 @@ def _breakeven(cmp_df) -> Breakeven | None:
         if not {"mi355x", "b300"} <= set(by.index) or not (mine or bool(g["independent"].iloc[0])):
             continue
         r = by.loc["mi355x", "usd_per_gpu_hour"] / by.loc["b300", "usd_per_gpu_hour"]
-        read = compare.reading(r, be).replace(pair[0], "MI355X").replace(pair[1], "B300")
+        read = compare_answers.reading(r, be).replace(pair[0], "MI355X").replace(pair[1], "B300")
         rows.append(("your prices" if mine else tier, "override" if mine else str(g["kind"].iloc[0]),
                      "" if mine else str(g["source_date"].iloc[0]), float(by.loc["mi355x", "usd_per_gpu_hour"]),
                      float(by.loc["b300", "usd_per_gpu_hour"]), float(r), read))
@@ -114,7 +114,7 @@ def decide(model: str = "kimi-k3", context_tokens: int | None = None, variants=(
     hold = df[df["holds"].astype(bool) & (df["nodes"] == 1)]
     nodes = [(r["layout"], r["fits_with"]) for r in hold.to_dict("records")]
     k3 = df.attrs["model"] == "kimi-k3"
-    return Decision(df.attrs["model"], df.attrs["context_tokens"], df, nodes, compare.answers(df),
+    return Decision(df.attrs["model"], df.attrs["context_tokens"], df, nodes, compare_answers.answers(df),
                     _breakeven(df) if k3 else None, _article_prices() if k3 else [])
 
 

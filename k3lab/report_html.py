@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 
 from . import claims
-from .compare import HOUR_PREFIX, MTOK_PREFIX, tier_columns
+from .compare import DEFAULT_SETTING, HOUR_PREFIX, MTOK_PREFIX, layout_name, tier_columns
 from .prices import perf_per_dollar_by_tier
 from .report_cells import inline_markdown
 from .report_tables import html_table
@@ -155,6 +155,48 @@ def decision_html(d) -> str:
                + "".join(f"<li>{_esc(x)}</li>" for x in [lines[0], *rest[:-1]]) + "</ul></details>")
     return (f'<div class="decision" id="decision"><h2>The decision</h2><ul class="answer">{"".join(items)}</ul>'
             f"{detail}</div>")
+
+
+def _fit_cell(r) -> str:
+    why = html.escape(r["reason"])
+    if not r["shardable"]:
+        return f'<td class="na" title="{why}">cannot shard</td>'
+    w = f'{r["weights_gib_per_gpu"]:.0f} GiB/GPU'
+    if not r["weights_fit"]:
+        return f'<td class="no" title="{why}">✗ weights ({w})</td>'
+    n = r["max_kv_tokens"]
+    kv = f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e3 else f"{n:.0f}"
+    only = (f'<br>fits only with <code>{html.escape(r["fits_with"])}</code>'
+            if not r["fits"] and r["fits_with"].startswith("--") else "")
+    return (f'<td class="{"yes" if r["fits"] else "part"}">✓ weights ({w})<br>'
+            f'{r["full_context_requests"]} full-context req · {kv} KV tokens{only}</td>')
+
+
+def _matrix_row_label(gpu: str, setting: str) -> str:
+    return gpu.upper() + ("" if setting == DEFAULT_SETTING else f" [{setting}]")
+
+
+def fit_matrix_html(df) -> str:
+    """An HTML GPU × layout matrix (rows GPUs, columns layouts) of a comparison made with
+    ``include_all=True``; a cell: weights fit (GiB per GPU), full-context requests, max KV tokens.
+    CSS classes ``yes`` / ``part`` / ``no`` / ``na`` colour it (see :mod:`k3lab.report_html`)."""
+    a = df.attrs
+    cols = [layout_name(n, tp, pp) for n, pp, tp in sorted({(r.num_gpus, r.pp, r.tp) for r in df.itertuples()})]
+    # one row per GPU and sglang setting: AMD GPUs under the defaults and the article's K3_OPT
+    cells = {((r["gpu"], r["setting"]), layout_name(r["num_gpus"], r["tp"], r["pp"])): r for r in df.to_dict("records")}
+    keys = sorted({k for k, _ in cells}, key=lambda k: (k[0], k[1] != DEFAULT_SETTING, k[1]))
+    body = "".join(f"<tr><th>{html.escape(_matrix_row_label(*k))}</th>" + "".join(
+        _fit_cell(cells[(k, c)]) if (k, c) in cells else '<td class="na">—</td>' for c in cols) + "</tr>"
+        for k in keys)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    tag = '<span class="badge" style="background:#37474f;color:#fff">STUDY · derived</span>'
+    var = f', sglang switches {", ".join(a["variants"])} (aiter-* on AMD GPUs only)' if a.get("variants") else ""
+    return (f'<p>{html.escape(a["model"])}, requests of {a["context_tokens"]:,} tokens, KV {a["kv_dtype"]}, '
+            f'mem_fraction {a["mem_fraction"]:g}{html.escape(var)} {tag} from the published config, datasheets and '
+            "sglang 0.5.23's pool sizing. Green: the weights load and a full-context request fits with sglang's default "
+            "state pool; amber: the weights load but no full-context request fits with the defaults (the cell names "
+            "the state-pool setting under which one does, if any); red: the weights do not fit.</p>"
+            f'<table class="fit"><thead><tr><th>GPU</th>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 
 def costs_html(fit) -> str:

@@ -243,7 +243,7 @@ def test_the_decision_box_is_one_swappable_function(tmp_path):
     """The box is what one function ``decision(Decision) -> HTML`` returns: by default
     :func:`report_html.decision_html` (k3lab.decision's headline, then the details collapsed), and
     whatever ``build(decision=...)`` is given instead, in the study's report and a what-if's."""
-    from k3lab import compare, compare_view, decision
+    from k3lab import compare_answers, compare_view, decision
 
     root = tmp_path / "results"
     root.mkdir()
@@ -260,7 +260,7 @@ def test_the_decision_box_is_one_swappable_function(tmp_path):
     assert isinstance(d, decision.Decision)
     # the study's question: Kimi K3 at its config's max_position_embeddings, 1,048,576 tokens
     assert (d.model, d.context_tokens) == ("kimi-k3", 1048576)
-    assert d.answers == compare.answers(d.comparison)      # the cheapest per source, as compare says
+    assert d.answers == compare_answers.answers(d.comparison)      # the cheapest per source, as compare says
     box = report_html.decision_html(d)
     assert box in page and page.count('id="decision"') == 1
     top, details = box.split("<details>", 1)
