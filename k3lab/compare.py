@@ -36,6 +36,7 @@ from . import data, memory, prices, roofline
 from .compare_answers import HOUR_PREFIX, MTOK_PREFIX, answers, user_verdict
 from .model.capacity import KV_DTYPES
 from .model.sharding import check_parallel, setting_for
+from .spelling import did_you_mean
 from .specs import GiB, Deployment, ModelConfig, known_gpus, load_gpu, load_model
 from .throughput import article_workload, usd_per_million_tokens
 
@@ -48,9 +49,10 @@ LISTED_VERDICTS = ("fits with defaults", "fits only with a setting")
 #: the article's ROCm setting, shown beside sglang's default on AMD GPUs
 ARTICLE_AMD_SETTING = ("aiter-k3-opt",)
 SORTS = ("gpus", "cost")
-MODEL_NOTE = ("model tok/s: the serving model fitted on public Kimi K3 measurements (k3lab.serving), at its best "
-              "admitted concurrency without speculative decoding; the band is its out-of-source validation "
-              "error. roofline: an upper bound, never a throughput. Nothing here was measured on a GPU")
+MODEL_NOTE = ("model tok/s: the serving model fitted on public Kimi K3 measurements (k3lab.serving), without "
+              "speculative decoding, at the concurrency the latency line says (its best admitted one without a "
+              "target); the band is its out-of-source validation error. roofline: an upper bound, never a "
+              "throughput. Nothing here was measured on a GPU")
 
 
 def settings_for(gpu: str, variants=(), model: str = "kimi-k3") -> list[tuple]:
@@ -118,8 +120,8 @@ def _price_table(tiers, overrides) -> tuple[list[str], dict]:
             if t == prices.OVERRIDE_TIER and not overrides:
                 raise ValueError(f"price tier {t!r} is your own prices: give them with --usd-per-gpu-hour GPU=PRICE")
             if t not in known and t != prices.OVERRIDE_TIER:
-                raise ValueError(f"unknown price tier {t!r}; known: {', '.join(known)}, and {prices.OVERRIDE_TIER} "
-                                 "(your --usd-per-gpu-hour)")
+                raise ValueError(f"unknown price tier {t!r}{did_you_mean(t, [*known, prices.OVERRIDE_TIER])}; known: "
+                                 f"{', '.join(known)}, and {prices.OVERRIDE_TIER} (your --usd-per-gpu-hour)")
     if overrides and prices.OVERRIDE_TIER not in chosen:
         chosen.append(prices.OVERRIDE_TIER)
     table = {(r.tier, r.gpu): float(r.usd_per_gpu_hour) for r in pr.itertuples() if r.tier in chosen}
@@ -135,36 +137,48 @@ def _reason(p: memory.Plan, ctx: int) -> str:
     return ""
 
 
-def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fraction, max_running=None) -> dict:
-    """The serving model's peak for one row → columns model_*; NaN with a reason where the model
-    is not calibrated for the GPU or model, or no request of the workload fits. ``max_running``:
+#: the serving model's columns of a row without a throughput
+NO_MODEL = {"model_tok_s": math.nan, "model_tok_s_low": math.nan, "model_tok_s_high": math.nan, "model_concurrency": 0,
+            "model_in_domain": False, "model_tpot_ms": math.nan, "model_ttft_ms": math.nan,
+            "model_ttft_validated": False, "slow_concurrency": 0, "slow_tok_s": math.nan}
+
+
+def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fraction, max_running=None, slo=None) -> dict:
+    """The serving model's operating point for one row (:func:`k3lab.serving.slo.operating_point`:
+    its peak, or under ``slo`` the highest concurrency it meets, and the band's slow edge) → the
+    columns of :data:`NO_MODEL` and model_note; NaN with a reason where the model is not calibrated
+    for the GPU or model, no request of the workload fits, or none meets the SLO. ``max_running``:
     the requests in flight a state-pool setting leaves (whole deployment), when the row holds the
     full-context request only under that setting."""
-    from .serving.predict import NotCalibrated, peak
+    from .serving.predict import NotCalibrated
+    from .serving.slo import NO_SLO, operating_point
 
-    nan = {"model_tok_s": math.nan, "model_tok_s_low": math.nan, "model_tok_s_high": math.nan,
-           "model_concurrency": 0, "model_in_domain": False}
     if cfg.name != "kimi-k3":
-        return {**nan, "model_note": "the serving model is calibrated on Kimi K3 measurements only"}
+        return {**NO_MODEL, "model_note": "the serving model is calibrated on Kimi K3 measurements only"}
     try:
-        p = peak(cfg, dep, input_len, output_len, variants=variants, kv_dtype=kv_dtype, mem_fraction=mem_fraction,
-                 max_running=max_running)
+        op = operating_point(cfg, dep, input_len, output_len, slo or NO_SLO, variants=variants, kv_dtype=kv_dtype,
+                             mem_fraction=mem_fraction, max_running=max_running)
     except NotCalibrated:
-        return {**nan, "model_note": f"no public measurements calibrate the serving model for {dep.gpu.upper()}"}
+        return {**NO_MODEL, "model_note": f"no public measurements calibrate the serving model for {dep.gpu.upper()}"}
     except ValueError as e:
-        return {**nan, "model_note": str(e)}
+        return {**NO_MODEL, "model_note": str(e)}
+    p = op.point
+    if p is None:
+        return {**NO_MODEL, "model_note": op.why}
     iv = p.interval("output_tok_s")
     if iv is None:  # a metric without a usable band prices nothing
-        return {**nan, "model_concurrency": p.concurrency,
+        return {**NO_MODEL, "model_concurrency": p.concurrency,
                 "model_note": f"the serving model's decode speed is not validated for {p.family}"}
-    return {"model_tok_s": p.output_tok_s, "model_tok_s_low": iv[0],
-            "model_tok_s_high": iv[1], "model_concurrency": p.concurrency,
-            "model_in_domain": p.in_domain, "model_note": "; ".join(p.outside)}
+    return {"model_tok_s": p.output_tok_s, "model_tok_s_low": iv[0], "model_tok_s_high": iv[1],
+            "model_concurrency": p.concurrency, "model_in_domain": p.in_domain, "model_tpot_ms": p.tpot_ms,
+            "model_ttft_ms": p.ttft_ms, "model_ttft_validated": p.validated("ttft_ms"),
+            "slow_concurrency": 0 if op.slow is None else op.slow.concurrency, "slow_tok_s": op.slow_tok_s,
+            "model_note": "; ".join(p.outside)}
 
 
 def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, variants=(), tiers=None,
                  overrides=None, include_all=False, gpus=None, usd_per_kwh=None, input_len=None, output_len=None,
-                 tok_s=None, sort="gpus", top=None):
+                 tok_s=None, sort="gpus", top=None, slo=None):
     """Every GPU × candidate layout × sglang setting for ``cfg`` → DataFrame.
 
     ``cfg``: a :class:`~k3lab.specs.ModelConfig` (or a model name). ``context_tokens``: the
@@ -176,7 +190,9 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     ``tok_s``: GPU → output tok/s per GPU the user measured; it prices that GPU's rows instead of
     the model. ``include_all``: also rows that do not hold the request (``reason`` says why) and
     layouts the model cannot shard; without it, the rows of :data:`LISTED_VERDICTS`. ``gpus``: only
-    these GPUs. ``usd_per_kwh``: adds ``power_usd_per_hour`` (board power × the middle PUE of
+    these GPUs. ``slo``: a :class:`k3lab.serving.slo.SLO`; each row is then priced at the highest
+    concurrency whose modelled latency meets it, and at the band's slow edge (columns ``_slow``;
+    default: at its peak, no slow edge). ``usd_per_kwh``: adds ``power_usd_per_hour`` (board power × the middle PUE of
     ``data/prices.yaml`` × $/kWh, whole deployment). ``sort``: ``gpus`` (fewest GPUs, then least
     weight per GPU) or ``cost`` (lowest $/M output tokens under the first chosen tier that prices
     the row, then $/hour). ``top``: keep the first N rows after sorting.
@@ -186,10 +202,13 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     full_context_requests, fits (with sglang's default state pool), fits_with (``defaults``, the
     state-pool flags under which the request fits, ``no setting``, ``weights do not fit`` or
     ``cannot shard``), holds (fits with defaults or a setting), reason, model_tok_s (+ _low,
-    _high), model_concurrency, model_in_domain, model_note, user_tok_s, priced_tok_s (what the
+    _high), model_concurrency, model_in_domain, model_tpot_ms and model_ttft_ms (the latency at the
+    priced point; model_ttft_validated: TTFT has a validated band), slow_concurrency and slow_tok_s
+    (the slow edge under an SLO: 0 / NaN without one), model_note, user_tok_s, priced_tok_s (what the
     $/M columns use), priced_by (``model`` / ``your --tok-s`` / ``—``), roofline_bound_tok_s (UPPER
     BOUND at the model's concurrency), one ``usd_per_hour[<tier>]`` and ``usd_per_million_tokens
-    [<tier>]`` (with ``_low`` / ``_high`` from the model's band) per tier (NaN: no price).
+    [<tier>]`` (with ``_low`` / ``_high`` from the model's band, ``_slow`` at the slow edge) per
+    tier (NaN: no price).
     ``df.attrs`` holds the inputs. ValueError (one line) for an unknown model, variant, tier or
     GPU, or a bad number.
     """
@@ -201,6 +220,11 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     input_len = w["input_len_tokens"] if input_len is None else input_len
     output_len = w["output_len_tokens"] if output_len is None else output_len
     ctx = _check_inputs(cfg, context_tokens, kv_dtype, mem_fraction, variants, input_len, output_len)
+    from .serving.slo import NO_SLO, SLO
+
+    slo = NO_SLO if slo is None else slo
+    if not isinstance(slo, SLO):
+        raise ValueError(f"slo must be a k3lab.serving.slo.SLO, got {type(slo).__name__}")
     if sort not in SORTS:
         raise ValueError(f"sort must be one of {', '.join(SORTS)}, got {sort!r}")
     if top is not None:
@@ -209,11 +233,12 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     all_gpus = known_gpus()
     unknown = sorted(set(gpus or ()) - set(all_gpus))
     if unknown:
-        raise ValueError(f"unknown GPU(s) {unknown}; known GPUs: {', '.join(all_gpus)}")
+        raise ValueError(f"unknown GPU(s) {unknown}{did_you_mean(unknown[0], all_gpus)}; known GPUs: {', '.join(all_gpus)}")
     tok_s = {k.lower(): data.check_finite(f"tok_s[{k}]", v) for k, v in (tok_s or {}).items()}
     bad = sorted(set(tok_s) - set(all_gpus))
     if bad:
-        raise ValueError(f"--tok-s for unknown GPU(s) {bad}; known GPUs: {', '.join(all_gpus)}")
+        raise ValueError(f"--tok-s for unknown GPU(s) {bad}{did_you_mean(bad[0], all_gpus)}; known GPUs: "
+                         f"{', '.join(all_gpus)}")
     rows, seen = [], 0
     pue = prices.middle_pue()
     for gpu in (g for g in all_gpus if gpus is None or g in gpus):
@@ -243,9 +268,8 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                 # under the state-pool setting that makes the request fit, at most its running requests
                 cap = (p.best_option.max_running_requests * p.replicas
                        if p.verdict == "fits only with a setting" else None)
-                row.update(_throughput(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction, cap)
-                           if p.weights_fit else {"model_tok_s": math.nan, "model_concurrency": 0,
-                                                  "model_in_domain": False, "model_note": "weights do not fit"})
+                row.update(_throughput(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction, cap, slo)
+                           if p.weights_fit else {**NO_MODEL, "model_note": "weights do not fit"})
                 c = row.get("model_concurrency") or 0
                 if c < 1 and p.weights_fit:  # no serving model (another model, an uncalibrated GPU): bound at what the pools admit
                     from .serving.predict import admission
@@ -257,28 +281,30 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                 user = tok_s.get(gpu) if p.weights_fit else None  # nothing to price where the weights do not load
                 row["user_tok_s"] = math.nan if user is None else user * n
                 if user is not None:
-                    row.update({"priced_tok_s": user * n, "priced_by": "your --tok-s", "_lo": user * n, "_hi": user * n})
+                    row.update({"priced_tok_s": user * n, "priced_by": "your --tok-s", "_lo": user * n, "_hi": user * n,
+                                "_slow": math.nan})
                 elif row.get("model_tok_s") == row.get("model_tok_s"):
-                    row.update({"priced_tok_s": row["model_tok_s"], "priced_by": "model",
-                                "_lo": row["model_tok_s_low"], "_hi": row["model_tok_s_high"]})
+                    row.update({"priced_tok_s": row["model_tok_s"], "priced_by": "model", "_lo": row["model_tok_s_low"],
+                                "_hi": row["model_tok_s_high"], "_slow": row["slow_tok_s"]})
                 else:
-                    row.update({"priced_tok_s": math.nan, "priced_by": "—", "_lo": math.nan, "_hi": math.nan})
+                    row.update({"priced_tok_s": math.nan, "priced_by": "—", "_lo": math.nan, "_hi": math.nan,
+                                "_slow": math.nan})
                 if usd_per_kwh is not None:
                     row["power_usd_per_hour"] = n * prices.electricity_usd_per_gpu_hour(
                         load_gpu(gpu).board_power_w, pue, usd_per_kwh)
                 for t in chosen:
                     usd = price.get((t, gpu))
                     row[f"{HOUR_PREFIX}[{t}]"] = math.nan if usd is None else n * usd
-                    for key, v in (("", row["priced_tok_s"]), ("_low", row["_hi"]), ("_high", row["_lo"])):
+                    for key, v in (("", row["priced_tok_s"]), ("_low", row["_hi"]), ("_high", row["_lo"]),
+                                   ("_slow", row["_slow"])):
                         row[f"{MTOK_PREFIX}{key}[{t}]"] = (math.nan if usd is None or not v == v
                                                             else usd_per_million_tokens(v, n, usd))
                 rows.append(row)
     base = ["layout", "gpu", "num_gpus", "tp", "pp", "nodes", "label", "setting", "shardable", "weights_gib_per_gpu",
             "weights_fit", "max_kv_tokens", "full_context_requests", "fits", "fits_with", "holds", "reason",
-            "model_tok_s", "model_tok_s_low", "model_tok_s_high", "model_concurrency", "model_in_domain", "model_note",
-            "user_tok_s", "priced_tok_s", "priced_by", "roofline_bound_tok_s"]
-    priced = [f"{pre}[{t}]" for pre in (HOUR_PREFIX, MTOK_PREFIX, MTOK_PREFIX + "_low", MTOK_PREFIX + "_high")
-              for t in chosen]
+            *NO_MODEL, "model_note", "user_tok_s", "priced_tok_s", "priced_by", "roofline_bound_tok_s"]
+    priced = [f"{pre}[{t}]" for pre in (HOUR_PREFIX, MTOK_PREFIX, MTOK_PREFIX + "_low", MTOK_PREFIX + "_high",
+                                         MTOK_PREFIX + "_slow") for t in chosen]
     power = ["power_usd_per_hour"] if usd_per_kwh is not None else []
     df = pd.DataFrame(rows, columns=[*base, "_w", *power, *priced])
     df["_w"] = df["_w"].astype(float).fillna(float("inf"))
@@ -301,7 +327,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                      "mem_fraction": float(mem_fraction), "variants": list(variants), "tiers": chosen,
                      "input_len": input_len, "output_len": output_len, "include_all": include_all,
                      "usd_per_kwh": usd_per_kwh, "pue": pue, "candidates": seen, "sort": sort, "top": top,
-                     "tok_s": dict(tok_s), "overrides": dict(overrides or {})})
+                     "tok_s": dict(tok_s), "overrides": dict(overrides or {}), "slo": slo.as_dict()})
     return df
 
 

@@ -31,7 +31,7 @@ def answers(df) -> list[dict]:
     among the rows that source prices and that have a throughput; a model prediction inside its
     validated domain goes before one outside it. Computed on every row before ``--top``. → list of dicts tier, kind,
     date, layout, label, setting, fits_with, usd_per_hour, usd_per_million_tokens (+ _low, _high),
-    priced_by, unpriced (the cheapest-per-hour holding layout when no row has a throughput);
+    priced_by, the latency it was priced at (:func:`latency`), unpriced (the cheapest-per-hour holding layout when no row has a throughput);
     layout None when the source prices no holding layout with a throughput."""
     if "answers" in df.attrs and df.attrs.get("answers_for") == tuple(df["layout"]):
         return df.attrs["answers"]  # compare_rows' frame (perhaps cut by --top): answers over every row
@@ -58,8 +58,21 @@ def answers(df) -> list[dict]:
                     "usd_per_million_tokens": float(r[mcol]),
                     "usd_per_million_tokens_low": float(r[f"{MTOK_PREFIX}_low[{t}]"]),
                     "usd_per_million_tokens_high": float(r[f"{MTOK_PREFIX}_high[{t}]"]),
-                    "priced_by": r["priced_by"], "model_in_domain": bool(r["model_in_domain"])})
+                    "priced_by": r["priced_by"], "model_in_domain": bool(r["model_in_domain"]), **latency(r, t)})
     return out
+
+
+def latency(r, tier: str) -> dict:
+    """Where row ``r`` of a comparison was priced: concurrency, TPOT and TTFT there (ms, the model's
+    central values; ttft_validated: TTFT has a validated band), and under an SLO the band's slow
+    edge (slow_concurrency, 0 without one) with its $/M output tokens under ``tier``; None where a
+    value is missing (JSON-ready)."""
+    f = lambda k: float(r[k]) if k in r and r[k] == r[k] else None  # noqa: E731
+    n = lambda k: 0 if f(k) is None else int(f(k))  # noqa: E731
+    return {"concurrency": n("model_concurrency"), "tpot_ms": f("model_tpot_ms"),
+            "ttft_ms": f("model_ttft_ms"), "ttft_validated": bool(r.get("model_ttft_validated", False)),
+            "slow_concurrency": n("slow_concurrency"),
+            "usd_per_million_tokens_slow": f(f"{MTOK_PREFIX}_slow[{tier}]")}
 
 
 def breakeven(df, a: str, b: str) -> dict | None:

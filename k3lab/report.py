@@ -266,7 +266,7 @@ def build(root: Path | None = None, what_if: bool = False, decision=decision_htm
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m k3lab.report")
+    ap = argparse.ArgumentParser(prog="python -m k3lab.report", allow_abbrev=False)
     ap.add_argument("--readme", type=Path, action="append", default=None,
                     help="update (or --check) this file's generated blocks (findings table, bottom line); repeatable")
     ap.add_argument("--claims", type=Path, default=None, help="ledger CSV (default results/claims.csv)")

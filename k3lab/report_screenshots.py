@@ -88,7 +88,8 @@ def _opened(page: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m k3lab.report_screenshots", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m k3lab.report_screenshots",
+                                 description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("report", nargs="?", type=Path, default=None, help="the page (default results/report.html)")
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "report-screenshots",
                     help="folder for the PNGs (default build/report-screenshots; its old PNGs are removed)")

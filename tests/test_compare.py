@@ -654,12 +654,12 @@ def test_the_decision_breaks_even_on_the_layouts_compare_lists():
     assert (d.breakeven.model, d.breakeven.model_low, d.breakeven.model_high) == pytest.approx(
         (be["ratio"], be["low"], be["high"]))
     assert {"8xmi355x tp8 [aiter-k3-opt]", "8xb300 tp8"} <= set(df["layout"])
-    assert d.breakeven.workload == "1,024 in / 400 out"
+    assert d.breakeven.workload == "1,024 in / 400 out, each at its peak"   # and the latency it was priced at
 
 
 def test_a_what_if_workload_and_your_prices_reach_the_decision():
     d = decision.decide("kimi-k3", input_len=1000, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})
-    assert d.breakeven.workload == "1,000 in / 400 out"
+    assert d.breakeven.workload == "1,000 in / 400 out, each at its peak"
     mine = d.breakeven.sources[0]
     assert mine[0] == "your prices" and mine[5] == pytest.approx(3.0 / 5.5)
     assert any(line.startswith("  your prices (override): $3.00 / $5.50 = 0.55x") for line in decision.answer_lines(d))
