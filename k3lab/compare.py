@@ -137,6 +137,13 @@ def _reason(p: memory.Plan, ctx: int) -> str:
     return ""
 
 
+def state_pool_cap(p: memory.Plan) -> int | None:
+    """Requests in flight (whole deployment) that the state-pool setting under which a full-context
+    request fits leaves (its ``--max-running-requests``, per replica × replicas); None when the
+    defaults hold the request (or nothing does)."""
+    return p.best_option.max_running_requests * p.replicas if p.verdict == "fits only with a setting" else None
+
+
 #: the serving model's columns of a row without a throughput
 NO_MODEL = {"model_tok_s": math.nan, "model_tok_s_low": math.nan, "model_tok_s_high": math.nan, "model_concurrency": 0,
             "model_in_domain": False, "model_tpot_ms": math.nan, "model_ttft_ms": math.nan,
@@ -265,9 +272,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                             "full_context_requests": int(p.max_full_context_requests), "fits": bool(p.fits),
                             "fits_with": p.fits_with, "holds": p.verdict in LISTED_VERDICTS,
                             "reason": _reason(p, ctx), "_w": p.weights_bytes_per_gpu})
-                # under the state-pool setting that makes the request fit, at most its running requests
-                cap = (p.best_option.max_running_requests * p.replicas
-                       if p.verdict == "fits only with a setting" else None)
+                cap = state_pool_cap(p)
                 row.update(_throughput(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction, cap, slo)
                            if p.weights_fit else {**NO_MODEL, "model_note": "weights do not fit"})
                 c = row.get("model_concurrency") or 0

@@ -122,7 +122,7 @@ def write_question(path: Path, q: dict) -> Path:
     return write_text(path, json.dumps(q, indent=1, sort_keys=True) + "\n")
 
 
-def _pair_layouts(df) -> tuple[str, str] | None:
+def pair_layouts(df) -> tuple[str, str] | None:
     """The comparison's rows for the article's two GPUs: the MI355X node under the article's
     setting and the B300 node as ``compare`` lists them (8 GPUs, TP8), or None if either is not
     listed."""
@@ -136,7 +136,7 @@ def _breakeven(cmp_df) -> Breakeven | None:
     """The MI355X/B300 break-even on the comparison's own rows (:func:`k3lab.compare_answers.breakeven`:
     the same layouts and throughputs ``compare`` prints), the article's on its own table, and
     where each price source that prices both GPUs — your own prices first — falls against it."""
-    pair = _pair_layouts(cmp_df)
+    pair = pair_layouts(cmp_df)
     be = compare_answers.breakeven(cmp_df, *pair) if pair else None
     if be is None or be["low"] is None:
         return None

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from . import bottom_line, claims, io
 from .bottom_line import FINDING_TITLES
-from .decision import decide
+from .decision import QUESTION_FILE, decide, read_question
 from .manifest import MANIFEST, verify
 from .nbparams import RUN_ENV
 from .paths import results_root
@@ -186,6 +186,25 @@ def _drift(root: Path) -> list[str]:
     return verify(root) if (root / MANIFEST).exists() else []
 
 
+def _question(root: Path, ask: dict) -> dict:
+    """What the decision box asks (:func:`k3lab.decision.decide`'s arguments): the question notebook 04
+    of this run asked (:data:`k3lab.decision.QUESTION_FILE`: its workload, prices, latency target —
+    one number per question), else the run's parameters (a what-if without notebook 04), else the
+    study's own question."""
+    found = sorted(root.glob(f"[0-9][0-9]_*/{QUESTION_FILE}"))
+    if found:
+        return read_question(found[0])
+    kw = {k: ask[k] for k in ("kv_dtype", "context_tokens", "mem_fraction") if ask.get(k) is not None}
+    if isinstance(ask.get("usd_per_gpu_hour"), dict) and ask["usd_per_gpu_hour"]:
+        kw["overrides"] = ask["usd_per_gpu_hour"]
+    # sglang's defaults, and on AMD GPUs the article's SGLANG_AITER_K3_OPT=1 beside them (compare.settings_for),
+    # unless a what-if run names its own variants — the same settings `python -m k3lab compare` uses
+    kw["variants"] = tuple(ask["variants"]) if isinstance(ask.get("variants"), list) else ()
+    if isinstance(ask.get("gpus"), list) and ask["gpus"]:  # the run's shortlist of GPUs, if it names one
+        kw["gpus"] = [str(g).lower() for g in ask["gpus"]]
+    return {"model": ask.get("model") or STUDY_MODEL, **kw, "context_tokens": kw.get("context_tokens") or None}
+
+
 def build(root: Path | None = None, what_if: bool = False, decision=decision_html) -> Path:
     """Write ``<root>/report.html`` (default ``results/``), self-contained, and return its path.
 
@@ -209,21 +228,9 @@ def build(root: Path | None = None, what_if: bool = False, decision=decision_htm
         nbs.append((p.stem, body, nb_params, nb_title))
         for k, v in nb_params.items():
             params.setdefault(k, v)
-    # a what-if run's question comes from its notebooks' parameters; the study asks about its own model
-    ask = params if what_if else {}
-    kw = {k: ask[k] for k in ("kv_dtype", "context_tokens", "mem_fraction") if ask.get(k) is not None}
-    if isinstance(ask.get("usd_per_gpu_hour"), dict) and ask["usd_per_gpu_hour"]:
-        kw["overrides"] = ask["usd_per_gpu_hour"]
-    model = ask.get("model") or STUDY_MODEL
-    # sglang's defaults, and on AMD GPUs the article's SGLANG_AITER_K3_OPT=1 beside them (compare.settings_for),
-    # unless a what-if run names its own variants — the same settings `python -m k3lab compare` uses
-    kw["variants"] = tuple(ask["variants"]) if isinstance(ask.get("variants"), list) else ()
-    if "context_tokens" in kw and not kw["context_tokens"]:
-        del kw["context_tokens"]
-    if isinstance(ask.get("gpus"), list) and ask["gpus"]:  # the run's shortlist of GPUs, if it names one
-        kw["gpus"] = [str(g).lower() for g in ask["gpus"]]
-    dec = decide(model, kw.pop("context_tokens", None), **kw)
+    dec = decide(**_question(root, params if what_if else {}))
     fit = dec.comparison
+    model = fit.attrs["model"]
     sections = [section_html("fit", "Does it fit? GPU × layout", fit_matrix_html(fit),
                              f"{_esc(model)}: every GPU × layout, what loads and how many full-context requests fit")]
     if what_if:

@@ -266,3 +266,50 @@ def latency_figure(rows, title: str = "Latency against concurrency by the servin
              "admitting requests.", ha="center", fontsize=7.5)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig
+
+
+def interactivity_figure(curves, prices_label: str, levels=(), workload: str = ""):
+    """$ per million output tokens against output tok/s per user (1,000 / TPOT), one curve per
+    layout (InferenceX's view of cost against interactivity, from the serving model): a point per
+    concurrency a sweep tries, labelled at both ends; shaded between the curve the model gives when
+    it is as fast as its validated band allows (x · e^band, $ · e^-band) and as slow; dotted
+    verticals at the TPOT limits T21 reads the pair at (``levels``, ms). ``curves``:
+    :func:`k3lab.findings.interactivity.cost_curves`; ``prices_label``: whose $/GPU-hour price it;
+    ``workload``: named in the title (``1,024 in / 400 out``)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Polygon
+
+    from . import deployment_color, plain_log_ticks
+
+    fig, ax = plt.subplots(figsize=(9.6, 5.4))
+    for c in curves:
+        col = deployment_color(c["label"])
+        pts = sorted(c["points"], key=lambda p: p[2])
+        xs, ys = [p[2] for p in pts], [p[4] for p in pts]
+        b = c["band"]
+        if b is not None:
+            fast = [(x * math.exp(b), y * math.exp(-b)) for x, y in zip(xs, ys)]
+            slow = [(x * math.exp(-b), y * math.exp(b)) for x, y in zip(xs, ys)]
+            ax.add_patch(Polygon(fast + slow[::-1], closed=True, color=col, alpha=0.13, lw=0))
+        ax.plot(xs, ys, "-o", color=col, ms=4, lw=2, label=f"{c['layout']}" + ("" if b is not None else " (not validated)"))
+        for p, ha in ((pts[0], "right"), (pts[-1], "left")):
+            ax.annotate(f"c{p[0]}, TPOT {p[1]:.0f} ms", (p[2], p[4]), xytext=(-6 if ha == "right" else 6, 6),
+                        textcoords="offset points", ha=ha, fontsize=7.5, color=col)
+    for ms in levels:
+        ax.axvline(1e3 / ms, color="0.45", lw=0.8, ls=":")
+        ax.text(1e3 / ms, 0.01, f"TPOT {ms:g} ms", rotation=90, va="bottom", ha="right", fontsize=7, color="0.35",
+                transform=ax.get_xaxis_transform())
+    ax.set_yscale("log")
+    plain_log_ticks(ax.yaxis)
+    ax.set_xlim(left=0)
+    ax.set_xlabel("output tok/s per user (1,000 / TPOT; right = more interactive)")
+    ax.set_ylabel("$ per million output tokens (log; lower is cheaper)")
+    ax.set_title(f"Cost against interactivity by the serving model{', ' + workload if workload else ''}, at "
+                 f"{prices_label} prices", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="lower right", title="layout (as compare lists it)", title_fontsize=8)
+    fig.text(0.5, 0.005, "A model, not a measurement: one point per concurrency a sweep tries, no DSpark; shaded: "
+             "the curve when the model is as fast or as slow as its validated band (both axes move). Dotted: the "
+             "TPOT limits T21 compares the two at.", ha="center", fontsize=7.5)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
