@@ -18,13 +18,14 @@ from .report_cells import inline_markdown
 from .report_tables import html_table
 from .throughput import article_table, article_workload
 
-#: one distinct colour per verdict (the figure's bars and the page's badges): greens and blues
-#: for what holds (darkest: shown independently), warm pinks and purples for the three
-#: "inconsistent with" a weaker method, red and amber for wrong or corrected, grey for unchecked
-VERDICT_COLORS = {"reproduced": "#1b5e20", "consistent": "#1e88e5", "consistent (rounded inputs)": "#90caf9",
-                  "consistent (emulated)": "#a5d6a7", "inconsistent with the emulation": "#ffab91",
-                  "inconsistent with the model": "#f48fb1", "inconsistent with public measurements": "#ce93d8",
-                  "corrected": "#f9a825", "discrepancy": "#c62828", "not reproducible here": "#90a4ae",
+#: one distinct colour per verdict (the figure's bars and the page's badges), each a different hue so no
+#: two read alike: greens and blues for what holds (darkest: shown independently; pale: capped by a
+#: weaker method), brown, purple and pink for the three "inconsistent with" a weaker method, orange
+#: and red for corrected and wrong, grey for unchecked
+VERDICT_COLORS = {"reproduced": "#1b5e20", "consistent": "#1e88e5", "consistent (rounded inputs)": "#80deea",
+                  "consistent (emulated)": "#c5e1a5", "inconsistent with the emulation": "#8d6e63",
+                  "inconsistent with the model": "#ab47bc", "inconsistent with public measurements": "#f06292",
+                  "corrected": "#fb8c00", "discrepancy": "#c62828", "not reproducible here": "#9e9e9e",
                   "": "#eeeeee"}
 METHOD_MEANING = {
     "measured": "ran here, on real code or hardware", "derived": "computed from primary sources",
