@@ -49,10 +49,10 @@ LISTED_VERDICTS = ("fits with defaults", "fits only with a setting")
 #: the article's ROCm setting, shown beside sglang's default on AMD GPUs
 ARTICLE_AMD_SETTING = ("aiter-k3-opt",)
 SORTS = ("gpus", "cost")
-MODEL_NOTE = ("model tok/s: the serving model fitted on public Kimi K3 measurements (k3lab.serving), without "
-              "speculative decoding, at the concurrency the latency line says (its best admitted one without a "
-              "target); the band is its out-of-source validation error. roofline: an upper bound, never a "
-              "throughput. Nothing here was measured on a GPU")
+MODEL_NOTE = ("model tok/s, TPOT, TTFT: the serving model fitted on public Kimi K3 measurements (k3lab.serving), "
+              "no speculative decoding, means at the concurrency the latency line says; the band is its "
+              "out-of-source validation error. roofline: an upper bound, never a throughput. Nothing here was "
+              "measured on a GPU")
 
 
 def settings_for(gpu: str, variants=(), model: str = "kimi-k3") -> list[tuple]:

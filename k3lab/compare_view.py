@@ -125,8 +125,8 @@ def slo_line(slo: dict | None) -> str:
 
     s = SLO(**(slo or {}))
     if not s.active:
-        return ("latency: no target; each layout at its peak (the best tok/s its pools admit), its TPOT and TTFT "
-                "beside the price (--max-tpot MS, --max-ttft MS or --min-tok-s-per-user N price at a latency)")
+        return ("latency: no target, each layout at its peak (the best tok/s its pools admit), with its TPOT and "
+                "TTFT; --max-tpot MS prices at a latency")
     return (f"latency: {s.label()} (model means); each layout at the highest concurrency that meets it, and at the "
             "band's slow edge (the model as slow as its band allows)")
 
@@ -186,8 +186,7 @@ def format_table(df) -> str:
     lines += ["", *textwrap.wrap("price sources: " + "; ".join(f"{t}" + _tier_kind(pr, t) for t in used),
                                  width=110, subsequent_indent="  "),
               *textwrap.wrap(f"note: {MODEL_NOTE}. * = outside the model's validated domain (its band is not "
-                             "validated there). † = TTFT not validated for the GPU's family (a model value without "
-                             "a band). TPOT and TTFT: the model's means at the priced concurrency.", width=110,
+                             "validated there); † = TTFT not validated for the GPU's family.", width=110,
                              subsequent_indent="  ")]
     if a.get("tok_s"):
         lines.append("  your --tok-s (output tok/s per GPU) prices: " + ", ".join(
@@ -201,7 +200,7 @@ def _latency_cells(r) -> list[str]:
     if not c or c != c or not r.get("model_tpot_ms") == r.get("model_tpot_ms"):
         return ["—", "—", "—"]
     return [str(int(c)), f"{r['model_tpot_ms']:,.1f}",
-            _int(r["model_ttft_ms"]) + ("" if r.get("model_ttft_validated") else "†")]
+            _int(r["model_ttft_ms"]) + (" " if r.get("model_ttft_validated") else "†")]
 
 
 def verdict_lines(u: dict | None) -> list[str]:
@@ -312,6 +311,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--top", type=limits.arg("rows", "--top"), default=None, metavar="N",
                     help=limits.help_text("show the first N rows only", "rows"))
     ap.add_argument("--all", action="store_true", help="also list layouts that do not hold the request, with why")
+    ap.add_argument("--gpu", action="append", default=None, metavar="GPU",
+                    help="only this GPU, repeatable (default: every GPU of data/hardware.yaml)")
     slo.add_arguments(ap)
     out = ap.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print a JSON list of rows")
@@ -328,7 +329,8 @@ def cli_main(argv: list[str] | None = None) -> int:
                           tuple(args.variant), args.price_tier, overrides, args.all,
                           input_len=args.input_len, output_len=args.output_len,
                           tok_s=_pairs(args.tok_s, "--tok-s", "tok_s_per_gpu"), sort=args.sort,
-                          top=args.top, slo=slo.from_args(args))
+                          top=args.top, slo=slo.from_args(args),
+                          gpus=None if args.gpu is None else [g.lower() for g in args.gpu])
     except (ValueError, OverflowError) as e:
         print(f"k3lab compare: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
         return 2
