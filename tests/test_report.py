@@ -325,8 +325,41 @@ def test_screenshots_without_chromium_is_one_line(tmp_path, monkeypatch, capsys)
     page.write_text("<html></html>")
     assert report_screenshots.main([str(page), "--out", str(tmp_path / "shots")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "chromium not found" in err and "apt-get install -y chromium" in err
+    assert err.count("\n") == 1 and "chromium not found" in err and "`make browser` installs it" in err
     assert not (tmp_path / "shots").exists()
+
+
+def test_screenshots_capture_each_slice_and_refuse_a_blank_one(tmp_path, monkeypatch):
+    """Issue 38: one full-page shot of a long page came out blank past Chromium's largest surface while the
+    command reported success. Each slice is now its own capture of the page shifted up by its offset, and a
+    slice of one flat colour is an error naming it. Chromium is faked here: it "captures" a flat image."""
+    from PIL import Image
+
+    from k3lab import report_screenshots as rs
+
+    page = "<html><head><title>t</title></head><body><p>x</p></body></html>"
+    seg = rs._segment(page, 2200)
+    assert "top:-2200px" in seg and seg.index("top:-2200px") < seg.index("</head>")  # the shift, in the head
+    flat, busy = tmp_path / "flat.png", tmp_path / "busy.png"
+    Image.new("RGB", (50, 50), "white").save(flat)
+    im = Image.new("RGB", (50, 50), "white")
+    im.putpixel((3, 3), (0, 0, 0))
+    im.save(busy)
+    assert rs.is_blank(flat) and not rs.is_blank(busy)
+    calls = []
+
+    def fake(exe, args, profile, timeout_s=180):
+        shot = next((a.split("=", 1)[1] for a in args if a.startswith("--screenshot=")), None)
+        calls.append(args)
+        if shot:
+            Image.new("RGB", (rs.WIDTH_PX, 100), "white").save(shot)
+        return '<body data-page-height="2500">'
+
+    monkeypatch.setattr(rs, "_chromium", fake)
+    src = tmp_path / "p.html"
+    src.write_text(page)
+    with pytest.raises(rs.BlankSlice, match=r"slice s-00.png \(0-1,100 px of 2,500\) came out blank"):
+        rs.shoot("chromium", src, tmp_path / "s", 1100)
 
 
 def test_open_screenshots_open_every_drop_down(study):

@@ -319,7 +319,8 @@ def interactivity_figure(curves, prices_label: str, levels=(), workload: str = "
     concurrency a sweep tries, labelled at both ends; shaded between the curve the model gives when
     it is as fast as its validated band allows (x · e^band, $ · e^-band) and as slow; dotted
     verticals at the TPOT limits T21 reads the pair at (``levels``, ms). ``curves``:
-    :func:`k3lab.findings.interactivity.cost_curves`; ``prices_label``: whose $/GPU-hour price it;
+    :func:`k3lab.findings.interactivity.cost_curves`; ``prices_label``: whose $/GPU-hour price it
+    (``your prices``, ``<source> (<kind>) prices``);
     ``workload``: named in the title (``1,024 in / 400 out``)."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Polygon
@@ -350,7 +351,7 @@ def interactivity_figure(curves, prices_label: str, levels=(), workload: str = "
     ax.set_xlabel("output tok/s per user (1,000 / TPOT; right = more interactive)")
     ax.set_ylabel("$ per million output tokens (log; lower is cheaper)")
     ax.set_title(f"Cost against interactivity by the serving model{', ' + workload if workload else ''}, at "
-                 f"{prices_label} prices", fontsize=10)
+                 f"{prices_label}", fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8, loc="lower right", title="layout (as compare lists it)", title_fontsize=8)
     fig.text(0.5, 0.005, "A model, not a measurement: one point per concurrency a sweep tries, no DSpark; shaded: "

@@ -311,7 +311,8 @@ def perf_per_dollar_figure(df, model=None):
                  + (" · the serving model's (band)" if mod is not None else ""), fontsize=8.5, loc="left")
     notes = _perf_legend(fig, configs, mod)
     fig.suptitle("\\$ per million output tokens under each price source (\\$/GPU-hour, data/prices.yaml): the article's "
-                 "self-reported throughput" + (" beside the serving model's" if mod is not None else "")
+                 "self-reported throughput" + (" beside the serving model's peak at the article's workload (no latency "
+                                               "target)" if mod is not None else "")
                  + (f"\n{notes}" if notes else ""), fontsize=10)
     fig.tight_layout(rect=(0, 0.75 / fig_h, 1, 1))
     return fig

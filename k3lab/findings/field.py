@@ -354,7 +354,7 @@ def user_serving_settings(changed: dict, kv_dtype: str, usd_per_kwh: float) -> t
 def model_perf_per_dollar(peaks, overrides=None, usd_per_kwh: float = 0.0, pue: float | None = None):
     """perf/$ of each deployment's model peak (``peaks`` of :func:`model_peaks`) under every price
     source that prices its GPU, electricity included (board power × PUE × $/kWh per GPU-hour).
-    Columns: layout, gpu, num_gpus, setting, peak_concurrency (the priced point's), tpot_ms and ttft_ms
+    Columns: layout, gpu, num_gpus, setting, concurrency (the priced point's: the peak, or the SLO's), tpot_ms and ttft_ms
     (its latency), tok_s, tok_s_low, tok_s_high,
     in_domain, tier, kind, usd_per_gpu_hour, electricity_usd_per_gpu_hour, tok_s_per_dollar_hour,
     usd_per_million_tokens, usd_per_million_tokens_low, usd_per_million_tokens_high."""
@@ -377,7 +377,7 @@ def model_perf_per_dollar(peaks, overrides=None, usd_per_kwh: float = 0.0, pue: 
                 continue
             lo, hi = iv
             rows.append({"layout": d.label, "gpu": d.gpu, "num_gpus": d.num_gpus, "setting": ", ".join(p.variants) or
-                         "sglang defaults", "peak_concurrency": p.concurrency, "tpot_ms": round(p.tpot_ms, 1),
+                         "sglang defaults", "concurrency": p.concurrency, "tpot_ms": round(p.tpot_ms, 1),
                          "ttft_ms": round(p.ttft_ms), "tok_s": p.output_tok_s,
                          "tok_s_low": lo, "tok_s_high": hi, "in_domain": p.in_domain, "tier": q.tier, "kind": q.kind,
                          "usd_per_gpu_hour": q.usd_per_gpu_hour, "electricity_usd_per_gpu_hour": elec,

@@ -98,7 +98,7 @@ def paired_prices(overrides: dict | None = None) -> tuple[str, dict] | None:
     for tier, g in pr[pr["independent"] & pr["kind"].isin(prices.RENTAL_KINDS)].groupby("tier", sort=False):
         by = g.set_index("gpu")["usd_per_gpu_hour"]
         if set(PAIR_GPUS) <= set(by.index):
-            return f"{tier} ({g['kind'].iloc[0].replace('_', '-')})", {k: float(by[k]) for k in PAIR_GPUS}
+            return f"{tier} ({g['kind'].iloc[0].replace('_', '-')}) prices", {k: float(by[k]) for k in PAIR_GPUS}
     return None
 
 

@@ -67,7 +67,7 @@ def at_latency(deps, params) -> LatencyPrices:
     d = decision.decide(**q)
     text = "\n".join([said, "", *decision.headline(d)[:-1], "", *decision.answer_lines(d)[1:-1]])
     view = (table.assign(tok_s=table.tok_s.round()).pivot_table(
-        index=["layout", "setting", "peak_concurrency", "tpot_ms", "ttft_ms", "tok_s", "in_domain"], columns="tier",
+        index=["layout", "setting", "concurrency", "tpot_ms", "ttft_ms", "tok_s", "in_domain"], columns="tier",
         values="usd_per_million_tokens").round(2) if len(table) else table)
     paired = interactivity.paired_prices(overrides)
     cost = interactivity.cost_curves(input_len, output_len, paired[1], kv_dtype=kv_dtype) if paired else None
