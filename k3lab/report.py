@@ -247,7 +247,7 @@ def build(root: Path | None = None, what_if: bool = False, decision=decision_htm
                    "(no claims ledger).</p>")
         costs = costs_html(fit) + perf_csvs_html(root)  # the layouts priced, then what the run's notebooks priced
         sections.append(section_html("costs", "What it costs: the smallest layouts that fit", costs,
-                                     "$/hour and $/M tokens at the model bound, by price source"))
+                                     "$/hour and $/M tokens on the serving model, with the latency they were priced at"))
     else:
         title = "k3lab: reproducing “Inside Wafer's Stack for Running Kimi K3 on AMD MI355X”"
         intro = (f"<p>{len(df)} claims of the article, each with the value k3lab derived or measured and a "

@@ -73,7 +73,8 @@ def perf_html(overrides=None) -> tuple[str, str]:
         p = peaks.get(r.label)
         return ("no calibrated model" if p is None else
                 f"{p.output_tok_s:,.0f} ({'%s-%s' % tuple(f'{x:,.0f}' for x in p.interval('output_tok_s'))}) tok/s at "
-                f"c{p.concurrency}" + ("" if p.in_domain else ", outside its validated domain"))
+                f"c{p.concurrency}, TPOT {p.tpot_ms:,.0f} ms, TTFT {p.ttft_ms:,.0f} ms"
+                + ("" if p.in_domain else ", outside its validated domain"))
 
     heads = ["price source (kind, date)"] + [
         f"{_esc(r.label)}<br><small>{r.tok_s:,.0f} tok/s {art}<br>serving model "
@@ -214,14 +215,21 @@ def costs_html(fit) -> str:
         v = r.get("priced_tok_s")
         return "—" if v is None or not v == v else f"{v:,.0f}" + ("" if r.get("model_in_domain") else " *")
 
-    rows = [[_esc(r["layout"]), span(r, cols[0]), tok(r), span(r, cols[1])] for r in ok.to_dict("records")]
+    def lat(r):
+        c, tpot, ttft = r.get("model_concurrency"), r.get("model_tpot_ms"), r.get("model_ttft_ms")
+        return ("—" if not c or c != c or tpot is None or tpot != tpot else
+                f"c{int(c)}, {tpot:,.0f} ms, {ttft:,.0f} ms" + ("" if r.get("model_ttft_validated") else " †"))
+
+    rows = [[_esc(r["layout"]), span(r, cols[0]), tok(r), lat(r), span(r, cols[1])] for r in ok.to_dict("records")]
     m = badge("MODEL", "#455a64")
     if not rows:
         return '<p class="empty">No layout holds the request: nothing to price.</p>'
     return (html_table(["layout", "$/hour (range over price sources)", f"output tok/s, serving model {m}",
-                        f"$/M output tokens {m}"], rows, numeric=(1, 2, 3))
-            + '<p class="table-note">Serving model fitted on public Kimi K3 measurements, at its best admitted '
-              "concurrency, no speculative decoding; * outside its validated domain; — no calibrated model.</p>")
+                        "at concurrency: TPOT, TTFT", f"$/M output tokens {m}"], rows, numeric=(1, 2, 4))
+            + '<p class="table-note">Serving model fitted on public Kimi K3 measurements, no speculative decoding, '
+              "at the run's latency target (the highest concurrency that meets it) or, without one, at its best "
+              "admitted concurrency; * outside its validated domain; † TTFT not validated; — no calibrated "
+              "model.</p>")
 
 
 CSS = (

@@ -689,10 +689,14 @@ def test_one_dollar_per_million_per_question_on_every_surface():
         assert round(row[f"usd_per_million_tokens[{tier}]"], 2) == round(v, 2), tier
         if tier in box:
             assert round(box[tier], 2) == round(v, 2), tier
-    # the notebook makes exactly these calls (no fp8 KV, no electricity in this section)
+    # the notebook makes exactly this call (no fp8 KV, no electricity in this section unless the run changes them),
+    # and it prices the same as the calls above
+    from k3lab.findings import serving_prices
+
     src = (NOTEBOOKS_DIR / "04_throughput_perf_per_dollar.ipynb").read_text(encoding="utf-8")
-    assert "field_claims.user_serving_settings(P.changed, kv_dtype, usd_per_kwh)" in src
+    assert "serving_prices.at_latency(deps, P)" in src
     assert field_claims.user_serving_settings({}, "fp8", 0.10) == ("bf16", 0.0)          # the CLI's defaults
     assert field_claims.user_serving_settings({"kv_dtype": "fp8"}, "fp8", 0.10) == ("fp8", 0.0)
-    assert "field_claims.model_peaks(deps, input_len, output_len, kv_dtype=kv_user, mem_fraction=mem_fraction)" in src
-    assert "field_claims.model_perf_per_dollar(peaks, usd_per_gpu_hour, kwh_user)" in src
+    t = serving_prices.at_latency(deps, nbparams.Params(p, p)).table
+    got = t[t["layout"] == "8×MI355X TP8"].set_index("tier")["usd_per_million_tokens"]
+    assert got.round(2).to_dict() == nb.round(2).to_dict()
