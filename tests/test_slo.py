@@ -91,3 +91,12 @@ def test_compare_prices_each_row_at_the_slo_with_its_latency_beside_the_price():
     op = operating_point(CFG, MI, 1024, 400, SLO(max_tpot_ms=50), variants=OPT)
     assert r["usd_per_million_tokens_slow[override]"] == pytest.approx(usd_per_million_tokens(op.slow_tok_s, 8, 3.0))
     assert df.attrs["slo"] == {"max_tpot_ms": 50, "max_ttft_ms": None, "min_tok_s_per_user": None}
+
+
+def test_notebook_04_latency_parameters_are_checked_like_the_flags():
+    from k3lab import param_values
+
+    param_values.check({"max_tpot_ms": 0.0, "max_ttft_ms": 2000, "min_tok_s_per_user": 0})   # 0: no limit
+    for name, bad in (("max_tpot_ms", -5.0), ("max_ttft_ms", 1e9), ("min_tok_s_per_user", -1)):
+        with pytest.raises(ValueError, match=f"parameter '{name}' must be"):
+            param_values.check({name: bad})
