@@ -14,7 +14,7 @@ NBVAL_RESULTS := $(abspath build/nbval-results)
 REPORT ?= results/report.html
 SHOTS ?= build/report-screenshots
 
-.PHONY: serving-fit setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-unit test-sglang test-notebooks lab notebooks readme-table check-readme screenshots clean
+.PHONY: browser serving-fit setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-unit test-sglang test-notebooks lab notebooks readme-table check-readme screenshots clean
 
 setup: $(STAMP)
 
@@ -90,12 +90,19 @@ notebooks: setup
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
+# The browser `make screenshots` drives: Debian's `chromium`, installed with apt-get when missing (as
+# root, the usual case on a fresh box or in a container); CHROMIUM=/path/to/it uses another.
+browser:
+	@if [ -n "$${CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else echo "make browser: install Debian's chromium (sudo apt-get install -y chromium) or set CHROMIUM=/path/to/it" >&2; exit 2; fi
+
 # Look at the report in a real browser before committing a report change: rebuilds $(REPORT) from
-# the run beside it (no notebook re-runs), then headless Chromium (Debian package `chromium`) shoots
-# it at 1280 px into $(SHOTS)/closed-NN.png (as a reader first sees it) and open-NN.png (sections
-# open). REPORT=results/runs/NAME/report.html for a what-if run. Not part of `make test`.
-screenshots: setup
-	@command -v "$${CHROMIUM:-chromium}" >/dev/null 2>&1 || { echo "make screenshots: chromium not found (apt-get install -y chromium, or CHROMIUM=/path/to/it)" >&2; exit 2; }
+# the run beside it (no notebook re-runs), then headless Chromium shoots it at 1280 px, one capture
+# per slice, into $(SHOTS)/closed-NN.png (as a reader first sees it) and open-NN.png (sections open);
+# a blank slice fails. REPORT=results/runs/NAME/report.html for a what-if run. Not part of `make test`.
+screenshots: setup browser
 	@test -f $(REPORT) || { echo "make screenshots: $(REPORT) not found; run \`make reproduce\` first" >&2; exit 2; }
 	$(PY) -m k3lab.report --results $(dir $(REPORT))
 	$(PY) -m k3lab.report_screenshots $(REPORT) --out $(SHOTS)

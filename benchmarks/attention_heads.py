@@ -21,7 +21,7 @@ from k3lab.paths import MEASURED_DIR
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--machine", default=None, help="folder under data/measured (default cpu-2core)")
     ap.add_argument("--lens", type=int, nargs="*", default=None)

@@ -130,7 +130,7 @@ def pkg_version(python: str, mod: str) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--sglang-python", required=True, help="interpreter with sglang (+ datasets)")
     ap.add_argument("--server-python", required=True, help="interpreter with llama-cpp-python[server]")
     ap.add_argument("--concurrency", default="1,4")

@@ -36,7 +36,7 @@ NAME = "sglang_0523_k3_rank_bytes"
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--out-dir", type=Path, default=MEASURED_DIR / "cpu-2core")
     ap.add_argument("--layouts", nargs="*", default=None, choices=sorted(probe.LAYOUTS),
                     help="a subset of the layouts (default: all)")

@@ -36,7 +36,7 @@ NAME = "sglang_release_matrix"
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--out-dir", type=Path, default=MEASURED_DIR / "cpu-2core")
     ap.add_argument("--versions", nargs="*", default=None,
                     help="releases to measure (default: every pin of requirements/sglang-releases.txt)")

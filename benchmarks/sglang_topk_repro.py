@@ -28,7 +28,7 @@ NAME = "sglang_topk_repro"
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--out-dir", type=Path, default=MEASURED_DIR / "cpu-2core")
     a = ap.parse_args(argv)
     doc = topk_repro.transcript()

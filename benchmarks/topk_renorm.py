@@ -226,7 +226,7 @@ def cpu_model() -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--out-dir", type=Path, default=MEASURED_DIR / "cpu-2core")
     ap.add_argument("--repeats", type=int, default=21, help="rounds per k case")
     ap.add_argument("--slow-every", type=int, default=3,

@@ -19,6 +19,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("render results/report.html from results/", "k3lab.report:main"),
     "fit": ("memory fit of a model on a GPU configuration", "k3lab.fit_cli:main"),
     "compare": ("every GPU x layout that holds a request, priced on the serving model: the cheapest per price source", "k3lab.compare_view:cli_main"),
+    "quote": ("a renter's answer on one screen: per GPU the cheapest layout at your latency target, $/M with its "
+              "band, the verdict on your prices", "k3lab.quote:cli_main"),
     "predict": ("serving-model TPOT, TTFT and tok/s for a deployment and workload, with its validated band",
                 "k3lab.serving.cli:cli_main"),
     "serve": ("apply the k3lab patches, then run sglang's server in this process", "k3lab_patches.serve:main"),

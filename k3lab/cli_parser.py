@@ -1,13 +1,40 @@
 """The argument parser every ``python -m k3lab`` command uses: a usage mistake is one line on
-stderr and exit status 2 (argparse would print the whole usage too)."""
+stderr and exit status 2 (argparse would print the whole usage too). Flags are never
+abbreviated (``allow_abbrev=False``: ``--price`` is not silently ``--price-tier``), and an
+unknown flag is named first, with the nearest known one — before argparse would report a
+required flag as missing because the user misspelt it (``--concurency``)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from .spelling import did_you_mean
+
 
 class OneLineParser(argparse.ArgumentParser):
+    """``hints``: flag a user may type → what to say instead (e.g. ``--price``: the two flags it
+    could mean), for names too far from any flag for "did you mean"."""
+
+    def __init__(self, *args, hints: dict | None = None, **kw):
+        kw.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kw)
+        self.hints = dict(hints or {})
+
     def error(self, message):
         print(f"k3lab {self.prog.split()[-1]}: error: {message}", file=sys.stderr)
         raise SystemExit(2)
+
+    def parse_known_args(self, args=None, namespace=None):
+        argv = list(sys.argv[1:] if args is None else args)
+        known = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
+        for tok in argv:
+            if tok == "--":  # what follows belongs to another program
+                break
+            flag = tok.split("=", 1)[0]
+            if tok.startswith("--") and flag not in known:
+                # compared without the dashes, which every flag shares and which would make any two look alike
+                hint = (f" (use {self.hints[flag]})" if flag in self.hints else
+                        did_you_mean(flag[2:], [k[2:] for k in known]).replace(" '", " '--"))
+                self.error(f"unknown flag {flag}{hint}")
+        return super().parse_known_args(argv, namespace)

@@ -17,10 +17,11 @@ defaults; on AMD GPUs also the article's ``SGLANG_AITER_K3_OPT=1``, side by side
   a throughput;
 - $/hour and $/M output tokens under every price source of :mod:`k3lab.prices`.
 
-:func:`answers` names, per price source, the cheapest layout that holds the request — the
-line the report's decision box repeats (:mod:`k3lab.report`); :func:`breakeven` is the price
-ratio at which two of its layouts cost the same per token (the decision's MI355X/B300 break-even
-is this, on these rows), and :func:`user_verdict` judges your own prices against it.
+:func:`k3lab.compare_answers.answers` names, per price source, the cheapest layout that holds
+the request — the line the report's decision box repeats (:mod:`k3lab.report`); its
+:func:`~k3lab.compare_answers.breakeven` is the price ratio at which two of its layouts cost the
+same per token, and :func:`~k3lab.compare_answers.user_verdict` judges your own prices against
+it. Both are computed on every row before ``top`` cuts the listing.
 
 Units: GiB (2**30 B) per GPU; tokens; requests; $/GPU-hour for prices, $/hour for a whole
 deployment (``num_gpus`` × $/GPU-hour); tok/s of output for the whole deployment unless a
@@ -29,28 +30,29 @@ name says per GPU; $ per million output tokens.
 
 from __future__ import annotations
 
-import html
 import math
 
 from . import data, memory, prices, roofline
+from .compare_answers import HOUR_PREFIX, MTOK_PREFIX, answers, user_verdict
 from .model.capacity import KV_DTYPES
 from .model.sharding import check_parallel, setting_for
+from .spelling import did_you_mean
 from .specs import GiB, Deployment, ModelConfig, known_gpus, load_gpu, load_model
 from .throughput import article_workload, usd_per_million_tokens
 
 GPU_COUNTS = (8, 16, 32)
 #: a scale-up domain larger than this also gets a 4-GPU candidate
 LARGE_DOMAIN_GPUS = 8
-HOUR_PREFIX, MTOK_PREFIX = "usd_per_hour", "usd_per_million_tokens"
 #: the layouts the default listing shows: a full-context request fits with sglang's default
 #: state pool, or only with a state-pool setting (``fits_with`` names it; k3lab.memory.Plan.verdict)
 LISTED_VERDICTS = ("fits with defaults", "fits only with a setting")
 #: the article's ROCm setting, shown beside sglang's default on AMD GPUs
 ARTICLE_AMD_SETTING = ("aiter-k3-opt",)
 SORTS = ("gpus", "cost")
-MODEL_NOTE = ("model tok/s: the serving model fitted on public Kimi K3 measurements (k3lab.serving), at its best "
-              "admitted concurrency without speculative decoding; the band is its out-of-source validation "
-              "error. roofline: an upper bound, never a throughput. Nothing here was measured on a GPU")
+MODEL_NOTE = ("model tok/s, TPOT, TTFT: the serving model fitted on public Kimi K3 measurements (k3lab.serving), "
+              "no speculative decoding, means at the concurrency the latency line says; the band is its "
+              "out-of-source validation error. roofline: an upper bound, never a throughput. Nothing here was "
+              "measured on a GPU")
 
 
 def settings_for(gpu: str, variants=(), model: str = "kimi-k3") -> list[tuple]:
@@ -118,8 +120,8 @@ def _price_table(tiers, overrides) -> tuple[list[str], dict]:
             if t == prices.OVERRIDE_TIER and not overrides:
                 raise ValueError(f"price tier {t!r} is your own prices: give them with --usd-per-gpu-hour GPU=PRICE")
             if t not in known and t != prices.OVERRIDE_TIER:
-                raise ValueError(f"unknown price tier {t!r}; known: {', '.join(known)}, and {prices.OVERRIDE_TIER} "
-                                 "(your --usd-per-gpu-hour)")
+                raise ValueError(f"unknown price tier {t!r}{did_you_mean(t, [*known, prices.OVERRIDE_TIER])}; known: "
+                                 f"{', '.join(known)}, and {prices.OVERRIDE_TIER} (your --usd-per-gpu-hour)")
     if overrides and prices.OVERRIDE_TIER not in chosen:
         chosen.append(prices.OVERRIDE_TIER)
     table = {(r.tier, r.gpu): float(r.usd_per_gpu_hour) for r in pr.itertuples() if r.tier in chosen}
@@ -135,36 +137,55 @@ def _reason(p: memory.Plan, ctx: int) -> str:
     return ""
 
 
-def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fraction, max_running=None) -> dict:
-    """The serving model's peak for one row → columns model_*; NaN with a reason where the model
-    is not calibrated for the GPU or model, or no request of the workload fits. ``max_running``:
+def state_pool_cap(p: memory.Plan) -> int | None:
+    """Requests in flight (whole deployment) that the state-pool setting under which a full-context
+    request fits leaves (its ``--max-running-requests``, per replica × replicas); None when the
+    defaults hold the request (or nothing does)."""
+    return p.best_option.max_running_requests * p.replicas if p.verdict == "fits only with a setting" else None
+
+
+#: the serving model's columns of a row without a throughput
+NO_MODEL = {"model_tok_s": math.nan, "model_tok_s_low": math.nan, "model_tok_s_high": math.nan, "model_concurrency": 0,
+            "model_in_domain": False, "model_tpot_ms": math.nan, "model_ttft_ms": math.nan,
+            "model_ttft_validated": False, "slow_concurrency": 0, "slow_tok_s": math.nan}
+
+
+def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fraction, max_running=None, slo=None) -> dict:
+    """The serving model's operating point for one row (:func:`k3lab.serving.slo.operating_point`:
+    its peak, or under ``slo`` the highest concurrency it meets, and the band's slow edge) → the
+    columns of :data:`NO_MODEL` and model_note; NaN with a reason where the model is not calibrated
+    for the GPU or model, no request of the workload fits, or none meets the SLO. ``max_running``:
     the requests in flight a state-pool setting leaves (whole deployment), when the row holds the
     full-context request only under that setting."""
-    from .serving.predict import NotCalibrated, peak
+    from .serving.predict import NotCalibrated
+    from .serving.slo import NO_SLO, operating_point
 
-    nan = {"model_tok_s": math.nan, "model_tok_s_low": math.nan, "model_tok_s_high": math.nan,
-           "model_concurrency": 0, "model_in_domain": False}
     if cfg.name != "kimi-k3":
-        return {**nan, "model_note": "the serving model is calibrated on Kimi K3 measurements only"}
+        return {**NO_MODEL, "model_note": "the serving model is calibrated on Kimi K3 measurements only"}
     try:
-        p = peak(cfg, dep, input_len, output_len, variants=variants, kv_dtype=kv_dtype, mem_fraction=mem_fraction,
-                 max_running=max_running)
+        op = operating_point(cfg, dep, input_len, output_len, slo or NO_SLO, variants=variants, kv_dtype=kv_dtype,
+                             mem_fraction=mem_fraction, max_running=max_running)
     except NotCalibrated:
-        return {**nan, "model_note": f"no public measurements calibrate the serving model for {dep.gpu.upper()}"}
+        return {**NO_MODEL, "model_note": f"no public measurements calibrate the serving model for {dep.gpu.upper()}"}
     except ValueError as e:
-        return {**nan, "model_note": str(e)}
+        return {**NO_MODEL, "model_note": str(e)}
+    p = op.point
+    if p is None:
+        return {**NO_MODEL, "model_note": op.why}
     iv = p.interval("output_tok_s")
     if iv is None:  # a metric without a usable band prices nothing
-        return {**nan, "model_concurrency": p.concurrency,
+        return {**NO_MODEL, "model_concurrency": p.concurrency,
                 "model_note": f"the serving model's decode speed is not validated for {p.family}"}
-    return {"model_tok_s": p.output_tok_s, "model_tok_s_low": iv[0],
-            "model_tok_s_high": iv[1], "model_concurrency": p.concurrency,
-            "model_in_domain": p.in_domain, "model_note": "; ".join(p.outside)}
+    return {"model_tok_s": p.output_tok_s, "model_tok_s_low": iv[0], "model_tok_s_high": iv[1],
+            "model_concurrency": p.concurrency, "model_in_domain": p.in_domain, "model_tpot_ms": p.tpot_ms,
+            "model_ttft_ms": p.ttft_ms, "model_ttft_validated": p.validated("ttft_ms"),
+            "slow_concurrency": 0 if op.slow is None else op.slow.concurrency, "slow_tok_s": op.slow_tok_s,
+            "model_note": "; ".join(p.outside)}
 
 
 def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, variants=(), tiers=None,
                  overrides=None, include_all=False, gpus=None, usd_per_kwh=None, input_len=None, output_len=None,
-                 tok_s=None, sort="gpus", top=None):
+                 tok_s=None, sort="gpus", top=None, slo=None):
     """Every GPU × candidate layout × sglang setting for ``cfg`` → DataFrame.
 
     ``cfg``: a :class:`~k3lab.specs.ModelConfig` (or a model name). ``context_tokens``: the
@@ -176,7 +197,9 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     ``tok_s``: GPU → output tok/s per GPU the user measured; it prices that GPU's rows instead of
     the model. ``include_all``: also rows that do not hold the request (``reason`` says why) and
     layouts the model cannot shard; without it, the rows of :data:`LISTED_VERDICTS`. ``gpus``: only
-    these GPUs. ``usd_per_kwh``: adds ``power_usd_per_hour`` (board power × the middle PUE of
+    these GPUs. ``slo``: a :class:`k3lab.serving.slo.SLO`; each row is then priced at the highest
+    concurrency whose modelled latency meets it, and at the band's slow edge (columns ``_slow``;
+    default: at its peak, no slow edge). ``usd_per_kwh``: adds ``power_usd_per_hour`` (board power × the middle PUE of
     ``data/prices.yaml`` × $/kWh, whole deployment). ``sort``: ``gpus`` (fewest GPUs, then least
     weight per GPU) or ``cost`` (lowest $/M output tokens under the first chosen tier that prices
     the row, then $/hour). ``top``: keep the first N rows after sorting.
@@ -186,10 +209,13 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     full_context_requests, fits (with sglang's default state pool), fits_with (``defaults``, the
     state-pool flags under which the request fits, ``no setting``, ``weights do not fit`` or
     ``cannot shard``), holds (fits with defaults or a setting), reason, model_tok_s (+ _low,
-    _high), model_concurrency, model_in_domain, model_note, user_tok_s, priced_tok_s (what the
+    _high), model_concurrency, model_in_domain, model_tpot_ms and model_ttft_ms (the latency at the
+    priced point; model_ttft_validated: TTFT has a validated band), slow_concurrency and slow_tok_s
+    (the slow edge under an SLO: 0 / NaN without one), model_note, user_tok_s, priced_tok_s (what the
     $/M columns use), priced_by (``model`` / ``your --tok-s`` / ``—``), roofline_bound_tok_s (UPPER
     BOUND at the model's concurrency), one ``usd_per_hour[<tier>]`` and ``usd_per_million_tokens
-    [<tier>]`` (with ``_low`` / ``_high`` from the model's band) per tier (NaN: no price).
+    [<tier>]`` (with ``_low`` / ``_high`` from the model's band, ``_slow`` at the slow edge) per
+    tier (NaN: no price).
     ``df.attrs`` holds the inputs. ValueError (one line) for an unknown model, variant, tier or
     GPU, or a bad number.
     """
@@ -201,6 +227,11 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     input_len = w["input_len_tokens"] if input_len is None else input_len
     output_len = w["output_len_tokens"] if output_len is None else output_len
     ctx = _check_inputs(cfg, context_tokens, kv_dtype, mem_fraction, variants, input_len, output_len)
+    from .serving.slo import NO_SLO, SLO
+
+    slo = NO_SLO if slo is None else slo
+    if not isinstance(slo, SLO):
+        raise ValueError(f"slo must be a k3lab.serving.slo.SLO, got {type(slo).__name__}")
     if sort not in SORTS:
         raise ValueError(f"sort must be one of {', '.join(SORTS)}, got {sort!r}")
     if top is not None:
@@ -209,11 +240,12 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     all_gpus = known_gpus()
     unknown = sorted(set(gpus or ()) - set(all_gpus))
     if unknown:
-        raise ValueError(f"unknown GPU(s) {unknown}; known GPUs: {', '.join(all_gpus)}")
+        raise ValueError(f"unknown GPU(s) {unknown}{did_you_mean(unknown[0], all_gpus)}; known GPUs: {', '.join(all_gpus)}")
     tok_s = {k.lower(): data.check_finite(f"tok_s[{k}]", v) for k, v in (tok_s or {}).items()}
     bad = sorted(set(tok_s) - set(all_gpus))
     if bad:
-        raise ValueError(f"--tok-s for unknown GPU(s) {bad}; known GPUs: {', '.join(all_gpus)}")
+        raise ValueError(f"--tok-s for unknown GPU(s) {bad}{did_you_mean(bad[0], all_gpus)}; known GPUs: "
+                         f"{', '.join(all_gpus)}")
     rows, seen = [], 0
     pue = prices.middle_pue()
     for gpu in (g for g in all_gpus if gpus is None or g in gpus):
@@ -240,12 +272,9 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                             "full_context_requests": int(p.max_full_context_requests), "fits": bool(p.fits),
                             "fits_with": p.fits_with, "holds": p.verdict in LISTED_VERDICTS,
                             "reason": _reason(p, ctx), "_w": p.weights_bytes_per_gpu})
-                # under the state-pool setting that makes the request fit, at most its running requests
-                cap = (p.best_option.max_running_requests * p.replicas
-                       if p.verdict == "fits only with a setting" else None)
-                row.update(_throughput(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction, cap)
-                           if p.weights_fit else {"model_tok_s": math.nan, "model_concurrency": 0,
-                                                  "model_in_domain": False, "model_note": "weights do not fit"})
+                cap = state_pool_cap(p)
+                row.update(_throughput(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction, cap, slo)
+                           if p.weights_fit else {**NO_MODEL, "model_note": "weights do not fit"})
                 c = row.get("model_concurrency") or 0
                 if c < 1 and p.weights_fit:  # no serving model (another model, an uncalibrated GPU): bound at what the pools admit
                     from .serving.predict import admission
@@ -257,28 +286,30 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                 user = tok_s.get(gpu) if p.weights_fit else None  # nothing to price where the weights do not load
                 row["user_tok_s"] = math.nan if user is None else user * n
                 if user is not None:
-                    row.update({"priced_tok_s": user * n, "priced_by": "your --tok-s", "_lo": user * n, "_hi": user * n})
+                    row.update({"priced_tok_s": user * n, "priced_by": "your --tok-s", "_lo": user * n, "_hi": user * n,
+                                "_slow": math.nan})
                 elif row.get("model_tok_s") == row.get("model_tok_s"):
-                    row.update({"priced_tok_s": row["model_tok_s"], "priced_by": "model",
-                                "_lo": row["model_tok_s_low"], "_hi": row["model_tok_s_high"]})
+                    row.update({"priced_tok_s": row["model_tok_s"], "priced_by": "model", "_lo": row["model_tok_s_low"],
+                                "_hi": row["model_tok_s_high"], "_slow": row["slow_tok_s"]})
                 else:
-                    row.update({"priced_tok_s": math.nan, "priced_by": "—", "_lo": math.nan, "_hi": math.nan})
+                    row.update({"priced_tok_s": math.nan, "priced_by": "—", "_lo": math.nan, "_hi": math.nan,
+                                "_slow": math.nan})
                 if usd_per_kwh is not None:
                     row["power_usd_per_hour"] = n * prices.electricity_usd_per_gpu_hour(
                         load_gpu(gpu).board_power_w, pue, usd_per_kwh)
                 for t in chosen:
                     usd = price.get((t, gpu))
                     row[f"{HOUR_PREFIX}[{t}]"] = math.nan if usd is None else n * usd
-                    for key, v in (("", row["priced_tok_s"]), ("_low", row["_hi"]), ("_high", row["_lo"])):
+                    for key, v in (("", row["priced_tok_s"]), ("_low", row["_hi"]), ("_high", row["_lo"]),
+                                   ("_slow", row["_slow"])):
                         row[f"{MTOK_PREFIX}{key}[{t}]"] = (math.nan if usd is None or not v == v
                                                             else usd_per_million_tokens(v, n, usd))
                 rows.append(row)
     base = ["layout", "gpu", "num_gpus", "tp", "pp", "nodes", "label", "setting", "shardable", "weights_gib_per_gpu",
             "weights_fit", "max_kv_tokens", "full_context_requests", "fits", "fits_with", "holds", "reason",
-            "model_tok_s", "model_tok_s_low", "model_tok_s_high", "model_concurrency", "model_in_domain", "model_note",
-            "user_tok_s", "priced_tok_s", "priced_by", "roofline_bound_tok_s"]
-    priced = [f"{pre}[{t}]" for pre in (HOUR_PREFIX, MTOK_PREFIX, MTOK_PREFIX + "_low", MTOK_PREFIX + "_high")
-              for t in chosen]
+            *NO_MODEL, "model_note", "user_tok_s", "priced_tok_s", "priced_by", "roofline_bound_tok_s"]
+    priced = [f"{pre}[{t}]" for pre in (HOUR_PREFIX, MTOK_PREFIX, MTOK_PREFIX + "_low", MTOK_PREFIX + "_high",
+                                         MTOK_PREFIX + "_slow") for t in chosen]
     power = ["power_usd_per_hour"] if usd_per_kwh is not None else []
     df = pd.DataFrame(rows, columns=[*base, "_w", *power, *priced])
     df["_w"] = df["_w"].astype(float).fillna(float("inf"))
@@ -301,7 +332,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                      "mem_fraction": float(mem_fraction), "variants": list(variants), "tiers": chosen,
                      "input_len": input_len, "output_len": output_len, "include_all": include_all,
                      "usd_per_kwh": usd_per_kwh, "pue": pue, "candidates": seen, "sort": sort, "top": top,
-                     "tok_s": dict(tok_s), "overrides": dict(overrides or {})})
+                     "tok_s": dict(tok_s), "overrides": dict(overrides or {}), "slo": slo.as_dict()})
     return df
 
 
@@ -316,165 +347,7 @@ def _first_priced(df, chosen, prefix):
     return out
 
 
-def _ranked(cand, tier: str):
-    """Holding rows priced under ``tier`` in the order the answers take them: a prediction inside
-    the model's validated domain first, then the lowest $/M output tokens, $/hour, GPUs, name."""
-    cand = cand.assign(_out=~cand["model_in_domain"].astype(bool) & (cand["priced_by"] == "model"))
-    return cand.sort_values(["_out", f"{MTOK_PREFIX}[{tier}]", f"{HOUR_PREFIX}[{tier}]", "num_gpus", "layout"],
-                            kind="stable")
-
-
-def answers(df) -> list[dict]:
-    """Per price source of the comparison: the cheapest layout that holds the request (fits with
-    sglang's defaults or with the state-pool setting its row names) — lowest $/M output tokens at
-    the priced throughput (the serving model's, or the user's ``--tok-s``), then lowest $/hour —
-    among the rows that source prices and that have a throughput; a model prediction inside its
-    validated domain goes before one outside it. Computed on every row before ``--top``. → list of dicts tier, kind,
-    date, layout, label, setting, fits_with, usd_per_hour, usd_per_million_tokens (+ _low, _high),
-    priced_by, unpriced (the cheapest-per-hour holding layout when no row has a throughput);
-    layout None when the source prices no holding layout with a throughput."""
-    if "answers" in df.attrs and df.attrs.get("answers_for") == tuple(df["layout"]):
-        return df.attrs["answers"]  # compare_rows' frame (perhaps cut by --top): answers over every row
-    pr = prices.prices(df.attrs.get("overrides"))
-    out = []
-    hold = df[df["holds"].astype(bool)] if len(df) else df
-    for t in df.attrs["tiers"]:
-        col, mcol = f"{HOUR_PREFIX}[{t}]", f"{MTOK_PREFIX}[{t}]"
-        sub = pr[pr["tier"] == t]
-        kind = "override" if t == prices.OVERRIDE_TIER else (sub["kind"].iloc[0] if len(sub) else "")
-        date = "" if t == prices.OVERRIDE_TIER or sub.empty else str(sub["source_date"].iloc[0])
-        held = hold[hold[col].notna()] if len(hold) else hold
-        cand = held[held[mcol].notna()] if len(held) else held
-        if cand.empty:
-            cheap = held.sort_values([col, "num_gpus", "layout"], kind="stable").iloc[0] if len(held) else None
-            out.append({"tier": t, "kind": kind, "date": date, "layout": None,
-                        "unpriced": None if cheap is None else {"layout": cheap["layout"],
-                                                                "usd_per_hour": float(cheap[col]),
-                                                                "why": cheap["model_note"] or "no throughput"}})
-            continue
-        r = _ranked(cand, t).iloc[0]
-        out.append({"tier": t, "kind": kind, "date": date, "layout": r["layout"], "label": r["label"],
-                    "setting": r["setting"], "fits_with": r["fits_with"], "usd_per_hour": float(r[col]),
-                    "usd_per_million_tokens": float(r[mcol]),
-                    "usd_per_million_tokens_low": float(r[f"{MTOK_PREFIX}_low[{t}]"]),
-                    "usd_per_million_tokens_high": float(r[f"{MTOK_PREFIX}_high[{t}]"]),
-                    "priced_by": r["priced_by"], "model_in_domain": bool(r["model_in_domain"])})
-    return out
-
-
-def _fit_cell(r) -> str:
-    why = html.escape(r["reason"])
-    if not r["shardable"]:
-        return f'<td class="na" title="{why}">cannot shard</td>'
-    w = f'{r["weights_gib_per_gpu"]:.0f} GiB/GPU'
-    if not r["weights_fit"]:
-        return f'<td class="no" title="{why}">✗ weights ({w})</td>'
-    n = r["max_kv_tokens"]
-    kv = f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e3 else f"{n:.0f}"
-    only = (f'<br>fits only with <code>{html.escape(r["fits_with"])}</code>'
-            if not r["fits"] and r["fits_with"].startswith("--") else "")
-    return (f'<td class="{"yes" if r["fits"] else "part"}">✓ weights ({w})<br>'
-            f'{r["full_context_requests"]} full-context req · {kv} KV tokens{only}</td>')
-
-
-def _matrix_row_label(gpu: str, setting: str) -> str:
-    return gpu.upper() + ("" if setting == DEFAULT_SETTING else f" [{setting}]")
-
-
-def fit_matrix_html(df) -> str:
-    """An HTML GPU × layout matrix (rows GPUs, columns layouts) of a comparison made with
-    ``include_all=True``; a cell: weights fit (GiB per GPU), full-context requests, max KV tokens.
-    CSS classes ``yes`` / ``part`` / ``no`` / ``na`` colour it (see :mod:`k3lab.report_html`)."""
-    a = df.attrs
-    cols = [layout_name(n, tp, pp) for n, pp, tp in sorted({(r.num_gpus, r.pp, r.tp) for r in df.itertuples()})]
-    # one row per GPU and sglang setting: AMD GPUs under the defaults and the article's K3_OPT
-    cells = {((r["gpu"], r["setting"]), layout_name(r["num_gpus"], r["tp"], r["pp"])): r for r in df.to_dict("records")}
-    keys = sorted({k for k, _ in cells}, key=lambda k: (k[0], k[1] != DEFAULT_SETTING, k[1]))
-    body = "".join(f"<tr><th>{html.escape(_matrix_row_label(*k))}</th>" + "".join(
-        _fit_cell(cells[(k, c)]) if (k, c) in cells else '<td class="na">—</td>' for c in cols) + "</tr>"
-        for k in keys)
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    tag = '<span class="badge" style="background:#37474f;color:#fff">STUDY · derived</span>'
-    var = f', sglang switches {", ".join(a["variants"])} (aiter-* on AMD GPUs only)' if a.get("variants") else ""
-    return (f'<p>{html.escape(a["model"])}, requests of {a["context_tokens"]:,} tokens, KV {a["kv_dtype"]}, '
-            f'mem_fraction {a["mem_fraction"]:g}{html.escape(var)} {tag} from the published config, datasheets and '
-            "sglang 0.5.23's pool sizing. Green: the weights load and a full-context request fits with sglang's default "
-            "state pool; amber: the weights load but no full-context request fits with the defaults (the cell names "
-            "the state-pool setting under which one does, if any); red: the weights do not fit.</p>"
-            f'<table class="fit"><thead><tr><th>GPU</th>{head}</tr></thead><tbody>{body}</tbody></table>')
-
-
 def tier_columns(df, prefix: str = HOUR_PREFIX) -> dict[str, str]:
     """{tier: column name} of one price family (``usd_per_hour``, ``usd_per_million_tokens`` or
     its ``_low`` / ``_high``)."""
     return {c[len(prefix) + 1:-1]: c for c in df.columns if c.startswith(prefix + "[")}
-
-
-# --------------------------------------------------------------------------- break-even and your prices
-
-
-def breakeven(df, a: str, b: str) -> dict | None:
-    """Where layout ``a``'s perf/$ equals layout ``b``'s, both rows of the comparison ``df`` (the
-    throughput it prices them at): a's $/GPU-hour ÷ b's at equal $/M output tokens = a's tok/s per
-    GPU ÷ b's, with the two bands combined the conservative way (a low against b high). Keys:
-    a, b (layouts), ratio, low, high (None where a band is missing), priced_by. None when either
-    row is missing or has no throughput."""
-    rows = df.set_index("layout") if len(df) else None
-    if rows is None or a not in rows.index or b not in rows.index:
-        return None
-    ra, rb = rows.loc[a], rows.loc[b]
-    per = lambda r, k: float(r[k]) / float(r["num_gpus"])  # noqa: E731
-    if not (ra["priced_tok_s"] == ra["priced_tok_s"] and rb["priced_tok_s"] == rb["priced_tok_s"]):
-        return None
-    ratio = per(ra, "priced_tok_s") / per(rb, "priced_tok_s")
-    banded = all(r["priced_by"] == "model" and r["model_tok_s_low"] == r["model_tok_s_low"] for r in (ra, rb))
-    low = per(ra, "model_tok_s_low") / per(rb, "model_tok_s_high") if banded else None
-    high = per(ra, "model_tok_s_high") / per(rb, "model_tok_s_low") if banded else None
-    return {"a": a, "b": b, "ratio": ratio, "low": low, "high": high,
-            "priced_by": ra["priced_by"] if ra["priced_by"] == rb["priced_by"] else f"{ra['priced_by']} / {rb['priced_by']}"}
-
-
-def reading(price_ratio: float, be: dict) -> str:
-    """Which of the two layouts of a break-even ``be`` is cheaper per token at a price ratio (a's
-    $/GPU-hour ÷ b's): below the band's low end a, above its high end b, inside it too close to
-    call (without a band: against the ratio alone)."""
-    lo, hi = (be["low"], be["high"]) if be["low"] is not None else (be["ratio"], be["ratio"])
-    a, b = be["a"], be["b"]
-    if price_ratio < lo:
-        return f"{a} cheaper per token"
-    if price_ratio > hi:
-        return f"{b} cheaper per token"
-    return "too close to call (inside the model's band)"
-
-
-def user_verdict(df) -> dict | None:
-    """Your own prices (``--usd-per-gpu-hour``, the ``override`` tier) judged: the layout the answer
-    names at your prices against the first on another GPU you priced (the runner-up, ranked the same
-    way: :func:`_ranked`), your price
-    ratio against their break-even band (:func:`breakeven`), and the runner-up's $/M with its band.
-    None without your prices on two GPUs that hold the request."""
-    if "your_prices" in df.attrs and df.attrs.get("answers_for") == tuple(df["layout"]):
-        return df.attrs["your_prices"]  # compare_rows' frame (perhaps cut by --top): judged on every row
-    t = prices.OVERRIDE_TIER
-    col, mcol = f"{HOUR_PREFIX}[{t}]", f"{MTOK_PREFIX}[{t}]"
-    if col not in df.columns:
-        return None
-    c = _ranked(df[df["holds"].astype(bool) & df[mcol].notna()], t)
-    if c.empty:
-        return None
-    first = c.iloc[0]
-    other = c[c["gpu"] != first["gpu"]]
-    if other.empty:
-        return None
-    second = other.iloc[0]
-    be = breakeven(df, first["layout"], second["layout"])
-    if be is None:
-        return None
-    ov = df.attrs.get("overrides") or {}
-    ratio = ov[first["gpu"]] / ov[second["gpu"]]
-    m = lambda r, k: float(r[f"{MTOK_PREFIX}{k}[{t}]"])  # noqa: E731
-    return {"first": first["layout"], "second": second["layout"], "first_usd_per_gpu_hour": ov[first["gpu"]],
-            "second_usd_per_gpu_hour": ov[second["gpu"]], "price_ratio": ratio, "breakeven": be,
-            "reading": reading(ratio, be),
-            "first_usd_per_million_tokens": (m(first, ""), m(first, "_low"), m(first, "_high")),
-            "second_usd_per_million_tokens": (m(second, ""), m(second, "_low"), m(second, "_high"))}

@@ -17,10 +17,11 @@ import textwrap
 
 from . import limits, prices
 from .cli_parser import OneLineParser
-from .compare import (HOUR_PREFIX, MODEL_NOTE, MTOK_PREFIX, SORTS, answers, compare_rows, tier_columns,
-                      user_verdict)
+from .compare import HOUR_PREFIX, MODEL_NOTE, MTOK_PREFIX, SORTS, compare_rows, tier_columns
+from .compare_answers import answers, user_verdict
 from .model.capacity import KV_DTYPES
 from .model.sharding import VARIANTS
+from .serving import slo
 from .specs import known_models, load_model
 
 
@@ -37,7 +38,18 @@ def answer_line(a: dict, context_tokens: int) -> str:
             + ("" if a.get("model_in_domain", True) else ", outside the model's validated domain")
             if a["priced_by"] == "model" else "")
     return (f"{head}: {a['layout']}{how}, ${a['usd_per_million_tokens']:,.2f}/M output tokens "
-            f"({a['priced_by']}{band}) at ${a['usd_per_hour']:,.2f}/hour")
+            f"({a['priced_by']}{band}) at ${a['usd_per_hour']:,.2f}/hour" + latency_text(a))
+
+
+def latency_text(a: dict) -> str:
+    """``; c68, TPOT 50 ms, TTFT 1,481 ms`` (+ the band's slow edge under an SLO) for a priced row
+    (:func:`k3lab.compare_answers.latency`'s keys); empty where no model point was priced."""
+    if not a.get("concurrency") or a.get("tpot_ms") is None:
+        return ""
+    ttft = f"TTFT {a['ttft_ms']:,.0f} ms" + ("" if a.get("ttft_validated") else " (not validated)")
+    slow = a.get("usd_per_million_tokens_slow")
+    edge = f"; at the band's slow edge c{a['slow_concurrency']}: ${slow:,.2f}/M" if slow and a.get("slow_concurrency") else ""
+    return f"; c{a['concurrency']}, TPOT {a['tpot_ms']:,.0f} ms, {ttft}{edge}"
 
 
 def fit_answer(df) -> str:
@@ -80,7 +92,7 @@ def to_records(df) -> list[dict]:
 # --------------------------------------------------------------------------- text
 
 
-def _fmt_table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+def fmt_table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = lambda cells: "  ".join(c.rjust(w) if i in right else c.ljust(w)  # noqa: E731
                                    for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
@@ -104,7 +116,19 @@ def header_lines(df) -> list[str]:
             "sglang settings: sglang 0.5.23's defaults on every GPU")
     return [f"compare {a['model']}: does one {a['context_tokens']:,}-token request fit (KV {a['kv_dtype']}, "
             f"--mem-fraction-static {a['mem_fraction']:g}), and what does serving cost at "
-            f"{a['input_len']:,} in / {a['output_len']:,} out?", sets]
+            f"{a['input_len']:,} in / {a['output_len']:,} out?", sets, slo_line(a.get("slo"))]
+
+
+def slo_line(slo: dict | None) -> str:
+    """Where each layout is priced: at the SLO (and its band's slow edge) or at its peak."""
+    from .serving.slo import SLO
+
+    s = SLO(**(slo or {}))
+    if not s.active:
+        return ("latency: no target, each layout at its peak (the best tok/s its pools admit), with its TPOT and "
+                "TTFT; --max-tpot MS prices at a latency")
+    return (f"latency: {s.label()} (model means); each layout at the highest concurrency that meets it, and at the "
+            "band's slow edge (the model as slow as its band allows)")
 
 
 def format_table(df) -> str:
@@ -125,46 +149,62 @@ def format_table(df) -> str:
     if df.empty:
         lines.append("nothing fits: try more GPUs, --kv-dtype fp8, a shorter --context or --all")
         return "\n".join(lines)
+    slo = any((a.get("slo") or {}).values())
     heads = ["layout", "GPUs", "weights GiB/GPU", "full-ctx reqs", "fits with",
-             "model tok/s", "band", "at c", "roofline ≤ tok/s"]
+             "model tok/s", "band", "at c", "TPOT ms", "TTFT ms"] + (["slow edge c", "tok/s"] if slo else []) + [
+             "roofline ≤ tok/s"]
     body = []
     for r in df.to_dict("records"):
         w = "—" if not r["weights_gib_per_gpu"] == r["weights_gib_per_gpu"] else f"{r['weights_gib_per_gpu']:.1f}"
         m = r.get("model_tok_s", math.nan)
         band = "—" if not m == m else f"{_int(r['model_tok_s_low'])}-{_int(r['model_tok_s_high'])}"
         cells = [r["layout"], str(r["num_gpus"]), w, f"{r['full_context_requests']:,}", r["fits_with"],
-                 _int(m) + ("*" if m == m and not r["model_in_domain"] else ""), band,
-                 str(r["model_concurrency"]) if r["model_concurrency"] else "—", _int(r["roofline_bound_tok_s"])]
+                 _int(m) + ("*" if m == m and not r["model_in_domain"] else ""), band, *_latency_cells(r)]
+        if slo:
+            cells += [str(r["slow_concurrency"]) if r["slow_concurrency"] == r["slow_concurrency"] and
+                      r["slow_concurrency"] else "—", _int(r["slow_tok_s"])]
+        cells.append(_int(r["roofline_bound_tok_s"]))
         if a.get("include_all"):
             cells.append(r["reason"] or "holds")
         body.append(cells)
     if a.get("include_all"):
         heads.append("reason")
-    lines += _fmt_table(heads, body, right={1, 2, 3, 5, 6, 7, 8})
+    lines += fmt_table(heads, body, right=set(range(1, len(heads) - (1 if a.get("include_all") else 0))) - {4})
     hour, mtok = tier_columns(df, HOUR_PREFIX), tier_columns(df, MTOK_PREFIX)
     used = [t for t in a["tiers"] if df[hour[t]].notna().any()]
-    lines += ["", "$/M output tokens at the priced throughput (the model's, or your --tok-s), by price source"]
-    rows = [[r["layout"], *(_usd(r[mtok[t]]) for t in used)] for r in df.to_dict("records")]
-    lines += _fmt_table(["layout", *used], rows, right=set(range(1, 1 + len(used))))
+    lines += ["", "$/M output tokens at the priced throughput (the model's, or your --tok-s), by price source, "
+                  "beside the concurrency and latency it was priced at"]
+    rows = [[r["layout"], *_latency_cells(r), *(_usd(r[mtok[t]]) for t in used)] for r in df.to_dict("records")]
+    lines += fmt_table(["layout", "at c", "TPOT ms", "TTFT ms", *used], rows, right=set(range(1, 4 + len(used))))
     pr_all = prices.prices(a.get("overrides"))
     gpus = list(dict.fromkeys(df["gpu"]))
     grid = {(r.tier, r.gpu): r.usd_per_gpu_hour for r in pr_all.itertuples()}
     lines += ["", "the prices: $/GPU-hour by GPU and source (a deployment costs GPUs × this per hour)"]
-    lines += _fmt_table(["GPU", *used], [[g.upper(), *(_usd(grid.get((t, g), math.nan)) for t in used)] for g in gpus],
+    lines += fmt_table(["GPU", *used], [[g.upper(), *(_usd(grid.get((t, g), math.nan)) for t in used)] for g in gpus],
                         right=set(range(1, 1 + len(used))))
     pr = pr_all
     lines += ["", *textwrap.wrap("price sources: " + "; ".join(f"{t}" + _tier_kind(pr, t) for t in used),
                                  width=110, subsequent_indent="  "),
               *textwrap.wrap(f"note: {MODEL_NOTE}. * = outside the model's validated domain (its band is not "
-                             "validated there).", width=110, subsequent_indent="  ")]
+                             "validated there); † = TTFT not validated for the GPU's family.", width=110,
+                             subsequent_indent="  ")]
     if a.get("tok_s"):
         lines.append("  your --tok-s (output tok/s per GPU) prices: " + ", ".join(
             f"{g.upper()} {v:,.1f}" for g, v in a["tok_s"].items()))
     return "\n".join(lines)
 
 
+def _latency_cells(r) -> list[str]:
+    """A row's concurrency, TPOT and TTFT (ms; ``†``: TTFT not validated) where the model priced it."""
+    c = r.get("model_concurrency")
+    if not c or c != c or not r.get("model_tpot_ms") == r.get("model_tpot_ms"):
+        return ["—", "—", "—"]
+    return [str(int(c)), f"{r['model_tpot_ms']:,.1f}",
+            _int(r["model_ttft_ms"]) + (" " if r.get("model_ttft_validated") else "†")]
+
+
 def verdict_lines(u: dict | None) -> list[str]:
-    """:func:`k3lab.compare.user_verdict` as sentences (none without your prices on two GPUs)."""
+    """:func:`k3lab.compare_answers.user_verdict` as sentences (none without your prices on two GPUs)."""
     if u is None:
         return []
     be = u["breakeven"]
@@ -174,7 +214,30 @@ def verdict_lines(u: dict | None) -> list[str]:
     return ["", f"your prices: {u['first']} at ${u['first_usd_per_gpu_hour']:,.2f} against {u['second']} at "
                 f"${u['second_usd_per_gpu_hour']:,.2f} per GPU-hour = {u['price_ratio']:.3f}; they cost the same per "
                 f"token at {be['ratio']:.2f}{band} → {u['reading']}",
-            f"  {u['first']}: {m(f)}; runner-up {u['second']}: {m(s)} (priced by the {be['priced_by']})"]
+            f"  {u['first']}: {m(f)}; runner-up {u['second']}: {m(s)} (priced by the {be['priced_by']})",
+            f"  {sensitivity(u)}"]
+
+
+def sensitivity(u: dict) -> str:
+    """How far the model may be off before :func:`~k3lab.compare_answers.user_verdict`'s cheaper
+    layout is not: the first layout is cheaper per token while its speed per GPU relative to the
+    runner-up's stays above your price ratio, so the answer turns when the model overstates that
+    relative speed by more than break-even ÷ price ratio − 1 (and the band says how far it may)."""
+    be, r = u["breakeven"], u["price_ratio"]
+    a, b = u["first"], u["second"]
+    if r >= be["ratio"]:
+        return f"at the model's values {b} is as cheap or cheaper: your price ratio is at or above the break-even"
+    band = "" if be["low"] is None else f" (its band allows up to {be['ratio'] / be['low'] - 1:.0%})"
+    return (f"{a} stays cheaper per token unless the model overstates its speed relative to {b}'s by more than "
+            f"{be['ratio'] / r - 1:.0%}{band}")
+
+
+def your_prices_sentence(u: dict) -> str:
+    """Your prices' verdict in one sentence, with its sensitivity (the decision box's headline)."""
+    f, s = u["first_usd_per_million_tokens"], u["second_usd_per_million_tokens"]
+    return (f"At your prices (${u['first_usd_per_gpu_hour']:,.2f} and ${u['second_usd_per_gpu_hour']:,.2f} per "
+            f"GPU-hour) {u['first']} costs ${f[0]:,.2f}/M output tokens against {u['second']}'s ${s[0]:,.2f}/M: "
+            f"{u['reading']}; {sensitivity(u)}.")
 
 
 def _tier_kind(pr, tier: str) -> str:
@@ -206,8 +269,19 @@ def _overrides(items: list[str]) -> dict:
     return _pairs(items, "--usd-per-gpu-hour", "usd_per_gpu_hour")
 
 
+#: what a user who types ``--price`` may mean (too far from either flag for "did you mean")
+PRICE_HINTS = {f: "--usd-per-gpu-hour GPU=PRICE for your own $/GPU-hour, or --price-tier TIER for a price source"
+               for f in ("--price", "--prices", "--usd", "--gpu-price")}
+
+
+def warn(command: str, overrides: dict) -> None:
+    """Print :func:`k3lab.prices.price_warnings` for your prices on stderr, one line each."""
+    for w in prices.price_warnings(overrides):
+        print(f"k3lab {command}: warning: {w}", file=sys.stderr)
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = OneLineParser(prog="python -m k3lab compare",
+    ap = OneLineParser(prog="python -m k3lab compare", hints=PRICE_HINTS,
                        description="Every GPU x layout that holds one request of a model, what it costs per hour "
                                    "and per million output tokens by price source, and the cheapest per source. "
                                    "Throughput is the serving MODEL's (validated on public measurements), or yours.")
@@ -237,6 +311,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--top", type=limits.arg("rows", "--top"), default=None, metavar="N",
                     help=limits.help_text("show the first N rows only", "rows"))
     ap.add_argument("--all", action="store_true", help="also list layouts that do not hold the request, with why")
+    ap.add_argument("--gpu", action="append", default=None, metavar="GPU",
+                    help="only this GPU, repeatable (default: every GPU of data/hardware.yaml)")
+    slo.add_arguments(ap)
     out = ap.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print a JSON list of rows")
     out.add_argument("--csv", action="store_true", help="print CSV")
@@ -247,14 +324,17 @@ def cli_main(argv: list[str] | None = None) -> int:
     """``python -m k3lab compare [--model M] [--context C] [--json|--csv] …`` → exit 0, or 2 with one line."""
     args = _parser().parse_args(argv)
     try:
+        overrides = _overrides(args.usd_per_gpu_hour)
         df = compare_rows(load_model(args.model), args.context, args.kv_dtype, args.mem_fraction,
-                          tuple(args.variant), args.price_tier, _overrides(args.usd_per_gpu_hour), args.all,
+                          tuple(args.variant), args.price_tier, overrides, args.all,
                           input_len=args.input_len, output_len=args.output_len,
                           tok_s=_pairs(args.tok_s, "--tok-s", "tok_s_per_gpu"), sort=args.sort,
-                          top=args.top)
+                          top=args.top, slo=slo.from_args(args),
+                          gpus=None if args.gpu is None else [g.lower() for g in args.gpu])
     except (ValueError, OverflowError) as e:
         print(f"k3lab compare: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
         return 2
+    warn("compare", overrides)
     if args.json:
         text = json.dumps({"asked": {k: v for k, v in df.attrs.items()}, "answers": answers(df),
                            "your_prices": user_verdict(df), "rows": to_records(df)}, indent=2, default=str) + "\n"

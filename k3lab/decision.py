@@ -7,13 +7,20 @@ AMD GPUs the article's SGLANG_AITER_K3_OPT=1 beside them):
 
 1. which single nodes hold the request, with sglang's defaults or only with a state-pool setting;
 2. per price source, the layout that holds it at the lowest $/M output tokens
-   (:func:`k3lab.compare.answers`, on the serving model's throughput);
+   (:func:`k3lab.compare_answers.answers`, on the serving model's throughput);
 3. the break-even price ratio between the MI355X and the B300: the MI355X wins perf/$ while its
    $/GPU-hour is below that fraction of the B300's — on the article's own throughput (952 / 1,568)
    and on the serving model's (validated on public measurements, with its band) — and where each
    independent price source that prices both GPUs falls against it;
 4. the article's prices against the independent ones of the same kind;
-5. what this study measured, and what it did not.
+5. your own prices judged against the break-even, with how far the model may be off before the
+   answer turns (:func:`sensitivity`);
+6. what this study measured, and what it did not.
+
+Every price is quoted at a latency: each layout at its peak, or under a service-level objective
+(``slo``, :class:`k3lab.serving.slo.SLO`) at the highest concurrency that meets it, with its
+TPOT and TTFT. :func:`question` is what a run asked (notebook 04 writes it beside its results as
+:data:`QUESTION_FILE`, and the report's decision box asks the same: one number per question).
 
 Units: $/GPU-hour, $/hour, $/M output tokens, tok/s per GPU; ratios are MI355X ÷ B300.
 """
@@ -22,7 +29,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import compare, compare_view, prices
+import json
+from pathlib import Path
+
+from . import compare, compare_answers, compare_view, prices
+from .serving.slo import SLO
 from .throughput import article_table
 
 #: the two GPUs the article's perf/$ argument is between, as rows of its table
@@ -60,8 +71,58 @@ class Decision:
     article_prices: list
     measured: str = MEASURED
 
+    @property
+    def slo(self) -> SLO:
+        return SLO(**self.comparison.attrs.get("slo", {}))
 
-def _pair_layouts(df) -> tuple[str, str] | None:
+    @property
+    def yours(self) -> dict | None:
+        """Your own prices judged (:func:`k3lab.compare_answers.user_verdict`), or None."""
+        return compare_answers.user_verdict(self.comparison)
+
+
+#: what notebook 04 asked the decision, beside its results (the report reads it back)
+QUESTION_FILE = "decision_question.json"
+#: the keyword arguments of :func:`decide` a question holds
+QUESTION_KEYS = ("model", "context_tokens", "variants", "kv_dtype", "mem_fraction", "overrides", "gpus",
+                 "input_len", "output_len", "slo")
+
+
+def question(model: str = "kimi-k3", context_tokens: int | None = None, variants=(), slo: SLO | None = None,
+             **kw) -> dict:
+    """The arguments of :func:`decide` as a JSON-ready dict (``slo`` as its fields; keys of
+    :data:`QUESTION_KEYS`); ``decide(**question(...))`` asks the same."""
+    unknown = sorted(set(kw) - set(QUESTION_KEYS))
+    if unknown:
+        raise ValueError(f"unknown decision argument(s) {unknown}; known: {', '.join(QUESTION_KEYS)}")
+    q = {"model": model, "context_tokens": context_tokens, "variants": list(variants),
+         "slo": (slo or SLO()).as_dict(), **kw}
+    if q.get("overrides"):
+        q["overrides"] = {str(g): float(v) for g, v in q["overrides"].items()}
+    return q
+
+
+def read_question(path: Path) -> dict | None:
+    """The question a run's notebook wrote (:data:`QUESTION_FILE`), or None when there is none;
+    ValueError naming the file when it is not one."""
+    from .readers import read_json
+
+    if not Path(path).exists():
+        return None
+    q = read_json(path, str(path))
+    if not isinstance(q, dict) or set(q) - set(QUESTION_KEYS) or "model" not in q:
+        raise ValueError(f"{path}: not a decision question (keys {', '.join(QUESTION_KEYS)})")
+    return q
+
+
+def write_question(path: Path, q: dict) -> Path:
+    """Write :func:`question`'s dict (sorted keys, one file)."""
+    from .io import write_text
+
+    return write_text(path, json.dumps(q, indent=1, sort_keys=True) + "\n")
+
+
+def pair_layouts(df) -> tuple[str, str] | None:
     """The comparison's rows for the article's two GPUs: the MI355X node under the article's
     setting and the B300 node as ``compare`` lists them (8 GPUs, TP8), or None if either is not
     listed."""
@@ -72,11 +133,11 @@ def _pair_layouts(df) -> tuple[str, str] | None:
 
 
 def _breakeven(cmp_df) -> Breakeven | None:
-    """The MI355X/B300 break-even on the comparison's own rows (:func:`k3lab.compare.breakeven`:
+    """The MI355X/B300 break-even on the comparison's own rows (:func:`k3lab.compare_answers.breakeven`:
     the same layouts and throughputs ``compare`` prints), the article's on its own table, and
     where each price source that prices both GPUs — your own prices first — falls against it."""
-    pair = _pair_layouts(cmp_df)
-    be = compare.breakeven(cmp_df, *pair) if pair else None
+    pair = pair_layouts(cmp_df)
+    be = compare_answers.breakeven(cmp_df, *pair) if pair else None
     if be is None or be["low"] is None:
         return None
     table = article_table()
@@ -90,14 +151,16 @@ def _breakeven(cmp_df) -> Breakeven | None:
         if not {"mi355x", "b300"} <= set(by.index) or not (mine or bool(g["independent"].iloc[0])):
             continue
         r = by.loc["mi355x", "usd_per_gpu_hour"] / by.loc["b300", "usd_per_gpu_hour"]
-        read = compare.reading(r, be).replace(pair[0], "MI355X").replace(pair[1], "B300")
+        read = compare_answers.reading(r, be).replace(pair[0], "MI355X").replace(pair[1], "B300")
         rows.append(("your prices" if mine else tier, "override" if mine else str(g["kind"].iloc[0]),
                      "" if mine else str(g["source_date"].iloc[0]), float(by.loc["mi355x", "usd_per_gpu_hour"]),
                      float(by.loc["b300", "usd_per_gpu_hour"]), float(r), read))
     rows.sort(key=lambda x: x[0] != "your prices")
     at = cmp_df.attrs
+    target = SLO(**at.get("slo", {}))
+    at_latency = f", {target.label()}" if target.active else ", each at its peak"
     return Breakeven(art, be["ratio"], be["low"], be["high"], f"{pair[0]} vs {pair[1]}, as compare lists them, no DSpark",
-                     f"{at['input_len']:,} in / {at['output_len']:,} out", rows)
+                     f"{at['input_len']:,} in / {at['output_len']:,} out{at_latency}", rows)
 
 
 def _article_prices() -> list:
@@ -107,14 +170,17 @@ def _article_prices() -> list:
             for r in prices.price_check().itertuples()]
 
 
-def decide(model: str = "kimi-k3", context_tokens: int | None = None, variants=(), **kw) -> Decision:
-    """The buyer's answer (module docstring). ``kw`` goes to :func:`k3lab.compare.compare_rows`
-    (kv_dtype, mem_fraction, tiers, overrides, gpus); the comparison covers every candidate."""
-    df = compare.compare_rows(model, context_tokens, variants=variants, include_all=True, **kw)
+def decide(model: str = "kimi-k3", context_tokens: int | None = None, variants=(), slo=None, **kw) -> Decision:
+    """The buyer's answer (module docstring). ``slo``: a :class:`~k3lab.serving.slo.SLO` or its
+    fields as a dict (:func:`question`). ``kw`` goes to :func:`k3lab.compare.compare_rows`
+    (kv_dtype, mem_fraction, tiers, overrides, gpus, input_len, output_len); the comparison covers
+    every candidate."""
+    slo = SLO(**slo) if isinstance(slo, dict) else slo
+    df = compare.compare_rows(model, context_tokens, variants=tuple(variants), include_all=True, slo=slo, **kw)
     hold = df[df["holds"].astype(bool) & (df["nodes"] == 1)]
     nodes = [(r["layout"], r["fits_with"]) for r in hold.to_dict("records")]
     k3 = df.attrs["model"] == "kimi-k3"
-    return Decision(df.attrs["model"], df.attrs["context_tokens"], df, nodes, compare.answers(df),
+    return Decision(df.attrs["model"], df.attrs["context_tokens"], df, nodes, compare_answers.answers(df),
                     _breakeven(df) if k3 else None, _article_prices() if k3 else [])
 
 
@@ -140,7 +206,10 @@ def headline(d: Decision) -> list[str]:
         out.append("Under independent list and market prices, the cheapest layout that holds it costs "
                    + "; ".join(f"${min(v):,.2f}-${max(v):,.2f} per million output tokens on {g} "
                                f"({len(v)} source{'s' if len(v) > 1 else ''})" for g, v in per_gpu.items())
-                   + " (serving model, no speculative decoding).")
+                   + f" (serving model, no speculative decoding, {_latency_phrase(d, ind)}).")
+    if d.yours is not None:
+        out.append(compare_view.your_prices_sentence(d.yours))
+    out += [f"Check your prices: {w}." for w in prices.price_warnings(df.attrs.get("overrides"))]
     b = d.breakeven
     if b is not None:
         mi = next((x for x in d.article_prices if x[0] == "mi355x"), None)
@@ -153,6 +222,14 @@ def headline(d: Decision) -> list[str]:
                    f"throughput{where}.")
     out.append(d.measured)
     return out
+
+
+def _latency_phrase(d: Decision, ans: list) -> str:
+    """``at TPOT ≤ 50 ms`` under an SLO, else the TPOT span of the answers' peaks."""
+    if d.slo.active:
+        return f"at {d.slo.label()}"
+    tp = [a["tpot_ms"] for a in ans if a.get("tpot_ms") is not None]
+    return "each layout at its peak" + (f": TPOT {min(tp):,.0f}-{max(tp):,.0f} ms" if tp else "")
 
 
 def answer_lines(d: Decision) -> list[str]:

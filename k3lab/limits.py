@@ -50,6 +50,10 @@ CAPS: dict[str, Cap] = {
     "tok_s_per_gpu": Cap(0, 1_000_000, "tok/s per GPU", "far above any measured decode rate", open_low=True),
     "accept_len": Cap(1, 8, "tokens per verify step", "DSpark drafts at most 8 tokens"),
     "range_ratio": Cap(0, 1, "", "bench_serving's length spread, a fraction"),
+    "latency_ms": Cap(0, 600_000, "ms", "ten minutes to a token is no service", open_low=True),
+    "latency_ms_or_zero": Cap(0, 600_000, "ms", "as latency_ms; 0 means no limit"),
+    "tok_s_per_user": Cap(0, 100_000, "tok/s per user", "far above any one request's decode rate", open_low=True),
+    "tok_s_per_user_or_zero": Cap(0, 100_000, "tok/s per user", "as tok_s_per_user; 0 means no limit"),
 }
 
 

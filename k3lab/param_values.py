@@ -84,6 +84,9 @@ CHECKS = {
     "input_len": _capped("tokens"),
     "output_len": _capped("tokens"),
     "concurrencies": _concurrencies,
+    "max_tpot_ms": _capped("latency_ms_or_zero"),
+    "max_ttft_ms": _capped("latency_ms_or_zero"),
+    "min_tok_s_per_user": _capped("tok_s_per_user_or_zero"),
 }
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from . import data, limits
 from .data import check_count, check_finite
+from .spelling import did_you_mean
 from .specs import known_gpus, load_gpu
 from .throughput import article_table, tok_s_per_dollar_hour, usd_per_million_tokens
 
@@ -36,7 +37,8 @@ def prices(overrides: dict | None = None):
                      "source_date": src.date, "note": p.note or tier.description})
     for gpu, v in sorted((overrides or {}).items()):
         if gpu not in known_gpus():
-            raise ValueError(f"price override for unknown GPU {gpu!r}; known GPUs: {', '.join(known_gpus())}")
+            raise ValueError(f"price override for unknown GPU {gpu!r}{did_you_mean(gpu, known_gpus())}; known GPUs: "
+                             f"{', '.join(known_gpus())}")
         rows.append({"tier": OVERRIDE_TIER, "kind": "override", "independent": False, "gpu": gpu,
                      "usd_per_gpu_hour": float(limits.check("usd_per_gpu_hour", v, f"usd_per_gpu_hour[{gpu}]")),
                      "source": "user",
@@ -45,6 +47,28 @@ def prices(overrides: dict | None = None):
     df = pd.DataFrame(rows)
     df["_o"] = df["tier"].map(order)
     return df.sort_values(["_o", "gpu"], kind="stable").drop(columns="_o").reset_index(drop=True)
+
+
+#: a price of yours above this multiple of the highest known for its GPU is named (a node's price?)
+SUSPICIOUS_FACTOR = 2.0
+
+
+def price_warnings(overrides: dict | None) -> list[str]:
+    """One sentence per price of yours (GPU → $/GPU-hour) above :data:`SUSPICIOUS_FACTOR` × the
+    highest price ``data/prices.yaml`` knows for that GPU: most often a node's price (8 GPUs)
+    typed as a GPU's. Nothing for a GPU without a known price."""
+    pr = prices()
+    out = []
+    for gpu, v in sorted((overrides or {}).items()):
+        known = pr[pr["gpu"] == gpu]
+        if known.empty:
+            continue
+        top = known.loc[known["usd_per_gpu_hour"].idxmax()]
+        if v > SUSPICIOUS_FACTOR * top["usd_per_gpu_hour"]:
+            out.append(f"your {gpu.upper()} price ${v:,.2f}/GPU-hour is more than {SUSPICIOUS_FACTOR:g}x the highest "
+                       f"known (${top['usd_per_gpu_hour']:,.2f}, {top['tier']}): a node price? Prices are per GPU-hour "
+                       f"(an 8-GPU node at ${v:,.2f}/hour is ${v / 8:,.2f} per GPU-hour)")
+    return out
 
 
 def tiers() -> list[str]:

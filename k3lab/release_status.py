@@ -58,17 +58,27 @@ PATCH_VERDICTS = {"topk_renorm": hip_verify_crashes, "aiter_head_pad": aiter_ref
 VERDICTS_PATH = REPO_ROOT / "patches" / "k3lab_patches" / "release_verdicts.json"
 
 
+#: the release facts an operator needs beside the verdicts: does the release ship Kimi K3's model
+#: module, and which attention backend it picks on HIP for Kimi K3's 96 heads at TP8 (12 per rank)
+K3_FACTS = {"kimi_k3_module": lambda r: bool(r["kimi_k3"]["model_file"]),
+            "hip_default_attention_k3_tp8": lambda r: r["aiter"]["default_backend_on_hip"]["96 heads TP8 (12/rank)"]}
+
+
 def patch_verdicts(doc: dict | None = None) -> dict:
     """The matrix reduced to what the patches need: per measured release, oldest first,
-    whether it has the bug each patch fixes (``{"sglang": v, "topk_renorm": bool, …}``)."""
+    whether it has the bug each patch fixes (``{"sglang": v, "topk_renorm": bool, …}``), and
+    the release facts of :data:`K3_FACTS` (``kimi_k3_module``, ``hip_default_attention_k3_tp8``)."""
     doc = load_matrix() if doc is None else doc
-    rows = [{"sglang": r["sglang"], **{n: bool(f(r)) for n, f in PATCH_VERDICTS.items()}}
-            for r in doc["rows"]]
+    rows = [{"sglang": r["sglang"], **{n: bool(f(r)) for n, f in PATCH_VERDICTS.items()},
+             **{k: f(r) for k, f in K3_FACTS.items()}} for r in doc["rows"]]
     return {"source": (f"k3lab study, data/measured/cpu-2core/{MATRIX} (measured "
                        f"{data.load(NAME + '_meta')['date']}); rewritten by "
                        "benchmarks/sglang_release_matrix.py"),
             "meaning": {"topk_renorm": "a request mix crashes the speculative verify path on HIP",
-                        "aiter_head_pad": "the AITER attention backend refuses 12 heads per rank"},
+                        "aiter_head_pad": "the AITER attention backend refuses 12 heads per rank",
+                        "kimi_k3_module": "the release ships sglang/srt/models/kimi_k3.py (it can run Kimi K3)",
+                        "hip_default_attention_k3_tp8": "the attention backend sglang picks on HIP for 96 heads "
+                                                        "at TP8 unless --attention-backend says otherwise"},
             "rows": rows}
 
 

@@ -12,19 +12,20 @@ from __future__ import annotations
 import html
 
 from . import claims
-from .compare import HOUR_PREFIX, MTOK_PREFIX, tier_columns
+from .compare import DEFAULT_SETTING, HOUR_PREFIX, MTOK_PREFIX, layout_name, tier_columns
 from .prices import perf_per_dollar_by_tier
 from .report_cells import inline_markdown
 from .report_tables import html_table
 from .throughput import article_table, article_workload
 
-#: one distinct colour per verdict (the figure's bars and the page's badges): greens and blues
-#: for what holds (darkest: shown independently), warm pinks and purples for the three
-#: "inconsistent with" a weaker method, red and amber for wrong or corrected, grey for unchecked
-VERDICT_COLORS = {"reproduced": "#1b5e20", "consistent": "#1e88e5", "consistent (rounded inputs)": "#90caf9",
-                  "consistent (emulated)": "#a5d6a7", "inconsistent with the emulation": "#ffab91",
-                  "inconsistent with the model": "#f48fb1", "inconsistent with public measurements": "#ce93d8",
-                  "corrected": "#f9a825", "discrepancy": "#c62828", "not reproducible here": "#90a4ae",
+#: one distinct colour per verdict (the figure's bars and the page's badges), each a different hue so no
+#: two read alike: greens and blues for what holds (darkest: shown independently; pale: capped by a
+#: weaker method), brown, purple and pink for the three "inconsistent with" a weaker method, orange
+#: and red for corrected and wrong, grey for unchecked
+VERDICT_COLORS = {"reproduced": "#1b5e20", "consistent": "#1e88e5", "consistent (rounded inputs)": "#80deea",
+                  "consistent (emulated)": "#c5e1a5", "inconsistent with the emulation": "#8d6e63",
+                  "inconsistent with the model": "#ab47bc", "inconsistent with public measurements": "#f06292",
+                  "corrected": "#fb8c00", "discrepancy": "#c62828", "not reproducible here": "#9e9e9e",
                   "": "#eeeeee"}
 METHOD_MEANING = {
     "measured": "ran here, on real code or hardware", "derived": "computed from primary sources",
@@ -72,7 +73,8 @@ def perf_html(overrides=None) -> tuple[str, str]:
         p = peaks.get(r.label)
         return ("no calibrated model" if p is None else
                 f"{p.output_tok_s:,.0f} ({'%s-%s' % tuple(f'{x:,.0f}' for x in p.interval('output_tok_s'))}) tok/s at "
-                f"c{p.concurrency}" + ("" if p.in_domain else ", outside its validated domain"))
+                f"c{p.concurrency}, TPOT {p.tpot_ms:,.0f} ms, TTFT {p.ttft_ms:,.0f} ms"
+                + ("" if p.in_domain else ", outside its validated domain"))
 
     heads = ["price source (kind, date)"] + [
         f"{_esc(r.label)}<br><small>{r.tok_s:,.0f} tok/s {art}<br>serving model "
@@ -157,6 +159,48 @@ def decision_html(d) -> str:
             f"{detail}</div>")
 
 
+def _fit_cell(r) -> str:
+    why = html.escape(r["reason"])
+    if not r["shardable"]:
+        return f'<td class="na" title="{why}">cannot shard</td>'
+    w = f'{r["weights_gib_per_gpu"]:.0f} GiB/GPU'
+    if not r["weights_fit"]:
+        return f'<td class="no" title="{why}">✗ weights ({w})</td>'
+    n = r["max_kv_tokens"]
+    kv = f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e3 else f"{n:.0f}"
+    only = (f'<br>fits only with <code>{html.escape(r["fits_with"])}</code>'
+            if not r["fits"] and r["fits_with"].startswith("--") else "")
+    return (f'<td class="{"yes" if r["fits"] else "part"}">✓ weights ({w})<br>'
+            f'{r["full_context_requests"]} full-context req · {kv} KV tokens{only}</td>')
+
+
+def _matrix_row_label(gpu: str, setting: str) -> str:
+    return gpu.upper() + ("" if setting == DEFAULT_SETTING else f" [{setting}]")
+
+
+def fit_matrix_html(df) -> str:
+    """An HTML GPU × layout matrix (rows GPUs, columns layouts) of a comparison made with
+    ``include_all=True``; a cell: weights fit (GiB per GPU), full-context requests, max KV tokens.
+    CSS classes ``yes`` / ``part`` / ``no`` / ``na`` colour it (see :mod:`k3lab.report_html`)."""
+    a = df.attrs
+    cols = [layout_name(n, tp, pp) for n, pp, tp in sorted({(r.num_gpus, r.pp, r.tp) for r in df.itertuples()})]
+    # one row per GPU and sglang setting: AMD GPUs under the defaults and the article's K3_OPT
+    cells = {((r["gpu"], r["setting"]), layout_name(r["num_gpus"], r["tp"], r["pp"])): r for r in df.to_dict("records")}
+    keys = sorted({k for k, _ in cells}, key=lambda k: (k[0], k[1] != DEFAULT_SETTING, k[1]))
+    body = "".join(f"<tr><th>{html.escape(_matrix_row_label(*k))}</th>" + "".join(
+        _fit_cell(cells[(k, c)]) if (k, c) in cells else '<td class="na">—</td>' for c in cols) + "</tr>"
+        for k in keys)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    tag = '<span class="badge" style="background:#37474f;color:#fff">STUDY · derived</span>'
+    var = f', sglang switches {", ".join(a["variants"])} (aiter-* on AMD GPUs only)' if a.get("variants") else ""
+    return (f'<p>{html.escape(a["model"])}, requests of {a["context_tokens"]:,} tokens, KV {a["kv_dtype"]}, '
+            f'mem_fraction {a["mem_fraction"]:g}{html.escape(var)} {tag} from the published config, datasheets and '
+            "sglang 0.5.23's pool sizing. Green: the weights load and a full-context request fits with sglang's default "
+            "state pool; amber: the weights load but no full-context request fits with the defaults (the cell names "
+            "the state-pool setting under which one does, if any); red: the weights do not fit.</p>"
+            f'<table class="fit"><thead><tr><th>GPU</th>{head}</tr></thead><tbody>{body}</tbody></table>')
+
+
 def costs_html(fit) -> str:
     """The smallest layouts that fit (``fit``: :func:`k3lab.compare.compare_rows`' frame; the
     first 12 that hold) with $/hour and $/M tokens at the MODEL bound, each a range over price sources."""
@@ -171,14 +215,21 @@ def costs_html(fit) -> str:
         v = r.get("priced_tok_s")
         return "—" if v is None or not v == v else f"{v:,.0f}" + ("" if r.get("model_in_domain") else " *")
 
-    rows = [[_esc(r["layout"]), span(r, cols[0]), tok(r), span(r, cols[1])] for r in ok.to_dict("records")]
+    def lat(r):
+        c, tpot, ttft = r.get("model_concurrency"), r.get("model_tpot_ms"), r.get("model_ttft_ms")
+        return ("—" if not c or c != c or tpot is None or tpot != tpot else
+                f"c{int(c)}, {tpot:,.0f} ms, {ttft:,.0f} ms" + ("" if r.get("model_ttft_validated") else " †"))
+
+    rows = [[_esc(r["layout"]), span(r, cols[0]), tok(r), lat(r), span(r, cols[1])] for r in ok.to_dict("records")]
     m = badge("MODEL", "#455a64")
     if not rows:
         return '<p class="empty">No layout holds the request: nothing to price.</p>'
     return (html_table(["layout", "$/hour (range over price sources)", f"output tok/s, serving model {m}",
-                        f"$/M output tokens {m}"], rows, numeric=(1, 2, 3))
-            + '<p class="table-note">Serving model fitted on public Kimi K3 measurements, at its best admitted '
-              "concurrency, no speculative decoding; * outside its validated domain; — no calibrated model.</p>")
+                        "at concurrency: TPOT, TTFT", f"$/M output tokens {m}"], rows, numeric=(1, 2, 4))
+            + '<p class="table-note">Serving model fitted on public Kimi K3 measurements, no speculative decoding, '
+              "at the run's latency target (the highest concurrency that meets it) or, without one, at its best "
+              "admitted concurrency; * outside its validated domain; † TTFT not validated; — no calibrated "
+              "model.</p>")
 
 
 CSS = (

@@ -4,10 +4,14 @@ report change before committing it.
 ``python -m k3lab.report_screenshots [REPORT] [--out build/report-screenshots]`` (``make
 screenshots``) renders the page twice at 1280 px wide — as a reader first sees it (every
 collapsible section closed) and with every drop-down open (sections, folded full tables, the
-decision box's details, code cells) — each as one full-page shot cut into viewport-height slices:
-``<out>/closed-NN.png`` and ``<out>/open-NN.png``. It needs the Debian package ``chromium``
-(``apt-get install -y chromium``; or ``CHROMIUM=/path``); without it, one line and exit
-status 2. Not part of ``make test``.
+decision box's details, code cells) — into slices ``<out>/closed-NN.png`` and ``<out>/open-NN.png``.
+
+Each slice is its own capture: a copy of the page shifted up by the slice's offset, shot in a
+window one slice high. A single full-page shot does not work for a long page: Chromium paints at
+most about 16,384 px of one surface and leaves the rest blank while reporting success. A slice
+that comes out one flat colour is an error (exit status 1, naming the slice), never a silent pass.
+It needs Chromium (``make browser`` installs Debian's ``chromium``; or ``CHROMIUM=/path``);
+without it, one line and exit status 2. Not part of ``make test``.
 """
 
 from __future__ import annotations
@@ -59,21 +63,50 @@ def page_height(exe: str, page: Path, profile: Path) -> int:
     return int(m.group(1))
 
 
-def shoot(exe: str, page: Path, prefix: Path, slice_px: int = SLICE_PX) -> list[Path]:
-    """One full-page PNG of ``page`` cut into slices ``<prefix>-NN.png`` of ``slice_px`` px."""
+#: a slice whose pixels all lie within this many grey levels of each other is blank
+BLANK_SPREAD = 2
+
+
+class BlankSlice(RuntimeError):
+    """A captured slice came out one flat colour."""
+
+
+def _segment(page_text: str, top: int) -> str:
+    """The page shifted up by ``top`` CSS px, without scrollbars: what a window one slice high
+    shows of it from ``top`` down."""
+    style = (f"<style>html,body{{overflow:hidden !important}} body{{position:relative !important;"
+             f"top:-{top}px !important}}</style>")
+    return page_text.replace("</head>", style + "</head>", 1)
+
+
+def is_blank(png: Path) -> bool:
+    """Every pixel of ``png`` within :data:`BLANK_SPREAD` grey levels of the others."""
     from PIL import Image
 
+    with Image.open(png) as im:
+        lo, hi = im.convert("L").getextrema()
+    return hi - lo <= BLANK_SPREAD
+
+
+def shoot(exe: str, page: Path, prefix: Path, slice_px: int = SLICE_PX) -> list[Path]:
+    """Slices ``<prefix>-NN.png`` of ``page``, ``slice_px`` px each (the last one the page's rest),
+    each captured on its own (module docstring); :class:`BlankSlice` naming the first blank one."""
     with tempfile.TemporaryDirectory(prefix="k3lab-chromium-") as tmp:
         profile = Path(tmp) / "profile"
         h = page_height(exe, page, profile)
-        full = Path(tmp) / "full.png"
-        _chromium(exe, [f"--window-size={WIDTH_PX},{h}", f"--screenshot={full}", page.as_uri()], profile)
+        text = page.read_text(encoding="utf-8")
         out = []
-        with Image.open(full) as im:
-            for k, top in enumerate(range(0, im.height, slice_px)):
-                path = prefix.with_name(f"{prefix.name}-{k:02d}.png")
-                im.crop((0, top, im.width, min(top + slice_px, im.height))).save(path)
-                out.append(path)
+        for k, top in enumerate(range(0, h, slice_px)):
+            seg = page.with_name(f"{page.stem}.{k:02d}.html")
+            seg.write_text(_segment(text, top), encoding="utf-8")
+            path = prefix.with_name(f"{prefix.name}-{k:02d}.png")
+            high = min(slice_px, h - top)
+            _chromium(exe, [f"--window-size={WIDTH_PX},{high}", f"--screenshot={path}", seg.as_uri()], profile)
+            if not path.exists():
+                raise RuntimeError(f"chromium wrote no screenshot for slice {k:02d}")
+            if is_blank(path) and high > 40:  # a last sliver of bottom margin may be blank
+                raise BlankSlice(f"slice {path.name} ({top:,}-{top + high:,} px of {h:,}) came out blank")
+            out.append(path)
     return out
 
 
@@ -88,7 +121,8 @@ def _opened(page: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m k3lab.report_screenshots", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m k3lab.report_screenshots",
+                                 description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("report", nargs="?", type=Path, default=None, help="the page (default results/report.html)")
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "report-screenshots",
                     help="folder for the PNGs (default build/report-screenshots; its old PNGs are removed)")
@@ -97,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     report = a.report or results_root() / "report.html"
     exe = find_chromium()
     if exe is None:
-        print("k3lab screenshots: chromium not found (apt-get install -y chromium, or set CHROMIUM=/path/to/it)",
+        print("k3lab screenshots: chromium not found (`make browser` installs it, or set CHROMIUM=/path/to/it)",
               file=sys.stderr)
         return 2
     if not report.is_file():
@@ -117,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                 page = Path(tmp) / f"{mode}.html"
                 page.write_text(page_text, encoding="utf-8")
                 written += shoot(exe, page, a.out / mode, a.slice_px)
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
+    except (RuntimeError, subprocess.TimeoutExpired) as e:  # BlankSlice included
         print(f"k3lab screenshots: {e}", file=sys.stderr)
         return 1
     for mode in ("closed", "open"):

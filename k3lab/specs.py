@@ -17,6 +17,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from . import data
+from .spelling import did_you_mean
 from .model.config import ModelConfig, model_from_dict  # noqa: F401  (re-exported: specs.ModelConfig)
 
 GB = 10**9
@@ -39,7 +40,7 @@ def load_model(name: str = "kimi-k3") -> ModelConfig:
     :mod:`k3lab.data` (one line naming the file and field for a broken one)."""
     key = str(name).lower()
     if key not in MODEL_FILES:
-        raise ValueError(f"unknown model {name!r}; known models: {', '.join(known_models())}")
+        raise ValueError(f"unknown model {name!r}{did_you_mean(name, known_models())}; known models: {', '.join(known_models())}")
     return _model(key)
 
 
@@ -124,7 +125,7 @@ def load_gpu(name: str) -> GPU:
     hw = data.load("hardware")
     key = str(name).lower()
     if key not in hw.gpus:
-        raise ValueError(f"unknown GPU {name!r}; known GPUs: {', '.join(known_gpus())}")
+        raise ValueError(f"unknown GPU {name!r}{did_you_mean(name, known_gpus())}; known GPUs: {', '.join(known_gpus())}")
     e = hw.gpus[key]
     cells = {k: getattr(e, k) for k in type(e).model_fields if k not in ("name", "vendor", "arch", "hbm_label_unit")}
     values = {k: (c.value if c.value is not None else 0.0) for k, c in cells.items()}

@@ -30,7 +30,7 @@ import sys
 
 import pytest
 
-from k3lab import cli, compare, compare_view, decision, memory, prices
+from k3lab import cli, compare, compare_answers, compare_view, decision, memory, prices, report_html
 from k3lab.specs import GB, GiB, known_gpus, load_gpu, load_model
 
 DS_CHECKPOINT_GB = 688.6          # FP8 weights incl. MTP (model card / safetensors listing)
@@ -195,7 +195,7 @@ def test_default_listing_adds_the_layouts_that_fit_only_with_a_setting(k3, k3_li
 def test_fit_matrix_cell_names_the_setting(opt):
     """One sglang setting per GPU (the article's aiter-k3-opt on AMD, defaults on NVIDIA): one
     row per GPU × layout cell, and a cell that fits only with a state-pool setting names it."""
-    html = compare.fit_matrix_html(opt)
+    html = report_html.fit_matrix_html(opt)
     b300 = row(opt, "b300", 8, 8)
     assert f"fits only with <code>{b300.fits_with}</code>" in html
     assert html.count("fits only with <code>") == int((~opt.fits & opt.fits_with.str.startswith("--")).sum())
@@ -284,7 +284,7 @@ def test_your_tok_s_in_the_answers_and_the_text(capsys_module):
     the one cheapest per hour: the fewest GPUs, 8xb300 tp8 (which holds with a state-pool setting)."""
     per_gpu = 10_000.0
     df = compare.compare_rows("kimi-k3", tok_s={"B300": per_gpu})
-    ans = {a["tier"]: a for a in compare.answers(df)}
+    ans = {a["tier"]: a for a in compare_answers.answers(df)}
     for tier, p in _usd_per_gpu_hour("b300").items():
         a = ans[tier]
         assert a["layout"] == "8xb300 tp8" and a["priced_by"] == "your --tok-s", tier
@@ -319,7 +319,7 @@ def _hand_answers(df) -> dict:
 
 def test_answers_are_the_cheapest_holding_layout_per_tier_in_domain_first(k3, k3_listed):
     for df in (k3, k3_listed):
-        ans = compare.answers(df)
+        ans = compare_answers.answers(df)
         assert [a["tier"] for a in ans] == df.attrs["tiers"] == prices.tiers()
         hand = _hand_answers(df)
         priced = 0
@@ -338,19 +338,19 @@ def test_answers_are_the_cheapest_holding_layout_per_tier_in_domain_first(k3, k3
     # a cheaper row outside the validated domain does not win while an in-domain one holds it
     art = f"{MTOK}[article]"
     out = k3_listed[(k3_listed.priced_by == "model") & ~k3_listed.model_in_domain.astype(bool)]
-    best = {a["tier"]: a for a in compare.answers(k3_listed)}["article"]
+    best = {a["tier"]: a for a in compare_answers.answers(k3_listed)}["article"]
     assert best["model_in_domain"] and out[art].min() < best["usd_per_million_tokens"]
 
 
 def test_top_shortens_the_listing_not_the_answers(k3_listed):
     one = compare.compare_rows("kimi-k3", top=1)
     assert len(one) == 1 and one.layout.iloc[0] == k3_listed.layout.iloc[0]
-    assert compare.answers(one) == compare.answers(k3_listed)
+    assert compare_answers.answers(one) == compare_answers.answers(k3_listed)
     cheap = compare.compare_rows("kimi-k3", top=1, sort="cost")
-    assert compare.answers(cheap) == compare.answers(k3_listed)
+    assert compare_answers.answers(cheap) == compare_answers.answers(k3_listed)
     text = compare_view.format_table(one)
     assert "; first 1" in text and f"{len(k3_listed)} layouts hold the request" in text
-    assert all("  " + compare_view.answer_line(a, 1048576) in text.splitlines() for a in compare.answers(k3_listed))
+    assert all("  " + compare_view.answer_line(a, 1048576) in text.splitlines() for a in compare_answers.answers(k3_listed))
 
 
 def _first_priced(r, tiers):
@@ -381,7 +381,7 @@ def test_cli_sort_cost_top_json(capsys_module, k3_listed, k3_cost):
     doc = json.loads(out)
     assert rc == 0 and len(doc["rows"]) == 3
     assert [r["layout"] for r in doc["rows"]] == list(k3_cost.layout[:3])
-    assert doc["answers"] == compare.answers(k3_listed)
+    assert doc["answers"] == compare_answers.answers(k3_listed)
 
 
 # --------------------------------------------------------------------------- the decision agrees
@@ -394,7 +394,7 @@ def test_the_decision_and_compare_name_the_same_cheapest_layouts(kw):
     ctx = kw.pop("context_tokens", None)
     d = decision.decide("kimi-k3", ctx, **kw)
     df = compare.compare_rows("kimi-k3", ctx, **kw)
-    assert d.answers == compare.answers(df)
+    assert d.answers == compare_answers.answers(df)
     hand = _hand_answers(df)
     cheapest = {a["tier"]: a for a in d.answers if a["layout"]}
     assert cheapest and {a["tier"] for a in d.answers} == set(hand)
@@ -405,7 +405,7 @@ def test_the_decision_and_compare_name_the_same_cheapest_layouts(kw):
         assert (df[df.gpu == "b300"].priced_by == "your --tok-s").all()
     # the decision's sentences are compare's answer lines
     lines = decision.answer_lines(d)
-    assert all(compare_view.answer_line(a, d.context_tokens) in lines for a in compare.answers(df))
+    assert all(compare_view.answer_line(a, d.context_tokens) in lines for a in compare_answers.answers(df))
 
 
 # --------------------------------------------------------------------------- bad input
@@ -537,7 +537,7 @@ def test_default_table_through_python_m_labels_the_model_and_the_bound():
 
 def test_fit_matrix_has_a_row_per_gpu_and_setting(k3):
     """Both sglang settings of an AMD GPU get their own matrix row (none overwrites the other)."""
-    html = compare.fit_matrix_html(k3)
+    html = report_html.fit_matrix_html(k3)
     body = html.split("<tbody>")[1]
     assert body.count("<tr>") == len({(r.gpu, r.setting) for r in k3.itertuples()})
     assert "<th>MI355X</th>" in body and f"<th>MI355X [{K3_OPT}]</th>" in body
@@ -547,7 +547,7 @@ def test_fit_matrix_has_a_row_per_gpu_and_setting(k3):
 def test_answers_of_a_slice_are_its_own(k3_listed):
     """compare_rows' answers travel with its frame (and survive --top), not with a user's slice."""
     b300 = k3_listed[k3_listed.gpu == "b300"]
-    got = {a["tier"]: a["layout"] for a in compare.answers(b300) if a["layout"]}
+    got = {a["tier"]: a["layout"] for a in compare_answers.answers(b300) if a["layout"]}
     assert got and all(lay.startswith(("8xb300", "16xb300", "32xb300")) for lay in got.values()), got
 
 
@@ -587,28 +587,28 @@ def test_breakeven_is_the_rows_tok_s_per_gpu_ratio_by_hand(yours):
     high (and the reverse), read off the comparison's own rows."""
     a, b = "8xmi355x tp8 [aiter-k3-opt]", "8xb300 tp8"
     ra, rb = (yours.set_index("layout").loc[x] for x in (a, b))
-    be = compare.breakeven(yours, a, b)
+    be = compare_answers.breakeven(yours, a, b)
     assert be["ratio"] == pytest.approx((ra["model_tok_s"] / 8) / (rb["model_tok_s"] / 8))
     assert be["low"] == pytest.approx(ra["model_tok_s_low"] / rb["model_tok_s_high"])
     assert be["high"] == pytest.approx(ra["model_tok_s_high"] / rb["model_tok_s_low"])
     assert be["low"] < be["ratio"] < be["high"] and be["priced_by"] == "model"
-    assert compare.breakeven(yours, a, "no such layout") is None
+    assert compare_answers.breakeven(yours, a, "no such layout") is None
 
 
 def test_a_price_ratio_reads_against_the_band():
     be = {"a": "A", "b": "B", "ratio": 1.0, "low": 0.5, "high": 2.0}
-    assert compare.reading(0.4, be) == "A cheaper per token"
-    assert compare.reading(2.5, be) == "B cheaper per token"
-    assert compare.reading(0.545, be).startswith("too close to call")
-    assert compare.reading(0.9, dict(be, low=None, high=None)) == "A cheaper per token"   # no band: the ratio
+    assert compare_answers.reading(0.4, be) == "A cheaper per token"
+    assert compare_answers.reading(2.5, be) == "B cheaper per token"
+    assert compare_answers.reading(0.545, be).startswith("too close to call")
+    assert compare_answers.reading(0.9, dict(be, low=None, high=None)) == "A cheaper per token"   # no band: the ratio
 
 
 def test_your_prices_are_judged_against_the_break_even(yours):
-    u = compare.user_verdict(yours)
+    u = compare_answers.user_verdict(yours)
     assert (u["first"], u["second"]) == ("8xmi355x tp8 [aiter-k3-opt]", "8xb300 tp8")
     assert u["price_ratio"] == pytest.approx(3.0 / 5.5)
-    be = compare.breakeven(yours, u["first"], u["second"])
-    assert u["breakeven"] == be and u["reading"] == compare.reading(3.0 / 5.5, be)
+    be = compare_answers.breakeven(yours, u["first"], u["second"])
+    assert u["breakeven"] == be and u["reading"] == compare_answers.reading(3.0 / 5.5, be)
     second = yours.set_index("layout").loc["8xb300 tp8"]
     assert u["second_usd_per_million_tokens"] == pytest.approx(
         (second["usd_per_million_tokens[override]"], second["usd_per_million_tokens_low[override]"],
@@ -623,14 +623,14 @@ def test_your_prices_are_judged_against_the_break_even(yours):
 
 def test_a_clear_price_gap_names_the_cheaper_gpu():
     df = compare.compare_rows(load_model("kimi-k3"), tiers=["override"], overrides={"mi355x": 1.0, "b300": 9.0})
-    u = compare.user_verdict(df)
+    u = compare_answers.user_verdict(df)
     assert u["price_ratio"] < u["breakeven"]["low"] and u["reading"] == f"{u['first']} cheaper per token"
 
 
 def test_no_verdict_without_your_prices_on_two_gpus():
-    assert compare.user_verdict(compare.compare_rows(load_model("kimi-k3"), tiers=["article"])) is None
+    assert compare_answers.user_verdict(compare.compare_rows(load_model("kimi-k3"), tiers=["article"])) is None
     one = compare.compare_rows(load_model("kimi-k3"), tiers=["override"], overrides={"mi355x": 3.0})
-    assert compare.user_verdict(one) is None and "your prices:" not in compare_view.format_table(one)
+    assert compare_answers.user_verdict(one) is None and "your prices:" not in compare_view.format_table(one)
 
 
 def test_price_tier_override_is_accepted_with_prices_and_refused_without(capsys_module):
@@ -650,16 +650,16 @@ def test_the_decision_breaks_even_on_the_layouts_compare_lists():
     one layout, one number (issue 31: the break-even was on 8×B300 TP8+DCP8, which compare never listed)."""
     d = decision.decide("kimi-k3", input_len=1024, output_len=400)
     df = d.comparison
-    be = compare.breakeven(df, "8xmi355x tp8 [aiter-k3-opt]", "8xb300 tp8")
+    be = compare_answers.breakeven(df, "8xmi355x tp8 [aiter-k3-opt]", "8xb300 tp8")
     assert (d.breakeven.model, d.breakeven.model_low, d.breakeven.model_high) == pytest.approx(
         (be["ratio"], be["low"], be["high"]))
     assert {"8xmi355x tp8 [aiter-k3-opt]", "8xb300 tp8"} <= set(df["layout"])
-    assert d.breakeven.workload == "1,024 in / 400 out"
+    assert d.breakeven.workload == "1,024 in / 400 out, each at its peak"   # and the latency it was priced at
 
 
 def test_a_what_if_workload_and_your_prices_reach_the_decision():
     d = decision.decide("kimi-k3", input_len=1000, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})
-    assert d.breakeven.workload == "1,000 in / 400 out"
+    assert d.breakeven.workload == "1,000 in / 400 out, each at its peak"
     mine = d.breakeven.sources[0]
     assert mine[0] == "your prices" and mine[5] == pytest.approx(3.0 / 5.5)
     assert any(line.startswith("  your prices (override): $3.00 / $5.50 = 0.55x") for line in decision.answer_lines(d))
@@ -689,10 +689,14 @@ def test_one_dollar_per_million_per_question_on_every_surface():
         assert round(row[f"usd_per_million_tokens[{tier}]"], 2) == round(v, 2), tier
         if tier in box:
             assert round(box[tier], 2) == round(v, 2), tier
-    # the notebook makes exactly these calls (no fp8 KV, no electricity in this section)
+    # the notebook makes exactly this call (no fp8 KV, no electricity in this section unless the run changes them),
+    # and it prices the same as the calls above
+    from k3lab.findings import serving_prices
+
     src = (NOTEBOOKS_DIR / "04_throughput_perf_per_dollar.ipynb").read_text(encoding="utf-8")
-    assert "field_claims.user_serving_settings(P.changed, kv_dtype, usd_per_kwh)" in src
+    assert "serving_prices.at_latency(deps, P)" in src
     assert field_claims.user_serving_settings({}, "fp8", 0.10) == ("bf16", 0.0)          # the CLI's defaults
     assert field_claims.user_serving_settings({"kv_dtype": "fp8"}, "fp8", 0.10) == ("fp8", 0.0)
-    assert "field_claims.model_peaks(deps, input_len, output_len, kv_dtype=kv_user, mem_fraction=mem_fraction)" in src
-    assert "field_claims.model_perf_per_dollar(peaks, usd_per_gpu_hour, kwh_user)" in src
+    t = serving_prices.at_latency(deps, nbparams.Params(p, p)).table
+    got = t[t["layout"] == "8×MI355X TP8"].set_index("tier")["usd_per_million_tokens"]
+    assert got.round(2).to_dict() == nb.round(2).to_dict()

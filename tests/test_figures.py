@@ -83,23 +83,32 @@ SERVING = [("serving model", MI, [(1, 50.0, 45.0, 55.0), (64, 1200.0, 1100.0, 13
            ("serving model", B200, [(1, 40.0, math.nan, math.nan), (108, 1350.0, math.nan, math.nan)])]
 
 
-def test_throughput_two_legends_colour_is_deployment_and_style_is_model():
+def _panels(fig) -> dict:
+    """The throughput figure's visible panels by their title (the deployment)."""
+    return {ax.get_title(): ax for ax in fig.axes if ax.get_visible() and ax.get_title()}
+
+
+def test_throughput_one_panel_per_deployment_in_its_colour_and_one_legend_of_models():
     fig = fig4.throughput_figure(_curves(), roofline.bounds_for_measured(), _aic(), serving=SERVING)
-    deps, models = legends(fig)
-    labels = legend_labels(deps)
-    # each deployment drawn once, colour = its fixed colour: the roofline's two, aiconfigurator's B200 and B300
+    panels = _panels(fig)
+    # each deployment its own panel, titled in its fixed colour: the roofline's two, aiconfigurator's B200 and B300
     # (it models no DCP, so 8×B300 TP8), the serving model's B200 and the article's three rows
-    assert sorted(labels) == sorted([MI, B300, "8×B300 TP8", B200])
-    for text, handle in zip(labels, deps.legend_handles):
-        assert to_hex(handle.get_color()) == figures.deployment_color(text)
-    assert len(legend_labels(models)) == len(set(legend_labels(models)))  # no repeated entry
-    assert any("roofline" in m for m in legend_labels(models))
-    assert any("aiconfigurator silicon" in m for m in legend_labels(models))
-    assert any("speed-of-light" in m for m in legend_labels(models))
-    assert any(m.startswith("serving model") for m in legend_labels(models))
-    assert any("not validated" in m for m in legend_labels(models))  # the B200 curve has no band
-    # a deployment swept at two inter-node bandwidths says which curve is which
+    assert sorted(panels) == sorted([MI, B300, "8×B300 TP8", B200])
+    for title, ax in panels.items():
+        assert to_hex(ax.title.get_color()) == figures.deployment_color(title)
+    (models,) = legends(fig)
+    labels = legend_labels(models)
+    assert len(labels) == len(set(labels))                       # no repeated entry
+    assert any("roofline" in m for m in labels) and any("aiconfigurator silicon" in m for m in labels)
+    assert any("speed-of-light" in m for m in labels) and any(m.startswith("serving model") for m in labels)
+    assert any("not validated" in m for m in labels)             # the B200 curve has no band
+    # a model has one colour in every panel: the roofline's lines are all the same, whatever the deployment
+    roof = {to_hex(ln.get_color()) for ax in panels.values() for ln in ax.get_lines()
+            if ln.get_linestyle() == "--" and len(ln.get_xdata()) == 4}
+    assert roof == {fig4.MODEL_STYLES["roofline"][1]}
+    # a deployment swept at two inter-node bandwidths says which curve is which, in its own panel
     assert "800 Gb/s/GPU" in texts(fig) and "195 Gb/s/GPU" in texts(fig)
+    assert panels[B200].get_yscale() == "log" and panels[B200].get_ylim() == panels[MI].get_ylim()  # same axes
 
 
 def test_throughput_article_points_are_its_table_rows_as_stars_in_their_colour():
@@ -107,12 +116,13 @@ def test_throughput_article_points_are_its_table_rows_as_stars_in_their_colour()
     derived = measured[measured["point"] != measured["config"]]
     assert len(derived)  # the data has a derived point (952 / 1.18): the figure must leave it out
     fig = fig4.throughput_figure(_curves(), measured)
-    ax = fig.axes[0]
-    stars = [ln for ln in ax.get_lines() if ln.get_marker() == "*"]
+    panels = _panels(fig)
+    stars = [(title, ln) for title, ax in panels.items() for ln in ax.get_lines() if ln.get_marker() == "*"]
     table = measured[measured["point"] == measured["config"]]
-    assert sorted(float(ln.get_ydata()[0]) for ln in stars) == sorted(table["tok_s"].astype(float))
-    for ln in stars:
+    assert sorted(float(ln.get_ydata()[0]) for _, ln in stars) == sorted(table["tok_s"].astype(float))
+    for title, ln in stars:
         row = table[table["tok_s"].astype(float) == float(ln.get_ydata()[0])].iloc[0]
+        assert row["label"] == title                               # in its deployment's panel
         assert to_hex(ln.get_markerfacecolor()) == figures.deployment_color(row["label"])
     for v in derived["tok_s"]:
         assert f"{v:,.0f}" not in texts(fig)
@@ -121,9 +131,10 @@ def test_throughput_article_points_are_its_table_rows_as_stars_in_their_colour()
 
 def test_throughput_serving_band_only_where_validated():
     fig = fig4.throughput_figure(_curves(), roofline.bounds_for_measured().head(0), serving=SERVING)
-    ax = fig.axes[0]
-    assert fills(ax) == {figures.deployment_color(MI)}                # the B200 curve has no band
-    b200 = [ln for ln in ax.get_lines() if to_hex(ln.get_color()) == figures.deployment_color(B200)
+    panels = _panels(fig)
+    assert fills(panels[MI]) == {figures.deployment_color(MI)}
+    assert fills(panels[B200]) == set()                              # the B200 curve has no band
+    b200 = [ln for ln in panels[B200].get_lines() if to_hex(ln.get_color()) == figures.deployment_color(B200)
             and len(ln.get_xdata()) == 2]
     assert b200 and b200[0].get_linestyle() != "-"                    # and is drawn dashed
 
@@ -148,11 +159,18 @@ def test_perf_per_dollar_shows_the_model_with_its_band_beside_the_article():
     fig = fig4.perf_per_dollar_figure(_by_tier(), _model_table())
     ax = fig.axes[0]
     hollow = [ln for ln in ax.get_lines() if ln.get_marker() == "o" and ln.get_markerfacecolor() in ("white", (1, 1, 1, 1))]
-    assert sorted(float(ln.get_xdata()[0]) for ln in hollow) == [4.0, 5.0, 10.0, 20.0, 50.0]  # the article's, each
+    # the axis spans the model's bands and the article's points of the deployments it validates (up to 10 x 1.6):
+    # the B200's $20 and $50, which the model does not validate, are arrows at the edge with their value
+    assert sorted(float(ln.get_xdata()[0]) for ln in hollow) == [4.0, 5.0, 10.0]
+    assert ax.get_xlim()[1] == pytest.approx(10.0 * 1.6)
+    arrows = [ln for ln in ax.get_lines() if ln.get_marker() == ">"]
+    assert [float(ln.get_xdata()[0]) for ln in arrows] == [pytest.approx(10.0 * 1.6)] * 2
     bars = [c for c in ax.containers if hasattr(c, "has_xerr") and c.has_xerr]
     assert sorted(float(b.lines[0].get_xdata()[0]) for b in bars) == [2.0, 3.0, 8.0]        # the model's, each banded
     t = texts(fig)
-    assert t.count("serving model: not validated") == 2   # B200 priced by t1 and t2, the model does not validate it
+    assert "$20 →" in t.replace("\\$", "$") and "$50 →" in t.replace("\\$", "$")
+    assert t.count(f"{B200}: article") == 2 and t.count("model not validated") == 2   # the text column names each
+    assert f"{MI}: article $5.00" in t.replace("\\$", "$")
     assert "model $2.00 ($1.80–$2.20)" in t.replace("\\$", "$")
     assert "model $3.00 ($2.50–$3.60) *" in t.replace("\\$", "$")  # outside the validated domain
     assert t.count("no price") >= 2                      # MI355X in t2: the hatched marker and the text column
@@ -190,12 +208,16 @@ def test_latency_figure_two_panels_band_where_validated_and_admission_limit():
         labels = legend_labels(ax.get_legend()) if ax is ttft else legend_labels(legends(fig)[1])
         assert f"{MI}, pools admit 121" in labels
         assert f"{B200}, pools admit 108: not validated (no band)" in labels
-        dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
-        assert [to_hex(ln.get_color()) for ln in dashed] == [figures.deployment_color(B200)]
+        dashed = {to_hex(ln.get_color()) for ln in ax.get_lines() if ln.get_linestyle() == "--"}
+        assert dashed == {figures.deployment_color(B200)}                # not validated: dashed throughout
+        dotted = [ln for ln in ax.get_lines() if ln.get_linestyle() == ":"]
+        # outside the domain the validated curve is dotted and unshaded (TTFT from c1 on); inside, solid
+        assert len(dotted) == (2 if ax is ttft else 0)
+        assert all(to_hex(ln.get_color()) == figures.deployment_color(MI) for ln in dotted)
         bars = [ln for ln in ax.get_lines() if ln.get_marker() == "|"]  # the admission limit ends each curve
         assert sorted(float(ln.get_xdata()[0]) for ln in bars) == [108, 121]
     assert ttft.get_yscale() == "log" and "TTFT" in ttft.get_ylabel() and "TPOT" in tpot.get_ylabel()
-    assert "outside it (the band says nothing there)" in texts(fig)  # hollow points at c32, c121
+    assert "outside it: dotted, no band (the band says nothing there)" in texts(fig)  # hollow points at c32, c121
     with pytest.raises(ValueError, match="no rows"):
         fig_field.latency_figure([])
 
@@ -283,3 +305,70 @@ def test_article_perf_per_dollar_prices_what_the_decision_prices():
     assert mi["usd_per_million_tokens_low"] < mi["usd_per_million_tokens"] < mi["usd_per_million_tokens_high"]
     fig = fig4.perf_per_dollar_figure(prices.perf_per_dollar_by_tier({"mi355x": 3.0}), t)
     assert "your prices" in [x.get_text().split("\n")[0] for x in fig.axes[0].get_yticklabels()]
+
+
+# ---------------------------------------------------------------- issue 38: the figures a renter reads
+
+def test_power_spans_the_assumed_electricity_from_zero_and_says_a_breakeven_beyond_it():
+    from k3lab import prices
+
+    lo, hi = prices.electricity_assumptions()["usd_per_kwh_range"]
+    fig = fig4.power_figure()
+    for ax in fig.axes:
+        assert ax.get_xlim() == pytest.approx((lo, hi))         # the same range in every panel, nothing beyond it
+        assert ax.get_ylim()[0] == 0                            # a gap reads at its true size
+    be = prices.power_breakevens("mi355x_tp8", "b300_tp8_dcp", [1.3]).set_index("tier")["breakeven_usd_per_kwh"]
+    t = texts(fig)
+    # the article's prices: the lead vanishes only beyond the range, said in words, not drawn as a crossing
+    assert be["article"] > hi and f"only at ${be['article']:.2f}/kWh, beyond the range shown" in t
+    assert "MI355X +45.7%\nat $0.00/kWh" in t                    # each end's lead, written
+
+
+def test_validation_reads_one_direction_for_times_and_rates():
+    # a time twice the published one and a rate half of it are the same error: the model half as fast
+    assert fig_field.speed_ratio("tpot_ms", 40.0, 20.0) == fig_field.speed_ratio("output_tok_s", 50.0, 100.0) == 0.5
+    assert fig_field.speed_ratio("ttft_ms", 500.0, 1000.0) == 2.0   # optimistic: predicts it faster
+
+
+def test_fit_figure_draws_each_gpu_as_shipped_and_as_it_must_be_set():
+    from k3lab import specs
+    from k3lab.findings import f1_memory as f1
+
+    cfg = specs.load_model("kimi-k3")
+    got = f1.figure_plans(cfg, ["8xmi355x tp8", "8xb300 tp8", "16xb200 tp8 pp2"])
+    # the MI355X needs SGLANG_AITER_K3_OPT=1 and the B300 a state-pool flag for a 1,048,576-token request
+    # (compare's fits_with); the TP8xPP2 B200 holds it with sglang's defaults, so it is drawn once
+    assert [(p.label, s) for p, s in got] == [
+        ("8×MI355X TP8", "sglang defaults"), ("8×MI355X TP8", "aiter-k3-opt"),
+        ("8×B300 TP8", "sglang defaults"), ("8×B300 TP8", "--mamba-full-memory-ratio 0.795"),
+        ("16×B200 TP8×PP2", "sglang defaults")]
+    assert [p.fits for p, _ in got] == [False, True, False, True, True]
+    fig = fig_memory.fit_figure([p for p, _ in got], "kimi-k3", [s for _, s in got])
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks[3] == "8×B300 TP8\n--mamba-full-memory-ratio\n0.795"
+
+
+def test_cost_against_interactivity_draws_a_band_that_moves_both_axes():
+    curves = [{"layout": "8xmi355x tp8 [aiter-k3-opt]", "label": MI, "gpu": "mi355x", "band": math.log(1.5),
+               "points": [(1, 20.0, 50.0, 6.0, 400.0), (64, 50.0, 20.0, 150.0, 16.0)]},
+              {"layout": "16xb200 tp16", "label": B200, "gpu": "b200", "band": None,
+               "points": [(1, 25.0, 40.0, 3.0, 700.0), (32, 40.0, 25.0, 60.0, 50.0)]}]
+    fig = fig_field.interactivity_figure(curves, "your prices", [25, 40], "1,024 in / 400 out")
+    ax = fig.axes[0]
+    (band,) = [p for p in ax.patches]                      # only the validated curve has one
+    xy = [tuple(round(v, 6) for v in pt) for pt in band.get_xy().tolist()]
+    # the fast edge: tok/s per user x 1.5 at $/M / 1.5; the slow edge the other way
+    assert (round(50.0 * 1.5, 6), round(400.0 / 1.5, 6)) in xy and (round(50.0 / 1.5, 6), round(400.0 * 1.5, 6)) in xy
+    assert "(not validated)" in legend_labels(ax.get_legend())[1]
+    assert {round(1e3 / 25), round(1e3 / 40)} == {round(ln.get_xdata()[0]) for ln in ax.get_lines()
+                                                   if ln.get_linestyle() == ":"}
+    assert "your prices" in ax.get_title() and ax.get_yscale() == "log"
+
+
+def test_speedup_legend_names_every_mark():
+    rows = [{"tau": t, "single": t * 0.8, "peak": t * 0.3} for t in (1.0, 2.0, 3.0)]
+    fig = fig_field.speedup_figure(rows, math.log(1.2), [1.5, 2.5], (1.5, 2.5), 2.2, 1.18)
+    labels = legend_labels(fig.axes[0].get_legend())
+    assert any(lab.startswith("the model's band (±20%") for lab in labels)
+    assert "1x: DSpark gains nothing" in labels
+    assert any("tick per public run" in lab for lab in labels)

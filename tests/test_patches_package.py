@@ -184,3 +184,33 @@ def test_cli_status_and_its_errors():
     assert r.returncode == 2 and "unknown command 'bogus'" in r.stderr
     r = _cli("--help")
     assert r.returncode == 0 and "status" in r.stdout and "verify" in r.stdout and "serve" in r.stdout
+
+
+def test_status_names_the_release_that_fixed_it_and_what_kimi_k3_needs(monkeypatch, capsys):
+    """Issue 38: a renter needs "fixed in 0.5.17", not a PR number; that no release the patches were
+    written for runs Kimi K3 (so --force); and that the fast prefill needs --attention-backend aiter.
+    The releases below are the committed matrix's rows (data/measured/cpu-2core/sglang_release_matrix.json:
+    topk crashes only in 0.5.16, AITER refuses 12 heads to 0.5.18, kimi_k3.py from 0.5.17, triton picked
+    for 96 heads at TP8 on HIP in every release)."""
+    from k3lab_patches import __main__ as M
+    from k3lab_patches import aiter_head_pad as AH
+
+    assert k3lab_patches.upstream_fix(T.PATCH, "0.5.16") == "0.5.17"
+    assert k3lab_patches.upstream_fix(AH.PATCH, "0.5.17") == "0.5.19"
+    assert k3lab_patches.upstream_fix(AH.PATCH, "0.5.18.dev3+gabc") == "0.5.19"     # a build: by its base release
+    assert k3lab_patches.upstream_fix(AH.PATCH, "0.5.23") is None                  # none after the last measured
+    assert k3lab_patches.upstream_fix(T.PATCH, "0.5.24") is None                   # unknown: nothing inferred
+    facts = k3lab_patches.release_facts("0.5.16")
+    assert "no Kimi K3 model module (first in sglang 0.5.17)" in facts[0]
+    assert k3lab_patches.release_facts("0.5.23")[0] == "sglang 0.5.23 ships Kimi K3's model module"
+    assert all("--attention-backend aiter" in k3lab_patches.release_facts(v)[1] for v in ("0.5.16", "0.5.23"))
+    assert k3lab_patches.release_facts("0.5.24") == []
+    note = k3lab_patches.force_note()
+    assert "sglang 0.5.16 (which cannot run Kimi K3)" in note and "(0.5.17, 0.5.18, a K3 branch image)" in note
+    assert "from sglang 0.5.19 none is needed" in note
+    monkeypatch.setattr(k3lab_patches, "sglang_version", lambda: "0.5.17")
+    assert M.status_main([]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == ("  topk_renorm: not needed: fixed in 0.5.17 (sglang PR #32641: Triton top-k and top-p renorm "
+                      "bound on HIP)")
+    assert out[2].startswith("  aiter_head_pad: needed, untested (apply with --force); fixed upstream in sglang 0.5.19")

@@ -243,7 +243,7 @@ def test_the_decision_box_is_one_swappable_function(tmp_path):
     """The box is what one function ``decision(Decision) -> HTML`` returns: by default
     :func:`report_html.decision_html` (k3lab.decision's headline, then the details collapsed), and
     whatever ``build(decision=...)`` is given instead, in the study's report and a what-if's."""
-    from k3lab import compare, compare_view, decision
+    from k3lab import compare_answers, compare_view, decision
 
     root = tmp_path / "results"
     root.mkdir()
@@ -260,7 +260,7 @@ def test_the_decision_box_is_one_swappable_function(tmp_path):
     assert isinstance(d, decision.Decision)
     # the study's question: Kimi K3 at its config's max_position_embeddings, 1,048,576 tokens
     assert (d.model, d.context_tokens) == ("kimi-k3", 1048576)
-    assert d.answers == compare.answers(d.comparison)      # the cheapest per source, as compare says
+    assert d.answers == compare_answers.answers(d.comparison)      # the cheapest per source, as compare says
     box = report_html.decision_html(d)
     assert box in page and page.count('id="decision"') == 1
     top, details = box.split("<details>", 1)
@@ -325,8 +325,41 @@ def test_screenshots_without_chromium_is_one_line(tmp_path, monkeypatch, capsys)
     page.write_text("<html></html>")
     assert report_screenshots.main([str(page), "--out", str(tmp_path / "shots")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "chromium not found" in err and "apt-get install -y chromium" in err
+    assert err.count("\n") == 1 and "chromium not found" in err and "`make browser` installs it" in err
     assert not (tmp_path / "shots").exists()
+
+
+def test_screenshots_capture_each_slice_and_refuse_a_blank_one(tmp_path, monkeypatch):
+    """Issue 38: one full-page shot of a long page came out blank past Chromium's largest surface while the
+    command reported success. Each slice is now its own capture of the page shifted up by its offset, and a
+    slice of one flat colour is an error naming it. Chromium is faked here: it "captures" a flat image."""
+    from PIL import Image
+
+    from k3lab import report_screenshots as rs
+
+    page = "<html><head><title>t</title></head><body><p>x</p></body></html>"
+    seg = rs._segment(page, 2200)
+    assert "top:-2200px" in seg and seg.index("top:-2200px") < seg.index("</head>")  # the shift, in the head
+    flat, busy = tmp_path / "flat.png", tmp_path / "busy.png"
+    Image.new("RGB", (50, 50), "white").save(flat)
+    im = Image.new("RGB", (50, 50), "white")
+    im.putpixel((3, 3), (0, 0, 0))
+    im.save(busy)
+    assert rs.is_blank(flat) and not rs.is_blank(busy)
+    calls = []
+
+    def fake(exe, args, profile, timeout_s=180):
+        shot = next((a.split("=", 1)[1] for a in args if a.startswith("--screenshot=")), None)
+        calls.append(args)
+        if shot:
+            Image.new("RGB", (rs.WIDTH_PX, 100), "white").save(shot)
+        return '<body data-page-height="2500">'
+
+    monkeypatch.setattr(rs, "_chromium", fake)
+    src = tmp_path / "p.html"
+    src.write_text(page)
+    with pytest.raises(rs.BlankSlice, match=r"slice s-00.png \(0-1,100 px of 2,500\) came out blank"):
+        rs.shoot("chromium", src, tmp_path / "s", 1100)
 
 
 def test_open_screenshots_open_every_drop_down(study):

@@ -161,9 +161,12 @@ def test_capacity_override():
 
 
 def test_unknown_gpu_lists_known():
-    with pytest.raises(ValueError, match=r"unknown GPU 'a100'; known GPUs: b200, b300, gb200, h100, h200, "
+    with pytest.raises(ValueError, match=r"unknown GPU 'tpu7'; known GPUs: b200, b300, gb200, h100, h200, "
                                          r"mi300x, mi325x, mi350x, mi355x"):
-        specs.load_gpu("a100")
+        specs.load_gpu("tpu7")
+    # a near miss names the nearest known GPU first
+    with pytest.raises(ValueError, match=r"unknown GPU 'MI355' \(did you mean 'mi355x'\?\); known GPUs: b200"):
+        specs.load_gpu("MI355")
 
 
 def test_scale_out_link_units():

@@ -16,71 +16,110 @@ METRIC_TITLES = {"decode": "decode speed (TPOT, ITL, tok/s), no DSpark", "ttft":
 SPLIT_MARKS = {"leave_one_source_out": ("o", "left out with its source"), "time_split": ("x", "later than the fit's figures")}
 
 
+#: the ratio axis's ticks (a factor and its inverse read alike on a log axis)
+RATIO_TICKS = (0.2, 0.25, 0.33, 0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 3, 4, 5)
+
+
+def speed_ratio(kind: str, predicted: float, published: float) -> float:
+    """The model's speed ÷ the published one for a figure of ``kind``: model ÷ published for a
+    throughput (tok/s), published ÷ model for a time (TPOT, ITL, TTFT: ms, where less is faster).
+    Above 1 the model is optimistic (it predicts faster than was measured)."""
+    return predicted / published if kind == "output_tok_s" else published / predicted
+
+
 def validation_figure(validation_rows, observations, bands: dict, article=None):
-    """Published against the model's out-of-sample prediction, one panel per GPU family (rows) and
-    metric (columns: decode, TTFT, DSpark), log-log; the diagonal is a perfect model, the dashed
-    lines the metric's band (or "not validated"). Filled circles: predicted by a fit without the
-    figure's own source; crosses: by a fit on earlier figures only. ``bands``: {family: {metric:
-    log band or None}}. ``article``: optional list of (family, label, claimed, low, high,
-    concurrency): the article's figures against the model's span at its workload (a star with the
-    span, on the decode panel)."""
+    """The model's error on public figures it was not fitted to, one panel per GPU family (rows)
+    and metric (columns: decode, TTFT, DSpark): the model's speed ÷ the published speed
+    (:func:`speed_ratio`: one direction for tok/s and ms alike, above 1 the model is optimistic)
+    against the run's concurrency, log-log; 1 is a perfect model, the dashed lines the metric's
+    band (or "not validated"). Colour: GPU; marker shape: what was measured (tok/s, TPOT, ITL,
+    TTFT); filled: predicted by a fit without the figure's own source; hollow: by a fit on earlier
+    figures only. ``bands``: {family: {metric: log band or None}}. ``article``: optional list of
+    (family, label, claimed, low, high, concurrency): the article's figures against the model's
+    span at its workload (a star with the span, on the decode panel)."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     from ..serving.calibration import MAX_BAND_FACTOR
 
     fams = [f for f in bands if any(o.family == f for o in observations)]
     metrics = list(METRIC_TITLES)
     obs = {o.id: o for o in observations}
-    fig, axes = plt.subplots(len(fams), len(metrics), figsize=(5.0 * len(metrics), 4.4 * len(fams)), squeeze=False)
+    fig, axes = plt.subplots(len(fams), len(metrics), figsize=(5.0 * len(metrics), 3.9 * len(fams) + 0.6),
+                             squeeze=False)
+    kinds, gpus, stars = set(), set(), False
     for i, fam in enumerate(fams):
         for j, m in enumerate(metrics):
             ax = axes[i][j]
             rows = [r for r in validation_rows.get(fam, []) if r.metric == m]
-            seen, vals = set(), []
+            ys, cs = [], []
             for r in rows:
                 o = obs[r.id]
-                mk, split_label = SPLIT_MARKS[r.split]
-                lab = f"{o.gpu.upper()}, {split_label}"
+                y = speed_ratio(o.kind, r.predicted_out_of_sample, r.published)
+                mk = KIND_MARKERS.get(o.kind, ("o", o.kind))[0]
                 col = GPU_COLORS.get(o.gpu, "0.4")
-                ax.scatter(r.predicted_out_of_sample, r.published, marker=mk, s=30 if mk == "o" else 40,
-                           color=col, alpha=0.85, linewidth=1.2, label=None if lab in seen else lab, zorder=3)
-                seen.add(lab)
-                vals += [r.predicted_out_of_sample, r.published]
+                filled = r.split == "leave_one_source_out"
+                ax.scatter([o.concurrency], [y], marker=mk, s=34, facecolors=col if filled else "none", edgecolors=col,
+                           linewidth=1.2, alpha=0.85, zorder=3)
+                ys.append(y)
+                cs.append(o.concurrency)
+                kinds.add(o.kind)
+                gpus.add(o.gpu)
             if m == "decode":
                 for a in (article or []):
                     if a[0] != fam or not a[3] == a[3]:
                         continue
-                    _, label, claimed, lo, hi, _ = a
-                    mid = math.sqrt(lo * hi)
-                    ax.errorbar([mid], [claimed], xerr=[[mid - lo], [hi - mid]], fmt="*", ms=14, color="gold",
-                                mec="k", ecolor="k", capsize=3, zorder=5, label=f"article: {label}")
-                    vals += [lo, hi, claimed]
-            if not vals:
+                    _, label, claimed, lo, hi, c = a
+                    r_lo, r_hi = lo / claimed, hi / claimed  # the article's figures are tok/s
+                    mid = math.sqrt(r_lo * r_hi)
+                    ax.errorbar([c], [mid], yerr=[[mid - r_lo], [r_hi - mid]], fmt="*", ms=13, color="gold", mec="k",
+                                ecolor="k", capsize=3, zorder=5)
+                    ax.annotate(label, (c, r_hi), xytext=(0, 4), textcoords="offset points", ha="center", fontsize=6.5)
+                    ys += [r_lo, r_hi]
+                    cs.append(c)
+                    stars = True
+            if not ys:
                 ax.text(0.5, 0.5, "no public figure of this kind", ha="center", va="center", transform=ax.transAxes)
                 ax.set_xticks([]), ax.set_yticks([])
             else:
-                lo, hi = min(vals) / 1.6, max(vals) * 1.6
-                ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
                 b = bands[fam].get(m)
+                top = max(max(ys), 1 / min(ys), math.exp(b) if b is not None else 1) * 1.35
+                ax.axhline(1.0, color="k", lw=0.9)
                 if b is not None:
                     for f in (math.exp(b), math.exp(-b)):
-                        ax.plot([lo, hi], [lo * f, hi * f], color="k", lw=0.8, ls="--")
+                        ax.axhline(f, color="k", lw=0.8, ls="--")
                     note = f"band ×{math.exp(b):.2f} (±{math.expm1(b):.0%})"
                 else:
                     note = f"not validated (no band within ×{MAX_BAND_FACTOR:g})"
                 ax.text(0.02, 0.97, note, transform=ax.transAxes, va="top", fontsize=8,
                         bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})
-                ax.set_xscale("log"), ax.set_yscale("log")
-                ax.set_xlim(lo, hi), ax.set_ylim(lo, hi)
-                ax.set_aspect("equal", adjustable="box")
-                ax.legend(fontsize=6.5, loc="lower right", framealpha=0.9)
+                ax.text(0.98, 0.97, "model optimistic ↑", transform=ax.transAxes, va="top", ha="right", fontsize=7,
+                        color="0.35")
+                ax.text(0.98, 0.03, "model pessimistic ↓", transform=ax.transAxes, va="bottom", ha="right",
+                        fontsize=7, color="0.35")
+                ax.set_yscale("log")
+                ax.set_ylim(1 / top, top)
+                ticks = [t for t in RATIO_TICKS if 1 / top <= t <= top]
+                ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+                ax.minorticks_off()
+                concurrency_axis(ax, cs)
             ax.grid(alpha=0.3, which="both")
             ax.set_title(f"{fam}: {METRIC_TITLES[m]} ({len(rows)})", fontsize=9)
-            ax.set_xlabel("model, out of sample (ms or tok/s)", fontsize=8)
-            ax.set_ylabel("published (same unit)", fontsize=8)
-    fig.suptitle("Public Kimi K3 figures against the serving model fitted without them "
-                 "(diagonal: the model is right; dashed: the metric's band)", fontsize=11)
-    fig.tight_layout()
+            ax.set_xlabel("concurrency of the public run", fontsize=8)
+            ax.set_ylabel("model's speed ÷ published speed", fontsize=8)
+    handles = [Line2D([], [], marker="o", ls="", color=GPU_COLORS.get(g, "0.4"), label=g.upper()) for g in sorted(gpus)]
+    handles += [Line2D([], [], marker=KIND_MARKERS[k][0], ls="", color="0.3", label=KIND_MARKERS[k][1])
+                for k in KIND_MARKERS if k in kinds]
+    handles += [Line2D([], [], marker="o", ls="", color="0.3", label="filled: fit without the figure's source"),
+                Line2D([], [], marker="o", ls="", color="0.3", mfc="white", label="hollow: fit on earlier figures only")]
+    if stars:
+        handles.append(Line2D([], [], marker="*", ls="", ms=11, color="gold", mec="k",
+                              label="the article's figure against the model's span"))
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 6), fontsize=8, frameon=False)
+    fig.suptitle("The serving model on public Kimi K3 figures it was not fitted to: its speed ÷ the published speed "
+                 "(one direction for tok/s and ms: above 1 the model is optimistic; dashed: the metric's band)",
+                 fontsize=10.5)
+    fig.tight_layout(rect=(0, 0.5 / (3.9 * len(fams) + 0.6), 1, 1))
     return fig
 
 
@@ -165,19 +204,22 @@ def speedup_figure(curve, band: float, accepts, accept_range, claimed_single: fl
 
     fig, ax = plt.subplots(figsize=(8.6, 4.8))
     t = [r["tau"] for r in curve]
-    for key, style, label in (("single", "-", "one request"), ("peak", "--", "at each side's peak concurrency")):
+    for i, (key, style, label) in enumerate((("single", "-", "one request"),
+                                             ("peak", "--", "at each side's peak concurrency"))):
         y = [r[key] for r in curve]
         ax.plot(t, y, style, color="#c62828", lw=1.8, label=f"model: {label}")
         ax.fill_between(t, [v * math.exp(-band) for v in y], [v * math.exp(band) for v in y], color="#c62828",
-                        alpha=0.10, lw=0)
-    ax.axhline(1.0, color="k", lw=0.8)
+                        alpha=0.10, lw=0, label=None if i else f"the model's band (±{math.expm1(band):.0%}, "
+                                                                  "spec / no-spec ratio)")
+    ax.axhline(1.0, color="k", lw=0.8, label="1x: DSpark gains nothing")
     ax.axhline(claimed_single, color="#1565c0", lw=1.2, ls=":", label=f"article: {claimed_single:g}x single-stream")
     ax.axhline(claimed_peak, color="#6a1b9a", lw=1.2, ls="-.", label=f"article: +{(claimed_peak - 1) * 100:.0f}% peak")
     a = sorted(accepts)
     lo, hi = accept_range
     ax.axvspan(lo, hi, color="0.85", alpha=0.5, lw=0,
                label=f"middle 80% of {len(a)} measured acceptance lengths ({lo:.2f}-{hi:.2f})")
-    ax.plot(a, [0.02] * len(a), "|", color="0.25", ms=12, transform=ax.get_xaxis_transform())
+    ax.plot(a, [0.02] * len(a), "|", color="0.25", ms=12, transform=ax.get_xaxis_transform(),
+            label="one tick per public run's measured acceptance length")
     ax.set_ylim(bottom=0)
     ax.set_xlabel("DSpark acceptance length (tokens emitted per verify step)")
     ax.set_ylabel("DSpark ÷ no DSpark (output tok/s)")
@@ -196,8 +238,9 @@ LATENCY_PANELS = (("ttft_ms", "time to first token (TTFT)", "TTFT (ms, log)", Tr
 
 def _latency_panel(ax, rows, key: str) -> tuple[list, bool]:
     """One metric (``key``: ``ttft_ms`` or ``tpot_ms``) per layout against concurrency: solid and
-    shaded by the band where validated, dashed and labelled "not validated" where not; a point
-    outside the validated domain hollow; a bar and the count where the pools stop admitting.
+    shaded by the band only between points inside the validated domain of a validated metric;
+    dotted (no band) through points outside it, dashed for a metric the family does not validate;
+    a point outside the domain hollow; a bar and the count where the pools stop admitting.
     → (legend handles, whether a point lies outside the domain)."""
     from matplotlib.lines import Line2D
 
@@ -209,14 +252,16 @@ def _latency_panel(ax, rows, key: str) -> tuple[list, bool]:
         col = deployment_color(layout)
         xs, ys = [r["concurrency"] for r in pts], [r[key] for r in pts]
         validated = all(r[f"{key}_low"] is not None for r in pts)
-        ax.plot(xs, ys, "-" if validated else "--", color=col, lw=1.8)
+        inside = [bool(r[f"{key[:4]}_in_domain"]) for r in pts]
+        for i in range(len(pts) - 1):  # the band holds only where both ends lie inside the domain
+            held = validated and inside[i] and inside[i + 1]
+            ax.plot(xs[i:i + 2], ys[i:i + 2], "-" if held else (":" if validated else "--"), color=col, lw=1.8)
         if validated:
             ax.fill_between(xs, [r[f"{key}_low"] for r in pts], [r[f"{key}_high"] for r in pts], color=col,
-                            alpha=0.15, lw=0)
-        for r in pts:
-            inside = r[f"{key[:4]}_in_domain"]
-            outside |= not inside
-            ax.plot(r["concurrency"], r[key], "o", ms=4.5, color=col, mfc=col if inside else "white", mew=1.2, zorder=4)
+                            alpha=0.15, lw=0, where=inside, interpolate=False)
+        for r, ok in zip(pts, inside):
+            outside |= not ok
+            ax.plot(r["concurrency"], r[key], "o", ms=4.5, color=col, mfc=col if ok else "white", mew=1.2, zorder=4)
         ax.plot(xs[-1:], ys[-1:], "|", color=col, ms=16, mew=2.2, zorder=4)
         handles.append(Line2D([], [], color=col, lw=1.8, linestyle="-" if validated else "--",
                               label=f"{layout}, pools admit {pts[-1]['admitted']}"
@@ -256,13 +301,61 @@ def latency_figure(rows, title: str = "Latency against concurrency by the servin
         ax.grid(alpha=0.3, which="both")
     marks = [Line2D([], [], marker="o", ls="", color="0.3", label="inside the validated domain")]
     if outside:
-        marks.append(Line2D([], [], marker="o", ls="", color="0.3", mfc="white",
-                            label="outside it (the band says nothing there)"))
+        marks.append(Line2D([], [], marker="o", ls=":", color="0.3", mfc="white",
+                            label="outside it: dotted, no band (the band says nothing there)"))
     axes[1].add_artist(axes[1].get_legend())
     axes[1].legend(handles=marks, fontsize=7.5, loc="lower right", framealpha=0.92)
     fig.suptitle(title, fontsize=10.5)
     fig.text(0.5, 0.005, "Models, not measurements: the serving model fitted on public Kimi K3 measurements; shaded: "
              "the metric's validated band (out-of-source error). A bar ends each curve where the pools stop "
              "admitting requests.", ha="center", fontsize=7.5)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    return fig
+
+
+def interactivity_figure(curves, prices_label: str, levels=(), workload: str = ""):
+    """$ per million output tokens against output tok/s per user (1,000 / TPOT), one curve per
+    layout (InferenceX's view of cost against interactivity, from the serving model): a point per
+    concurrency a sweep tries, labelled at both ends; shaded between the curve the model gives when
+    it is as fast as its validated band allows (x · e^band, $ · e^-band) and as slow; dotted
+    verticals at the TPOT limits T21 reads the pair at (``levels``, ms). ``curves``:
+    :func:`k3lab.findings.interactivity.cost_curves`; ``prices_label``: whose $/GPU-hour price it
+    (``your prices``, ``<source> (<kind>) prices``);
+    ``workload``: named in the title (``1,024 in / 400 out``)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Polygon
+
+    from . import deployment_color, plain_log_ticks
+
+    fig, ax = plt.subplots(figsize=(9.6, 5.4))
+    for c in curves:
+        col = deployment_color(c["label"])
+        pts = sorted(c["points"], key=lambda p: p[2])
+        xs, ys = [p[2] for p in pts], [p[4] for p in pts]
+        b = c["band"]
+        if b is not None:
+            fast = [(x * math.exp(b), y * math.exp(-b)) for x, y in zip(xs, ys)]
+            slow = [(x * math.exp(-b), y * math.exp(b)) for x, y in zip(xs, ys)]
+            ax.add_patch(Polygon(fast + slow[::-1], closed=True, color=col, alpha=0.13, lw=0))
+        ax.plot(xs, ys, "-o", color=col, ms=4, lw=2, label=f"{c['layout']}" + ("" if b is not None else " (not validated)"))
+        for p, ha in ((pts[0], "right"), (pts[-1], "left")):
+            ax.annotate(f"c{p[0]}, TPOT {p[1]:.0f} ms", (p[2], p[4]), xytext=(-6 if ha == "right" else 6, 6),
+                        textcoords="offset points", ha=ha, fontsize=7.5, color=col)
+    for ms in levels:
+        ax.axvline(1e3 / ms, color="0.45", lw=0.8, ls=":")
+        ax.text(1e3 / ms, 0.01, f"TPOT {ms:g} ms", rotation=90, va="bottom", ha="right", fontsize=7, color="0.35",
+                transform=ax.get_xaxis_transform())
+    ax.set_yscale("log")
+    plain_log_ticks(ax.yaxis)
+    ax.set_xlim(left=0)
+    ax.set_xlabel("output tok/s per user (1,000 / TPOT; right = more interactive)")
+    ax.set_ylabel("$ per million output tokens (log; lower is cheaper)")
+    ax.set_title(f"Cost against interactivity by the serving model{', ' + workload if workload else ''}, at "
+                 f"{prices_label}", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="lower right", title="layout (as compare lists it)", title_fontsize=8)
+    fig.text(0.5, 0.005, "A model, not a measurement: one point per concurrency a sweep tries, no DSpark; shaded: "
+             "the curve when the model is as fast or as slow as its validated band (both axes move). Dotted: the "
+             "TPOT limits T21 compares the two at.", ha="center", fontsize=7.5)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig

@@ -16,13 +16,17 @@ WEIGHT_GROUPS = {
 COLORS = ["#1f4e79", "#2e86c1", "#85c1e9", "#7d3c98", "#bbbbbb"]
 
 
-def fit_figure(plans, model: str = "Kimi K3"):
+def fit_figure(plans, model: str = "Kimi K3", settings=None):
     """Stacked bars of per-GPU memory (GiB): weights by group, other resident (vision tower,
     draft), reserve, KDA state pool, KV pool, free; a black tick marks each GPU's usable
-    capacity; the label says what fits. ``plans``: k3lab.memory.Plan objects."""
+    capacity; the label says what fits. ``plans``: k3lab.memory.Plan objects; ``settings``: the
+    sglang setting each was sized under, one label per plan under its tick (default: its
+    variants) — :func:`k3lab.findings.f1_memory.figure_plans` gives both, each GPU as shipped and
+    as it must be set."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(11, 5.6))
+    settings = settings or [", ".join(p.variants) for p in plans]
+    fig, ax = plt.subplots(figsize=(max(11, 1.45 * len(plans) + 1.5), 5.9))
     x = range(len(plans))
     bottoms = [0.0] * len(plans)
 
@@ -49,15 +53,23 @@ def fit_figure(plans, model: str = "Kimi K3"):
             txt, col = f"weights alone\n{p.weights_bytes_per_gpu / GiB:.0f} > {cap:.0f} GiB", "#c0392b"
         ax.text(i, max(cap, bottoms[i]) + 4, txt, ha="center", va="bottom", fontsize=8.5, color=col)
     ax.set_xticks(list(x))
-    ax.set_xticklabels([p.label + (f"\n{', '.join(p.variants)}" if p.variants else "") for p in plans], fontsize=8.5)
+    ax.set_xticklabels([p.label + (f"\n{_wrap_setting(s)}" if s else "") for p, s in zip(plans, settings)], fontsize=8)
     ax.set_ylabel("memory per GPU (GiB = 2³⁰ B)")
     ax.set_ylim(0, max(max(bottoms), max(p.capacity_bytes_per_gpu / GiB for p in plans)) * 1.25)
     ax.set_title(f"{model} per GPU under sglang 0.5.23 (mem_fraction {plans[0].mem_fraction:g}, "
-                 f"{plans[0].kv_dtype} KV; black tick = usable HBM)", fontsize=10.5)
+                 f"{plans[0].kv_dtype} KV; black tick = usable HBM): each layout at sglang's defaults, and beside it "
+                 "the setting under which it holds a full-context request", fontsize=9.5)
     ax.legend(fontsize=8, loc="upper right", ncol=2, framealpha=0.95)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def _wrap_setting(text: str) -> str:
+    """A setting label on lines short enough for one bar (flags break at their spaces)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, 18, break_on_hyphens=False, break_long_words=False))
 
 
 #: the usable-HBM line: dashed with diamond ends, so it reads apart from a bar top it meets

@@ -7,13 +7,14 @@ from .. import prices, roofline
 from ..throughput import article_table
 
 
-#: line style of each model in the throughput figure: (label, linestyle, linewidth, marker)
+#: each model of the throughput figure: (label, colour, linestyle, linewidth, marker); the serving
+#: model takes its deployment's colour instead (None)
 MODEL_STYLES = {
-    "serving": ("serving model", "-", 2.6, None),
-    "roofline": ("k3lab decode roofline (upper bound)", (0, (6, 2)), 1.2, None),
-    "roofline_spec": ("roofline with speculative verification (all rows accepted)", ":", 1.2, None),
-    "silicon": ("aiconfigurator silicon (measured kernels)", "-.", 1.0, "."),
-    "sol": ("aiconfigurator speed-of-light (datasheets)", (0, (1, 1, 1, 1, 4, 1)), 1.0, "x"),
+    "serving": ("serving model", None, "-", 2.6, None),
+    "roofline": ("k3lab decode roofline (upper bound)", "#212121", (0, (6, 2)), 1.2, None),
+    "roofline_spec": ("roofline with speculative verification (all rows accepted)", "#757575", ":", 1.4, None),
+    "silicon": ("aiconfigurator silicon (measured kernels)", "#6a1b9a", "-.", 1.1, "."),
+    "sol": ("aiconfigurator speed-of-light (datasheets)", "#8d6e63", (0, (1, 1, 1, 1, 4, 1)), 1.1, "x"),
 }
 #: a text label's backing, so it reads over the curves
 LABEL_BOX = {"facecolor": "white", "alpha": 0.6, "lw": 0, "pad": 1}
@@ -24,51 +25,6 @@ SERVING_UNVALIDATED = (0, (3, 1.5))
 def _aic_label(gpu: str, n: int, tp: int, pp: int) -> str:
     """k3lab's label of an aiconfigurator configuration (``16×B200 TP8×PP2``; it models no DCP)."""
     return f"{n}×{gpu.upper()} TP{tp}" + (f"×PP{pp}" if pp > 1 else "")
-
-
-def _draw_aic(ax, aic) -> set:
-    """aiconfigurator's curves, coloured by deployment; where one deployment was swept at several
-    inter-node bandwidths the curve's end says which (Gb/s per GPU). → labels drawn."""
-    from . import deployment_color
-
-    drawn = set()
-    nets = aic.groupby(["gpu", "num_gpus", "tp", "pp", "mode"])["scale_out_gbit_s_per_gpu"].nunique()
-    for key, g in aic.groupby(["gpu", "num_gpus", "tp", "pp", "scale_out_gbit_s_per_gpu", "mode"], sort=False):
-        gpu, n, tp, pp, net, mode = key
-        label = _aic_label(gpu, n, tp, pp)
-        _, ls, lw, mk = MODEL_STYLES["silicon" if mode == "silicon" else "sol"]
-        g = g.sort_values("concurrency")
-        ax.plot(g["concurrency"], g["tok_s"], linestyle=ls, lw=lw, marker=mk, ms=4, color=deployment_color(label))
-        if nets[(gpu, n, tp, pp, mode)] > 1:
-            ax.annotate(f"{net:g} Gb/s/GPU", (g["concurrency"].iloc[-1], g["tok_s"].iloc[-1]), xytext=(4, 0),
-                        textcoords="offset points", va="center", fontsize=6.5, color=deployment_color(label), bbox=LABEL_BOX)
-        drawn.add(label)
-    return drawn
-
-
-def _draw_serving(ax, serving) -> tuple[list, list, bool]:
-    """The serving model's curves: thick, solid and shaded by the validated band; thick dashed
-    without a band where the family's decode speed is not validated; a bar at the admission
-    limit. A second model label (e.g. with DSpark) gets round markers. → (deployment labels,
-    distinct model labels, whether a curve was not validated)."""
-    from . import deployment_color
-
-    deps, names, unvalidated = [], [], False
-    for label, dep, pts in serving:
-        pts = sorted(pts)
-        col = deployment_color(dep)
-        names += [label] if label not in names else []
-        xs, ys = [q[0] for q in pts], [q[1] for q in pts]
-        lo, hi = [q[2] for q in pts], [q[3] for q in pts]
-        validated = all(v == v for v in lo + hi)
-        unvalidated |= not validated
-        ax.plot(xs, ys, linestyle="-" if validated else SERVING_UNVALIDATED, lw=MODEL_STYLES["serving"][2], color=col,
-                marker=(None, "o", "s")[min(names.index(label), 2)], ms=4, alpha=0.9, zorder=3)
-        ax.plot(xs[-1:], ys[-1:], "|", color=col, ms=12, mew=2, zorder=3)
-        if validated:
-            ax.fill_between(xs, lo, hi, color=col, alpha=0.16, lw=0, zorder=2)
-        deps += [] if dep in deps else [dep]
-    return deps, names, unvalidated
 
 
 def _by_gpu(labels: list) -> list:
@@ -84,96 +40,150 @@ def _by_gpu(labels: list) -> list:
     return sorted(labels, key=lambda lab: (gpu_rank(lab), labels.index(lab)))
 
 
-def _draw_article(ax, measured) -> tuple[list, int | None]:
-    """The article's table rows as stars in their deployment's colour, each labelled; a point
-    derived from a row (952 / 1.18) is no measurement and is left out. → (labels, the
-    concurrency drawn where the article states none, or None)."""
+def _panels(curves, measured, aic, serving) -> list[str]:
+    """Every deployment any input draws (k3lab's labels), grouped by GPU."""
+    deps = list(dict.fromkeys(curves["label"])) if len(curves) else []
+    if aic is not None and len(aic):
+        deps += [_aic_label(g, n, tp, pp) for g, n, tp, pp in aic[["gpu", "num_gpus", "tp", "pp"]].itertuples(index=False)]
+    deps += [d for _, d, _ in serving or []]
+    deps += list(measured[measured["point"] == measured["config"]]["label"])
+    return _by_gpu(list(dict.fromkeys(deps)))
+
+
+def _model_line(ax, key: str, xs, ys, color=None, **kw):
+    _, col, ls, lw, mk = MODEL_STYLES[key]
+    return ax.plot(xs, ys, linestyle=ls, lw=lw, marker=mk, ms=4, color=color or col, **kw)
+
+
+def _draw_panel(ax, dep, curves, measured, aic, serving) -> tuple[set, list, bool]:
+    """Every model of one deployment ``dep`` and the article's row for it. → (model keys drawn,
+    serving-model labels, whether a serving curve is not validated)."""
     from . import deployment_color
 
-    table = measured[measured["point"] == measured["config"]]
-    for _, m in table.iterrows():
-        ax.plot(m["concurrency"], m["tok_s"], "*", ms=17, mec="k", mew=0.8, zorder=6,
-                color=deployment_color(m["label"]))
+    used, names, unvalidated = set(), [], False
+    g = curves[curves["label"] == dep] if len(curves) else curves
+    if len(g):
+        _model_line(ax, "roofline", g["concurrency"], g["tok_s_bound_plain"])
+        _model_line(ax, "roofline_spec", g["concurrency"], g["tok_s_bound_spec"])
+        used |= {"roofline", "roofline_spec"}
+    if aic is not None and len(aic):
+        lab = aic.apply(lambda r: _aic_label(r["gpu"], r["num_gpus"], r["tp"], r["pp"]), axis=1)
+        mine = aic[lab == dep]
+        for (mode, net), m in mine.groupby(["mode", "scale_out_gbit_s_per_gpu"], sort=False):
+            key = "silicon" if mode == "silicon" else "sol"
+            m = m.sort_values("concurrency")
+            _model_line(ax, key, m["concurrency"], m["tok_s"])
+            used.add(key)
+            if mine[mine["mode"] == mode]["scale_out_gbit_s_per_gpu"].nunique() > 1:
+                ax.annotate(f"{net:g} Gb/s/GPU", (m["concurrency"].iloc[-1], m["tok_s"].iloc[-1]), xytext=(4, 0),
+                            textcoords="offset points", va="center", fontsize=6.5, color=MODEL_STYLES[key][1],
+                            bbox=LABEL_BOX)
+    col = deployment_color(dep)
+    for label, d, pts in serving or []:
+        if d != dep:
+            continue
+        pts = sorted(pts)
+        names += [label] if label not in names else []
+        xs, ys = [q[0] for q in pts], [q[1] for q in pts]
+        lo, hi = [q[2] for q in pts], [q[3] for q in pts]
+        validated = all(v == v for v in lo + hi)
+        unvalidated |= not validated
+        ax.plot(xs, ys, linestyle="-" if validated else SERVING_UNVALIDATED, lw=MODEL_STYLES["serving"][3], color=col,
+                marker=(None, "o", "s")[min(names.index(label), 2)], ms=4, zorder=3)
+        ax.plot(xs[-1:], ys[-1:], "|", color=col, ms=12, mew=2, zorder=3)
+        if validated:
+            ax.fill_between(xs, lo, hi, color=col, alpha=0.18, lw=0, zorder=2)
+    for _, m in measured[(measured["point"] == measured["config"]) & (measured["label"] == dep)].iterrows():
+        ax.plot(m["concurrency"], m["tok_s"], "*", ms=16, mec="k", mew=0.8, zorder=6, color=col)
         ax.annotate(f"{m['tok_s']:,.0f} (article" + (", c not stated)" if m["concurrency_assumed"] else ")"),
-                    (m["concurrency"], m["tok_s"]), textcoords="offset points", xytext=(-11, 0), fontsize=8,
+                    (m["concurrency"], m["tok_s"]), textcoords="offset points", xytext=(-10, 0), fontsize=7.5,
                     ha="right", va="center", zorder=6, bbox=LABEL_BOX)
-    assumed = table[table["concurrency_assumed"].astype(bool)]["concurrency"]
-    return list(dict.fromkeys(table["label"])), (int(assumed.iloc[0]) if len(assumed) else None)
+    return used, names, unvalidated
 
 
-def _legends(ax, deps: list, names: list, unvalidated: bool, used: set, assumed_c: int | None) -> None:
-    """Two compact legends: the deployments (colour, upper left) and the models (line style,
-    lower right), each entry once."""
+def _model_legend(fig, used: set, names: list, unvalidated: bool, assumed_c, spare=None) -> None:
+    """One legend of what each line style and colour is (the panel says the deployment): in the
+    ``spare`` axes' place when a panel slot is empty, else below the panels."""
     from matplotlib.lines import Line2D
-
-    from . import deployment_color
 
     rows = int(roofline.spec_params()["tokens_per_request_step"])
     styles = {**MODEL_STYLES, "roofline_spec": (f"roofline with speculative verification ({rows} rows, all accepted)",
                                                 *MODEL_STYLES["roofline_spec"][1:])}
-    width = MODEL_STYLES["serving"][2]
-    models = [Line2D([], [], color="0.25", lw=width, marker=(None, "o", "s")[min(i, 2)],
-                     label=f"{n}; shaded: validated band") for i, n in enumerate(names)]
+    width = MODEL_STYLES["serving"][3]
+    handles = [Line2D([], [], color="0.25", lw=width, marker=(None, "o", "s")[min(i, 2)],
+                      label=f"{n} (the panel's colour); shaded: validated band") for i, n in enumerate(names)]
     if unvalidated:
-        models.append(Line2D([], [], color="0.25", lw=width, linestyle=SERVING_UNVALIDATED,
-                             label="serving model where not validated for the GPU (no band)"))
-    models += [Line2D([], [], color="0.25", linestyle=ls, lw=lw, marker=mk, label=lab)
-               for k, (lab, ls, lw, mk) in styles.items() if k in used]
-    models.append(Line2D([], [], marker="*", ls="", ms=12, color="0.5", mec="k", label="the article's table"
-                         + (f" (at c{assumed_c} where it states no concurrency)" if assumed_c else "")))
-    first = ax.legend(handles=[Line2D([], [], color=deployment_color(d), lw=6, label=d) for d in _by_gpu(deps)],
-                      title="deployment (colour)", fontsize=7.5, title_fontsize=8, loc="upper left", framealpha=0.92)
-    ax.add_artist(first)
-    ax.legend(handles=models, title="model (line style)", fontsize=7.5, title_fontsize=8, loc="lower right",
-              framealpha=0.92)
+        handles.append(Line2D([], [], color="0.25", lw=width, linestyle=SERVING_UNVALIDATED,
+                              label="serving model where not validated for the GPU (no band)"))
+    handles += [Line2D([], [], color=col, linestyle=ls, lw=lw, marker=mk, label=lab)
+                for k, (lab, col, ls, lw, mk) in styles.items() if k in used]
+    handles.append(Line2D([], [], marker="*", ls="", ms=12, color="0.5", mec="k", label="the article's table"
+                          + (f" (at c{assumed_c} where it states no concurrency)" if assumed_c else "")))
+    if spare is not None:
+        spare.axis("off")
+        spare.legend(handles=handles, loc="center", fontsize=8, frameon=False, title="model (line style)",
+                     title_fontsize=8.5)
+    else:
+        fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=8, frameon=False,
+                   title="model (line style)", title_fontsize=8.5)
 
 
 def throughput_figure(curves, measured, aic=None, serving=None,
                       title: str = "Output tok/s per deployment against concurrency: models and the article"):
-    """Output tok/s of the whole deployment against concurrency (log-log). Colour = deployment
-    (:func:`k3lab.figures.deployment_color`), line style = model (:data:`MODEL_STYLES`): k3lab's
-    decode roofline (``curves``, :func:`k3lab.roofline.curve` frames: an upper bound, plain and
-    with speculative verification), aiconfigurator (``aic``, :func:`k3lab.crosscheck.sweep`
-    frames, silicon and speed-of-light modes) and the serving model (``serving``: list of (model
-    label, deployment label, [(concurrency, tok/s, low, high)]) with low / high NaN where not
-    validated, e.g. :func:`k3lab.findings.field.serving_curves`). The article's table rows
-    (``measured``, :func:`k3lab.roofline.bounds_for_measured`) are stars in their deployment's
-    colour, labelled "c not stated" where the article gives no concurrency; points the article
-    gives only relative to a row (derived, e.g. 952 / 1.18) are left out. Two legends:
-    deployments, models."""
+    """Output tok/s of the whole deployment against concurrency (log-log), one panel per
+    deployment (titled in its colour, :func:`k3lab.figures.deployment_color`), the same axes in
+    every panel; in each, one line per model (:data:`MODEL_STYLES`): the serving model
+    (``serving``: list of (model label, deployment label, [(concurrency, tok/s, low, high)]) with
+    low / high NaN where not validated, e.g. :func:`k3lab.findings.field.serving_curves`) thick in
+    the deployment's colour with its band, k3lab's decode roofline (``curves``,
+    :func:`k3lab.roofline.curve` frames: an upper bound, plain and with speculative verification)
+    and aiconfigurator (``aic``, :func:`k3lab.crosscheck.sweep` frames, silicon and speed-of-light;
+    several inter-node bandwidths labelled at the curve's end). The article's table rows
+    (``measured``, :func:`k3lab.roofline.bounds_for_measured`) are stars, labelled "c not stated"
+    where the article gives no concurrency; points it gives only relative to a row (derived,
+    e.g. 952 / 1.18) are left out. One legend of the models, below the panels."""
+    import math
+
     import matplotlib.pyplot as plt
 
     from . import concurrency_axis, deployment_color
 
-    fig, ax = plt.subplots(figsize=(10.5, 6.2))
-    deps = []
-    for _, g in curves.groupby("deployment", sort=False):
-        label = g["label"].iloc[0]
-        for key, column in (("roofline", "tok_s_bound_plain"), ("roofline_spec", "tok_s_bound_spec")):
-            _, ls, lw, _ = MODEL_STYLES[key]
-            ax.plot(g["concurrency"], g[column], linestyle=ls, lw=lw, color=deployment_color(label))
-        deps.append(label)
-    used = {"roofline", "roofline_spec"} if len(curves) else set()
-    if aic is not None and len(aic):
-        deps += sorted(_draw_aic(ax, aic) - set(deps))
-        used |= {"silicon" if m == "silicon" else "sol" for m in set(aic["mode"])}
-    names, unvalidated = [], False
-    if serving:
-        got, names, unvalidated = _draw_serving(ax, serving)
-        deps += [d for d in got if d not in deps]
-    art, assumed_c = _draw_article(ax, measured)
-    deps += [d for d in art if d not in deps]
-    concurrency_axis(ax, list(curves["concurrency"]) + [c for *_, pts in (serving or []) for c, *_ in pts])
-    ax.set_xlim(right=ax.get_xlim()[1] * 1.45)  # room for the bandwidth labels at the curves' ends
-    ax.set_yscale("log")
-    ax.set_xlabel("concurrency (requests in flight)")
-    ax.set_ylabel("output tok/s per deployment (log)")
-    ax.set_title(title, fontsize=11)
-    ax.grid(alpha=0.3, which="both")
-    _legends(ax, deps, names, unvalidated, used, assumed_c)
-    fig.text(0.5, 0.005, "Models, not measurements. A bar ends a serving-model curve where sglang's pools stop "
-             "admitting requests; aiconfigurator models no DCP, so its B300 is TP8 alone.", ha="center", fontsize=7.5)
-    fig.tight_layout(rect=(0, 0.025, 1, 1))
+    deps = _panels(curves, measured, aic, serving)
+    cols = min(3, max(1, len(deps)))
+    nrows = math.ceil(len(deps) / cols)
+    spare = len(deps) < nrows * cols
+    below = 0 if spare else 1.6  # inches for a legend under the panels
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols, 3.5 * nrows + below), squeeze=False, sharex=True,
+                             sharey=True)
+    used, names, unvalidated = set(), [], False
+    cs = list(curves["concurrency"]) + [c for *_, pts in (serving or []) for c, *_ in pts] + [1, 128]
+    for ax, dep in zip(axes.flat, deps):
+        u, n, v = _draw_panel(ax, dep, curves, measured, aic, serving)
+        used |= u
+        names += [x for x in n if x not in names]
+        unvalidated |= v
+        ax.set_title(dep, fontsize=10, color=deployment_color(dep), fontweight="bold")
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3, which="both")
+    for ax in axes.flat[len(deps):]:
+        ax.set_visible(False)
+    for ax in axes.flat[:len(deps)]:
+        concurrency_axis(ax, cs)
+        ax.xaxis.set_tick_params(labelbottom=True)  # a panel above an empty slot keeps its numbers
+    for ax in axes[:, 0]:
+        ax.set_ylabel("output tok/s per deployment (log)", fontsize=8.5)
+    for ax in axes[-1]:
+        ax.set_xlabel("concurrency (requests in flight)", fontsize=8.5)
+    table = measured[measured["point"] == measured["config"]]
+    assumed = table[table["concurrency_assumed"].astype(bool)]["concurrency"]
+    last = axes.flat[-1]
+    if spare:
+        last.set_visible(True)
+    _model_legend(fig, used, names, unvalidated, int(assumed.iloc[0]) if len(assumed) else None,
+                  last if spare else None)
+    fig.suptitle(f"{title}, one panel per deployment\nModels, not measurements; a bar ends a serving-model curve where "
+                 "sglang's pools stop admitting; aiconfigurator models no DCP (its B300 is TP8 alone)", fontsize=9.5)
+    fig.tight_layout(rect=(0, below * 0.8 / (3.5 * nrows + below), 1, 1))
     return fig
 
 
@@ -188,9 +198,9 @@ def _no_price(ax, y: float, h: float) -> None:
     ax.text(0.03, y, "no price", transform=at, va="center", fontsize=7, color="#757575", style="italic")
 
 
-def _slot_text(art: float | None, mod, not_validated: bool) -> str:
-    """The values of one (source, deployment) slot, in $/M output tokens."""
-    parts = [f"article \\${art:,.2f}" if art is not None else "article —"]
+def _slot_text(cfg: str, art: float | None, mod, not_validated: bool) -> str:
+    """The values of one (source, deployment) slot, in $/M output tokens, led by the deployment."""
+    parts = [f"{cfg}: article \\${art:,.2f}" if art is not None else f"{cfg}: article —"]
     if mod is not None:
         parts.append(f"model \\${mod.usd_per_million_tokens:,.2f} (\\${mod.usd_per_million_tokens_low:,.2f}–"
                      f"\\${mod.usd_per_million_tokens_high:,.2f})" + ("" if mod.in_domain else " *"))
@@ -199,12 +209,17 @@ def _slot_text(art: float | None, mod, not_validated: bool) -> str:
     return " · ".join(parts)
 
 
-def _draw_slot(ax, tx, y: float, col: str, art: float | None, mod, not_validated: bool) -> list:
-    """One (source, deployment) slot at row ``y``: the article's $/M hollow, the model's filled
-    with its band, "not validated" beside the article's where the model judges nothing, and the
-    values in the text column ``tx``. → the $/M values drawn."""
+def _draw_slot(ax, tx, y: float, cfg: str, col: str, art: float | None, mod, not_validated: bool,
+               right: float) -> list:
+    """One (source, deployment ``cfg``) slot at row ``y``: the article's $/M hollow (beyond the axis's
+    ``right`` end a triangle at the edge, its value beside it), the model's filled with its band, and
+    the values in the text column ``tx``, in the deployment's colour. → the $/M values drawn."""
     vals = []
-    if art is not None:
+    if art is not None and art > right:
+        ax.plot([right], [y], ">", ms=7, color=col, zorder=4, clip_on=False)
+        ax.annotate(f"\\${art:,.0f} →", (right, y), xytext=(-9, 0), textcoords="offset points", ha="right",
+                    va="center", fontsize=7, color=col)
+    elif art is not None:
         ax.plot([art], [y], "o", ms=7, mfc="white", mec=col, mew=1.6, zorder=4)
         vals.append(art)
     if mod is not None:
@@ -212,11 +227,7 @@ def _draw_slot(ax, tx, y: float, col: str, art: float | None, mod, not_validated
         ax.errorbar([mid], [y], xerr=[[mid - lo], [hi - mid]], fmt="o", ms=7, color=col, ecolor=col, elinewidth=1.6,
                     capsize=3, zorder=5)
         vals += [lo, hi]
-    if not_validated and art is not None:
-        ax.annotate("serving model: not validated", (art, y), xytext=(8, 0), textcoords="offset points", va="center",
-                    fontsize=7, color="#6d6d6d", style="italic")
-    tx.text(0, y, _slot_text(art, mod, not_validated), va="center", fontsize=7,
-            color="#6d6d6d" if not_validated else "#222")
+    tx.text(0, y, _slot_text(cfg, art, mod, not_validated), va="center", fontsize=7, color=col)
     return vals
 
 
@@ -269,6 +280,12 @@ def perf_per_dollar_figure(df, model=None):
     slot = 0.8 / len(configs)
     fig_h = 1.9 + 0.24 * len(tiers) * len(configs)
     fig, (ax, tx) = plt.subplots(1, 2, figsize=(13, fig_h), sharey=True, gridspec_kw={"width_ratios": [2.1, 1]})
+    # the axis spans what the model prices and the article's points of the same deployments; a deployment the
+    # model does not validate (the B200) keeps its points inside that span and an arrow at the edge beyond it
+    span = [v for (t, c), v in art.items() if c not in unvalidated] + [
+        x for m in fit.values() for x in (m.usd_per_million_tokens_low, m.usd_per_million_tokens_high)]
+    span = span or list(art.values())
+    right = max(span) * 1.6
     vals = []
     for i, tier in enumerate(tiers):
         for j, cfg in enumerate(configs):
@@ -276,11 +293,11 @@ def perf_per_dollar_figure(df, model=None):
             a, m = art.get((tier, cfg)), fit.get((tier, cfg))
             if a is None and m is None:
                 _no_price(ax, y, slot * 0.8)
-                tx.text(0, y, "no price", va="center", fontsize=7, color="#757575", style="italic")
+                tx.text(0, y, f"{cfg}: no price", va="center", fontsize=7, color="#757575", style="italic")
             else:
-                vals += _draw_slot(ax, tx, y, deployment_color(cfg), a, m, cfg in unvalidated)
+                vals += _draw_slot(ax, tx, y, cfg, deployment_color(cfg), a, m, cfg in unvalidated, right)
     ax.set_xscale("log")
-    ax.set_xlim(min(vals) / 1.5, max(vals) * (4 if unvalidated else 1.5))  # room for "not validated"
+    ax.set_xlim(min(vals) / 1.5, right)
     plain_log_ticks(ax.xaxis)
     ax.set_xlabel("\\$ per million output tokens (log scale; lower is better)", fontsize=9)
     ax.grid(axis="x", alpha=0.3, which="both")
@@ -290,11 +307,12 @@ def perf_per_dollar_figure(df, model=None):
         ax.axhline(i - 0.5, color="#e0e0e0", lw=0.8)
     ax.set_ylim(len(tiers) - 0.5, -0.5)
     tx.axis("off")
-    tx.set_title("\\$/M output tokens: article" + (" · serving model (band)" if mod is not None else ""),
-                 fontsize=8.5, loc="left")
+    tx.set_title("\\$/M output tokens, per deployment: at the article's tok/s"
+                 + (" · the serving model's (band)" if mod is not None else ""), fontsize=8.5, loc="left")
     notes = _perf_legend(fig, configs, mod)
     fig.suptitle("\\$ per million output tokens under each price source (\\$/GPU-hour, data/prices.yaml): the article's "
-                 "self-reported throughput" + (" beside the serving model's" if mod is not None else "")
+                 "self-reported throughput" + (" beside the serving model's peak at the article's workload (no latency "
+                                               "target)" if mod is not None else "")
                  + (f"\n{notes}" if notes else ""), fontsize=10)
     fig.tight_layout(rect=(0, 0.75 / fig_h, 1, 1))
     return fig
@@ -302,9 +320,12 @@ def perf_per_dollar_figure(df, model=None):
 
 def power_figure(tiers=("article", "inferencex_3yr_rental"), pue: float = 1.3,
                  a_id: str = "mi355x_tp8", b_id: str = "b300_tp8_dcp"):
-    """perf/$ vs electricity price for two configs under a few price tiers (board power from
-    data/hardware.yaml × PUE), with the breakeven $/kWh marked; each config in its deployment's
-    colour."""
+    """perf/$ (tok/s per $/hour, the article's throughput) against the electricity price for two
+    configs under a few price tiers, board power from data/hardware.yaml × PUE: the x axis spans the
+    electricity prices data/prices.yaml assumes (the same in every panel), the y axis starts at 0 so
+    a gap reads at its true size, and the MI355X's lead is written at both ends; the breakeven
+    $/kWh is marked where it lies inside the range and stated where it lies beyond it. Each config
+    in its deployment's colour."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -312,23 +333,36 @@ def power_figure(tiers=("article", "inferencex_3yr_rental"), pue: float = 1.3,
 
     lo, hi = prices.electricity_assumptions()["usd_per_kwh_range"]
     table = article_table()
-    fig, axes = plt.subplots(1, len(tiers), figsize=(5.5 * len(tiers), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(tiers), figsize=(5.6 * len(tiers), 4.0), squeeze=False, sharey=True)
     be = prices.power_breakevens(a_id, b_id, [pue])
+    ks = np.linspace(lo, hi, 101)
     for ax, tier in zip(axes[0], tiers):
         k_star = float(be[be["tier"] == tier]["breakeven_usd_per_kwh"].iloc[0])
-        top = max(hi, k_star * 1.15) if np.isfinite(k_star) else hi
-        ks = np.linspace(lo, top, 121)
-        for cid in (a_id, b_id):
-            ax.plot(ks, prices.perf_per_dollar_with_power(cid, prices.price(table[cid].gpu, tier), pue, ks),
-                    label=table[cid].label, color=deployment_color(table[cid].label))
-        if np.isfinite(k_star):
+        ys = {cid: prices.perf_per_dollar_with_power(cid, prices.price(table[cid].gpu, tier), pue, ks)
+              for cid in (a_id, b_id)}
+        for cid, y in ys.items():
+            ax.plot(ks, y, label=table[cid].label, color=deployment_color(table[cid].label), lw=2)
+        for i, ha in ((0, "left"), (-1, "right")):
+            lead = ys[a_id][i] / ys[b_id][i] - 1
+            ax.annotate(f"MI355X {lead:+.1%}\nat ${ks[i]:.2f}/kWh", (ks[i], max(ys[a_id][i], ys[b_id][i])),
+                        xytext=(5 if ha == "left" else -5, 8), textcoords="offset points", ha=ha, va="bottom",
+                        fontsize=8)
+        if np.isfinite(k_star) and lo <= k_star <= hi:
             ax.axvline(k_star, color="k", ls="--", lw=1)
-            ax.annotate(f"MI355X lead vanishes\nat {k_star:.2f} $/kWh", (k_star, ax.get_ylim()[0]),
-                        xytext=(8, 30), textcoords="offset points", ha="left", fontsize=8)
+            ax.text(k_star, 0.06, f" the MI355X's lead vanishes at ${k_star:.2f}/kWh", ha="left", fontsize=8,
+                    transform=ax.get_xaxis_transform())
+        else:
+            where = ("never, in this range" if not np.isfinite(k_star) else
+                     f"only at ${k_star:.2f}/kWh, beyond the range shown" if k_star > hi else
+                     f"below ${lo:.2f}/kWh: the B300 leads across the range")
+            ax.text(0.5, 0.06, f"the MI355X's lead vanishes {where}", transform=ax.transAxes, ha="center", fontsize=8)
         ax.set_title(f"prices: {tier}, PUE {pue:g} (assumed)", fontsize=10)
-        ax.set_xlabel("electricity, $/kWh")
-        ax.set_ylabel("tok/s per $/hour")
+        ax.set_xlabel("electricity, $/kWh (the range data/prices.yaml assumes)")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(0, max(float(np.max(y)) for y in ys.values()) * 1.3)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
+    axes[0][0].set_ylabel("tok/s per $/hour (the article's throughput)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8.5, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig

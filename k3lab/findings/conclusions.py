@@ -9,8 +9,9 @@ its sources — M14–M15 (finding 1), S11–S12 (finding 2), T20–T22 (finding
 - S12: "no custom kernels were needed" (the two fixes, run on real sglang code);
 - T20, T21: the bottom line, "the direction is hard to argue with" (the MI355X ahead of the
   B300 on perf/$), under every independent price source that prices both GPUs, at the
-  article's own throughput (T20) and on the serving model (T21), through
-  :func:`k3lab.decision.decide`: a refit of the serving model flows through;
+  article's own throughput (T20) and on the serving model at matched interactivity (T21: each
+  node at the same TPOT, across the range both reach, :mod:`k3lab.findings.interactivity`), on
+  ``compare``'s own rows: a refit of the serving model flows through;
 - T22: the outlet that "could not independently re-verify" the numbers (a claim about a source).
 
 Each function returns :class:`~k3lab.claims.Record` s for the finding module of its notebook.
@@ -21,7 +22,8 @@ from __future__ import annotations
 
 from .. import claims, data, decision, memory, prices
 from ..specs import ModelConfig, load_gpu, load_model
-from ..throughput import article_table
+from ..throughput import article_table, article_workload
+from . import interactivity
 
 #: the earlier open models of data/model the study can fit, and the two 8-GPU nodes of the same
 #: compute (H100 and H200: the same dense TFLOPS) that differ by HBM
@@ -139,11 +141,13 @@ def _article_leads() -> list[tuple]:
     return out
 
 
-def _model_leads(b: decision.Breakeven) -> list[tuple]:
-    """On the serving model, per source of ``b`` (:func:`k3lab.decision.decide`'s break-even):
-    (tier, kind, (low, mid, high) lead of the MI355X, the two families' bands combined)."""
-    return [(tier, kind, (b.model_low / r - 1, b.model / r - 1, b.model_high / r - 1))
-            for tier, kind, _date, _pm, _pb, r, _reading in b.sources]
+def _model_leads(b: decision.Breakeven, matched) -> list[tuple]:
+    """On the serving model at matched interactivity: per TPOT limit of ``matched``
+    (:func:`k3lab.findings.interactivity.matched_breakevens`) and per independent source of ``b``
+    (:func:`k3lab.decision.decide`'s break-even, which lists them): (TPOT ms, tier, kind, (low,
+    mid, high) lead of the MI355X, the two families' bands combined)."""
+    return [(ms, tier, kind, (be["low"] / r - 1, be["ratio"] / r - 1, be["high"] / r - 1))
+            for ms, be in matched for tier, kind, _date, _pm, _pb, r, _reading in b.sources]
 
 
 def _count(leads) -> str:
@@ -206,15 +210,34 @@ def throughput_records(d: decision.Decision | None = None) -> list[claims.Record
     b = d.breakeven
     if b is None:
         raise data.DataError("data/serving_fit.yaml: the serving model covers neither the MI355X nor the B300 row")
-    mrows = _model_leads(b)
+    w = article_workload()
+    matched = interactivity.matched_breakevens(
+        interactivity.matched_levels(interactivity.cost_curves(w["input_len_tokens"], w["output_len_tokens"],
+                                                               {g: 1.0 for g in interactivity.PAIR_GPUS})),
+        w["input_len_tokens"], w["output_len_tokens"])
+    if not matched:
+        raise data.DataError("data/serving_fit.yaml: the MI355X and B300 nodes reach no common TPOT")
+    rows_by = d.comparison.set_index("layout")
+    peak_tpot = " and ".join(f"{lay.split()[0].split('x', 1)[1].upper()} {rows_by.loc[lay, 'model_tpot_ms']:.0f} ms"
+                             for lay in decision.pair_layouts(d.comparison))
+    mrows = _model_leads(b, matched)
     mod = [(lo, hi) for *_, (lo, _, hi) in mrows]
-    out.append(R("T21", f"the serving model's peaks ({b.model_setting}, {b.workload}): MI355X ÷ B300 per GPU {b.model:.3f} "
-                        f"({b.model_low:.3f}-{b.model_high:.3f}, the two families' bands combined), under the same "
-                        "sources, the MI355X's lead: "
-                        + "; ".join(f"{tr} {m:+.0%} ({lo:+.0%} to {hi:+.0%})" for tr, _, (lo, m, hi) in mrows),
-                 bound=f"model: {_count(mod)}", leads=mod,
-                 notes="no speculative decoding on either side; the model's band, not the prices, leaves open: "
-                       + (", ".join(f"{tr} ({k})" for tr, k, (lo, _, hi) in mrows if lo <= 0 <= hi) or "no source")))
+    ms = sorted({m for m, _ in matched})
+    span = f"TPOT {ms[0]:g}-{ms[-1]:g} ms, {1e3 / ms[-1]:.0f}-{1e3 / ms[0]:.0f} tok/s per user"
+    out.append(R("T21", f"the serving model at matched interactivity ({b.model_setting.replace(', no DSpark', '')}, "
+                        f"{w['input_len_tokens']:,} in / {w['output_len_tokens']:,} out, no DSpark): each node at the "
+                        "highest concurrency whose TPOT meets the limit, MI355X ÷ B300 per GPU (the two families' bands "
+                        "combined) at "
+                        + "; ".join(f"{m:g} ms {be['ratio']:.2f} ({be['low']:.2f}-{be['high']:.2f})" for m, be in matched)
+                        + "; the MI355X's lead under each independent source that prices both, per limit: "
+                        + "; ".join(f"{m:g} ms {tr} {c:+.0%} ({lo:+.0%} to {hi:+.0%})" for m, tr, _, (lo, c, hi) in mrows),
+                 bound=f"model: {_count(mod).replace(' sources', ' readings')} at matched interactivity ({span}, "
+                       f"{len(b.sources)} sources)", leads=mod,
+                 notes=f"the article's strongest reading, each side at its own peak (TPOT {peak_tpot}), breaks even at "
+                       f"{b.model:.2f} ({b.model_low:.2f}-{b.model_high:.2f}), too close to call under every source; it "
+                       "does not stand because a renter buys one latency, and at equal TPOT the MI355X node runs a "
+                       "smaller batch. No speculative decoding on either side; cost_vs_interactivity.png draws the "
+                       "curves"))
     out.append(R("T22", "the article names no outlet, and none was found in any source searched (2026-12-02); what it "
                         "could not re-verify is judged here: 952 (T1), $2.50 vs $6.00 (T5), 1.65x (T4)",
                  notes="a statement about a source, like M13: live mode cannot check it either"))

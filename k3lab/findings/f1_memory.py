@@ -114,6 +114,42 @@ def fit_table(cfg: ModelConfig, layouts=STUDY_LAYOUTS, mem_fraction: float = 0.9
     return pd.DataFrame(rows)
 
 
+def figure_plans(cfg: ModelConfig, layouts, mem_fraction: float = 0.9, kv_dtype: str = "bf16",
+                 context_tokens: int | None = None, variants_by_gpu: dict | None = None) -> list[tuple]:
+    """What fit_per_gpu.png draws: per layout, its plan at sglang's defaults (with the run's
+    ``variants_by_gpu``, default none), and — when that does not hold a full-context request —
+    beside it the plan under the setting that does, chosen as ``compare`` chooses (on AMD GPUs
+    the article's SGLANG_AITER_K3_OPT=1 first, then the state-pool flags of
+    :attr:`k3lab.memory.Plan.best_option`), so every GPU is drawn both as shipped and as it must
+    be set. → list of (Plan, setting label)."""
+    vb = variants_by_gpu or {}
+    out = []
+    for layout in layouts:
+        dep = parse_layout(layout)
+        base = tuple(vb.get(dep.gpu, ()))
+        kw = dict(mem_fraction=mem_fraction, kv_dtype=kv_dtype, context_tokens=context_tokens)
+        p = memory.fit(cfg, dep, variants=base, **kw)
+        out.append((p, ", ".join(base) or "sglang defaults"))
+        if p.verdict == "fits with defaults" or not p.weights_fit and dep.gpu_spec.vendor != "amd":
+            continue
+        vs = base
+        if dep.gpu_spec.vendor == "amd" and cfg.has_kda and not set(ARTICLE_MI355X_VARIANTS) <= set(base):
+            vs = tuple(sorted({*base, *ARTICLE_MI355X_VARIANTS}))
+            q = memory.fit(cfg, dep, variants=vs, **kw)
+            if q.verdict == "fits with defaults":
+                out.append((q, ", ".join(vs)))
+                continue
+            p = q
+        opt = p.best_option if p.verdict == "fits only with a setting" else None
+        if opt is not None:
+            st = opt.settings
+            out.append((memory.fit(cfg, dep, variants=vs, mamba_full_memory_ratio=st.mamba_full_memory_ratio,
+                                   max_mamba_cache_size=st.max_mamba_cache_size,
+                                   disable_radix_cache=st.disable_radix_cache, **kw),
+                        ", ".join([*vs, opt.flags])))
+    return out
+
+
 #: (layout, variants, sglang 0.5.23 MXFP4 MoE backend) for the load-time peak
 LOAD_PEAK_SETTINGS = (("8xmi355x tp8", ("aiter-k3-opt",), "aiter"), ("8xmi355x tp8", (), "aiter"),
                       ("8xb300 tp8", (), "flashinfer_sm100"), ("16xb200 tp16", (), "flashinfer_sm100"))

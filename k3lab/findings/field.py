@@ -316,12 +316,14 @@ def curve_panels(public_workload=(8192, 1024)):
 
 
 def model_peaks(deps, input_len: int, output_len: int, variants_of=None, kv_dtype: str = "bf16",
-                mem_fraction: float = 0.9) -> list:
-    """The serving model's peak (no DSpark) for each deployment at a workload → list of
-    (Deployment, Prediction or None, why not); a family whose decode speed is not validated
-    gives None with the reason. ``variants_of``: Deployment → sglang switches
-    (default :func:`k3lab.serving.article.variants_for`, the article's setting)."""
-    from ..serving.predict import NotCalibrated, peak
+                mem_fraction: float = 0.9, slo=None) -> list:
+    """The serving model's operating point (no DSpark) for each deployment at a workload: its peak,
+    or under ``slo`` (:class:`k3lab.serving.slo.SLO`) the highest concurrency that meets it → list
+    of (Deployment, Prediction or None, why not); a family whose decode speed is not validated, or
+    a deployment that cannot meet the SLO, gives None with the reason. ``variants_of``: Deployment →
+    sglang switches (default :func:`k3lab.serving.article.variants_for`, the article's setting)."""
+    from ..serving.predict import NotCalibrated
+    from ..serving.slo import NO_SLO, operating_point
     from ..specs import load_model
 
     cfg = load_model("kimi-k3")
@@ -329,8 +331,10 @@ def model_peaks(deps, input_len: int, output_len: int, variants_of=None, kv_dtyp
     out = []
     for d in deps:
         try:
-            p = peak(cfg, d, input_len, output_len, variants=vf(d), kv_dtype=kv_dtype, mem_fraction=mem_fraction)
-            out.append((d, p, "") if p.validated() else
+            op = operating_point(cfg, d, input_len, output_len, slo or NO_SLO, variants=vf(d), kv_dtype=kv_dtype,
+                                 mem_fraction=mem_fraction)
+            p = op.point
+            out.append((d, None, op.why) if p is None else (d, p, "") if p.validated() else
                        (d, None, f"the serving model's decode speed is not validated for {p.family}"))
         except NotCalibrated as e:
             out.append((d, None, str(e)))
@@ -350,7 +354,8 @@ def user_serving_settings(changed: dict, kv_dtype: str, usd_per_kwh: float) -> t
 def model_perf_per_dollar(peaks, overrides=None, usd_per_kwh: float = 0.0, pue: float | None = None):
     """perf/$ of each deployment's model peak (``peaks`` of :func:`model_peaks`) under every price
     source that prices its GPU, electricity included (board power × PUE × $/kWh per GPU-hour).
-    Columns: layout, gpu, num_gpus, setting, peak_concurrency, tok_s, tok_s_low, tok_s_high,
+    Columns: layout, gpu, num_gpus, setting, concurrency (the priced point's: the peak, or the SLO's), tpot_ms and ttft_ms
+    (its latency), tok_s, tok_s_low, tok_s_high,
     in_domain, tier, kind, usd_per_gpu_hour, electricity_usd_per_gpu_hour, tok_s_per_dollar_hour,
     usd_per_million_tokens, usd_per_million_tokens_low, usd_per_million_tokens_high."""
     import pandas as pd
@@ -372,7 +377,8 @@ def model_perf_per_dollar(peaks, overrides=None, usd_per_kwh: float = 0.0, pue: 
                 continue
             lo, hi = iv
             rows.append({"layout": d.label, "gpu": d.gpu, "num_gpus": d.num_gpus, "setting": ", ".join(p.variants) or
-                         "sglang defaults", "peak_concurrency": p.concurrency, "tok_s": p.output_tok_s,
+                         "sglang defaults", "concurrency": p.concurrency, "tpot_ms": round(p.tpot_ms, 1),
+                         "ttft_ms": round(p.ttft_ms), "tok_s": p.output_tok_s,
                          "tok_s_low": lo, "tok_s_high": hi, "in_domain": p.in_domain, "tier": q.tier, "kind": q.kind,
                          "usd_per_gpu_hour": q.usd_per_gpu_hour, "electricity_usd_per_gpu_hour": elec,
                          "tok_s_per_dollar_hour": tok_s_per_dollar_hour(p.output_tok_s, d.num_gpus, hour),

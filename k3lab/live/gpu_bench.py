@@ -137,7 +137,7 @@ def run(device_name: str, quick: bool = False, sections=G.SECTIONS, out_dir=None
 def main(argv=None) -> int:
     """The command line of ``benchmarks/gpu/run.py`` → exit status (2 and one line on stderr for a
     device that is not here)."""
-    ap = argparse.ArgumentParser(prog=SCRIPT, description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=SCRIPT, description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cuda")
     ap.add_argument("--quick", action="store_true", help="tiny shapes and few repeats (seconds on a CPU)")
     ap.add_argument("--sections", nargs="+", choices=G.SECTIONS, default=list(G.SECTIONS))

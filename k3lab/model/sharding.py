@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass
 
 from .. import data
+from ..spelling import did_you_mean
 from ..specs import ModelConfig
 from . import quant
 from .inventory import Tensor, inventory
@@ -100,7 +101,8 @@ def setting_for(gpu_vendor: str, variants=(), arch: str | None = None) -> Settin
     variants = list(variants or ())
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
-        raise ValueError(f"unknown variant(s) {unknown}; known: {', '.join(VARIANTS)}")
+        raise ValueError(f"unknown variant(s) {unknown}{did_you_mean(unknown[0], VARIANTS)}; known: "
+                         f"{', '.join(VARIANTS)}")
     platform = "rocm" if gpu_vendor == "amd" else "cuda"
     if "aiter-moe-pad" in variants and "aiter-k3-opt" in variants:
         raise ValueError("variants aiter-moe-pad and aiter-k3-opt contradict each other (256 vs 128 alignment)")

@@ -203,7 +203,7 @@ def _run_stage(sg: _Sglang, model_dir: str, server_args: dict, rank: int, stage:
 def child_main(argv: list[str] | None = None) -> int:
     from importlib.metadata import version
 
-    ap = argparse.ArgumentParser(prog="python -m k3lab.probes.kv_configurator")
+    ap = argparse.ArgumentParser(prog="python -m k3lab.probes.kv_configurator", allow_abbrev=False)
     ap.add_argument("--cases", required=True)
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)

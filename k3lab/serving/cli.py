@@ -16,10 +16,13 @@ import sys
 from ..cli_parser import OneLineParser
 from ..limits import arg, help_text
 from ..model.sharding import VARIANTS
+from ..setting_traps import setting_traps
+from ..spelling import did_you_mean
 from ..specs import Deployment, known_gpus, load_model, parse_layout
-from . import field
+from . import field, slo
 from .model import SPEC_ALGORITHMS, Spec, Workload
 from .predict import Prediction, predict
+from .slo import SLO
 
 MODELS = ("kimi-k3",)
 
@@ -45,8 +48,10 @@ def _parser() -> OneLineParser:
                     help=help_text("prompt tokens per request", "tokens"))
     ap.add_argument("--output-len", type=arg("tokens", "--output-len"), required=True,
                     help=help_text("output tokens per request", "tokens"))
-    ap.add_argument("--concurrency", type=arg("requests", "--concurrency"), required=True,
-                    help=help_text("requests in flight (whole deployment)", "requests"))
+    ap.add_argument("--concurrency", type=arg("requests", "--concurrency"), default=None,
+                    help=help_text("requests in flight (whole deployment); without it, give a latency target and "
+                                   "the answer is the highest concurrency that meets it", "requests"))
+    slo.add_arguments(ap)
     ap.add_argument("--spec", default="none", choices=SPEC_ALGORITHMS, help="speculative decoding (default none)")
     ap.add_argument("--accept-len", type=arg("accept_len", "--accept-len"), default=None,
                     help=help_text("tokens emitted per verify step with --spec dspark; default: the median of the "
@@ -74,7 +79,8 @@ def _deployment(args) -> tuple[Deployment, tuple]:
     if missing:
         raise ValueError(f"give --layout, or all of --gpu, --gpus and --tp (missing {', '.join(missing)})")
     if args.gpu.lower() not in known_gpus():
-        raise ValueError(f"unknown GPU {args.gpu!r}; known GPUs: {', '.join(known_gpus())}")
+        raise ValueError(f"unknown GPU {args.gpu!r}{did_you_mean(args.gpu, known_gpus())}; known GPUs: "
+                         f"{', '.join(known_gpus())}")
     return Deployment(args.gpu.lower(), args.gpus, args.tp, args.pp, dcp=args.dcp), variants
 
 
@@ -90,6 +96,22 @@ def _spec(args) -> tuple[Spec, tuple | None, str]:
     return (Spec(args.spec, mid), (lo, hi),
             f"{mid:g} tokens per verify step, the median of {n} public Kimi K3 runs (band spans their "
             f"10th-90th percentiles, {lo:g}-{hi:g}; --accept-len sets one)")
+
+
+def slo_lines(p: Prediction, target: SLO, op=None) -> list[str]:
+    """What the latency target says of ``p``: met or missed, and (``op``, an operating point) the
+    highest concurrency that meets it, at the model's value and at its band's slow edge."""
+    if not target.active:
+        return []
+    miss = target.misses(p)
+    out = [f"  latency target {target.label()}: " + ("met at the model's value" if not miss else
+                                                      f"missed ({'; '.join(miss)})")]
+    if op is not None:
+        best = "none" if op.point is None else f"c{op.point.concurrency:,}"
+        edge = (f"c{op.slow.concurrency:,} ({op.slow_tok_s:,.0f} tok/s)" if op.slow is not None
+                else f"none ({op.slow_why})")
+        out.append(f"  highest concurrency that meets it: {best} at the model's value; {edge} at the band's slow edge")
+    return out
 
 
 def format_prediction(p: Prediction, accept_note: str = "") -> str:
@@ -145,16 +167,35 @@ def cli_main(argv: list[str] | None = None) -> int:
         dep, variants = _deployment(args)
         unknown = sorted(set(variants) - set(VARIANTS))
         if unknown:
-            raise ValueError(f"unknown variant(s) {unknown}; known: {', '.join(VARIANTS)}")
+            raise ValueError(f"unknown variant(s) {unknown}{did_you_mean(unknown[0], VARIANTS)}; known: "
+                             f"{', '.join(VARIANTS)}")
         spec, accept, accept_note = _spec(args)
-        work = Workload(args.input_len, args.output_len, args.concurrency)
-        p = predict(load_model(args.model), dep, work, spec, variants, args.kv_dtype, accept_range=accept)
+        target, cfg = slo.from_args(args), load_model(args.model)
+        if args.concurrency is None and not target.active:
+            raise ValueError("give --concurrency C, or a latency target (--max-tpot MS, --max-ttft MS or "
+                             "--min-tok-s-per-user N) to find the highest concurrency that meets it")
+        op = slo.operating_point(cfg, dep, args.input_len, args.output_len, target, spec, variants, args.kv_dtype,
+                                 accept_range=accept) if target.active else None
+        if args.concurrency is None and op.point is None:
+            raise ValueError(f"{dep.label}: {op.why}")
+        c = op.point.concurrency if args.concurrency is None else args.concurrency
+        p = predict(cfg, dep, Workload(args.input_len, args.output_len, c), spec, variants, args.kv_dtype,
+                    accept_range=accept)
+        traps = setting_traps(cfg, dep, args.input_len, args.output_len, variants, args.kv_dtype, slo=target)
     except (ValueError, OverflowError) as e:
         print(f"k3lab predict: error: {e}", file=sys.stderr)
         return 2
+    if args.json:
+        text = json.dumps({**p.as_dict(), "slo": target.as_dict(), "slo_met": not target.misses(p),
+                           "slo_concurrency": None if op is None or op.point is None else op.point.concurrency,
+                           "slo_slow_edge_concurrency": None if op is None or op.slow is None else op.slow.concurrency,
+                           "setting_traps": traps}, indent=2, sort_keys=True)
+    else:
+        lines = format_prediction(p, accept_note).split("\n")  # the target and the traps under the workload line
+        text = "\n".join(lines[:2] + slo_lines(p, target, op)
+                         + [f"  a setting that changes the answer: {t}" for t in traps] + lines[2:])
     try:
-        print(json.dumps(p.as_dict(), indent=2, sort_keys=True) if args.json else format_prediction(p, accept_note),
-              flush=True)
+        print(text, flush=True)
     except BrokenPipeError:  # `| head`: the reader has what it wanted (Python's documented recipe)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

@@ -84,6 +84,61 @@ def status(patch: "Patch", version: str) -> str:
     return f"fixed in {later[0] if later else row['sglang']}"
 
 
+def upstream_fix(patch: "Patch", version: str) -> str | None:
+    """The first measured release after ``version`` without the bug ``patch`` fixes (the way out
+    without the patch), or None when the matrix shows none (or ``version`` is unknown)."""
+    doc = rm.load()
+    row = rm.lookup(version, doc)
+    if row.get("status") == "unknown":
+        return None
+    key = rm.version_key(row["sglang"])
+    later = [r["sglang"] for r in doc["rows"] if rm.version_key(r["sglang"]) > key and not patch.broken(r)]
+    return later[0] if later else None
+
+
+def release_facts(version: str) -> list[str]:
+    """What an operator of Kimi K3 needs to know of ``version`` beyond the patches, from the
+    shipped matrix: whether it can run Kimi K3 (and, when not, the first release that can), and
+    the attention backend it picks on HIP for Kimi K3's 12 heads per rank."""
+    doc = rm.load()
+    row = rm.lookup(version, doc)
+    if row.get("status") == "unknown" or "kimi_k3_module" not in row:
+        return []
+    first = next((r["sglang"] for r in doc["rows"] if r.get("kimi_k3_module")), None)
+    if row.get("built_on"):
+        out = [f"a build on sglang {row['sglang']}" + (" (which ships Kimi K3's model module)" if row["kimi_k3_module"]
+                                                       else f" (no Kimi K3 module before sglang {first}: a K3 branch "
+                                                            "image adds its own)")]
+    elif row["kimi_k3_module"]:
+        out = [f"sglang {row['sglang']} ships Kimi K3's model module"]
+    else:
+        out = [f"sglang {row['sglang']} has no Kimi K3 model module" + (f" (first in sglang {first})" if first else "")
+               + ": Kimi K3 runs on a later release or a K3 branch build"]
+    backend = row.get("hip_default_attention_k3_tp8")
+    if backend and backend != "aiter":
+        out.append(f"on ROCm it picks the {backend} attention backend for Kimi K3 at TP8 (12 heads per rank); "
+                   "AITER's fast MLA prefill needs --attention-backend aiter")
+    return out
+
+
+def force_note() -> str:
+    """When ``--force`` is needed, from the shipped matrix: the releases each patch was written and
+    tested for, whether those can run Kimi K3, the Kimi K3 releases that still need a patch (only
+    with --force), and the first release that needs none."""
+    doc = rm.load()
+    ps = _patches()
+    tested = sorted({v for p in ps for v in p.known_versions}, key=rm.version_key)
+    k3 = {r["sglang"] for r in doc["rows"] if r.get("kimi_k3_module")}
+    forced = [r["sglang"] for r in doc["rows"] if r["sglang"] in k3 and any(p.broken(r) for p in ps)]
+    free = next((r["sglang"] for r in doc["rows"] if not any(p.broken(r) for p in ps)), None)
+    can = ("which cannot run Kimi K3" if len(tested) == 1 else "none of which runs Kimi K3") if not k3 & set(tested) \
+        else "some of which run Kimi K3"
+    return (f"the patches were written and tested for sglang {', '.join(tested)} ({can}): on a release or build that "
+            f"runs Kimi K3 and still needs one ({', '.join(forced + ['a K3 branch image'])}), status says 'needed, "
+            "untested' and the patch applies only with --force (serve --force, K3LAB_PATCHES_FORCE=1)"
+            + (f"; from sglang {free} none is needed" if free else ""))
+
+
 def check_version(patch: "Patch", version: str, force: bool) -> None:
     """Raise unless the matrix says ``version`` needs ``patch`` (``force`` for an untested one)."""
     s = status(patch, version)

@@ -1,7 +1,9 @@
 """``python -m k3lab_patches <status | verify | serve> …``: the operator's commands.
 
 * ``status``: the installed sglang's version and, per patch, ``needed`` / ``needed,
-  untested`` (``--force`` required) / ``fixed in X`` / ``unknown`` (:func:`k3lab_patches.status`).
+  untested`` (``--force`` required) / ``fixed in X`` / ``unknown`` (:func:`k3lab_patches.status`),
+  with the release that fixed it upstream; whether the release can run Kimi K3 and which attention
+  backend it picks for it on ROCm (:func:`k3lab_patches.release_facts`).
 * ``verify [--device D] [--vocab N] [--force]``: sglang's speculative verifier as installed,
   then patched, against a reference (:mod:`k3lab_patches.verify`).
 * ``serve [--force] [--dry-run] -- <sglang launch_server args>``: apply, then run sglang's
@@ -15,9 +17,24 @@ import sys
 USAGE = "usage: python -m k3lab_patches {status | verify [--device D] [--vocab N] [--force] | serve [--force] [--dry-run] -- <sglang args>}"
 
 
+def status_line(p, version: str) -> str:
+    """One patch's status with the release that fixed it upstream (the way out without a patch)."""
+    from . import status, upstream_fix
+
+    s = status(p, version)
+    if s.startswith("needed"):
+        fix = upstream_fix(p, version)
+        way = (f"; fixed upstream in sglang {fix}: upgrading removes the need" if fix else "; no measured release fixes it")
+        return f"{s}{' (apply with --force)' if s == 'needed, untested' else ''}{way} ({p.fixed_by})"
+    if s.startswith("fixed in"):
+        return f"not needed: {s} ({p.fixed_by})"
+    return f"{s}: this release is not in the measured matrix; nothing is inferred, the patch refuses"
+
+
 def status_main(argv) -> int:
-    """Print each patch's status for the installed sglang → 0 (2 if sglang is missing)."""
-    from . import _patches, sglang_version, status
+    """Print each patch's status for the installed sglang, the release that fixed each upstream,
+    and what the release means for Kimi K3 → 0 (2 if sglang is missing)."""
+    from . import _patches, force_note, release_facts, sglang_version
 
     if argv:
         print(f"k3lab_patches status: error: no arguments expected, got {argv}\n{USAGE}", file=sys.stderr)
@@ -29,7 +46,10 @@ def status_main(argv) -> int:
         return 2
     print(f"sglang {version}")
     for p in _patches():
-        print(f"  {p.name}: {status(p, version)}  ({p.fixed_by})")
+        print(f"  {p.name}: {status_line(p, version)}")
+    for fact in release_facts(version):
+        print(f"  {fact}")
+    print(f"note: {force_note()}")
     return 0
 
 

@@ -2,7 +2,9 @@
 
 ``release_verdicts.json`` (beside this module) holds one row per sglang release the k3lab study
 measured, oldest first: ``{"sglang": "0.5.16", "topk_renorm": true, "aiter_head_pad": true}``,
-``true`` meaning that release has the bug the patch of that name fixes. It is written by the
+``true`` meaning that release has the bug the patch of that name fixes, and two release facts:
+``kimi_k3_module`` (the release ships Kimi K3's model module) and ``hip_default_attention_k3_tp8``
+(the attention backend it picks on HIP for Kimi K3's 12 heads per rank). It is written by the
 study from its measured release matrix (``data/measured/cpu-2core/sglang_release_matrix.json``,
 ``benchmarks/sglang_release_matrix.py``; ``k3lab.release_status.patch_verdicts``), and a study
 test fails when the two disagree, so the verdicts have one source. Standard library only.

@@ -128,7 +128,8 @@ def main(argv=None) -> int:
     not; 2: a patch refused (one line on stderr)."""
     from . import UnsupportedSglangVersion, UpstreamFixed
 
-    ap = argparse.ArgumentParser(prog="python -m k3lab_patches verify", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m k3lab_patches verify",
+                                 description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--vocab", type=int, default=DEFAULT_VOCAB, help="vocabulary of the test batch")
     ap.add_argument("--device", default="cpu", help="torch device of the test batch (default cpu)")
     ap.add_argument("--force", action="store_true", help="as serve --force (an untested release or build)")

@@ -53,7 +53,7 @@ def measure(vocab: int = DEFAULT_VOCAB) -> dict:
 
 
 def _child(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument("--child", required=True)
     ap.add_argument("--expect", required=True)
     ap.add_argument("--vocab", type=int, default=DEFAULT_VOCAB)

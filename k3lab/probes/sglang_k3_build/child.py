@@ -309,7 +309,8 @@ def _process_one_moe_layer(model, torch) -> dict:
 def child_main(argv=None) -> int:
     """``python -m k3lab.probes.sglang_k3_build``: build one rank, print or write its record."""
     ap = argparse.ArgumentParser(prog="python -m k3lab.probes.sglang_k3_build",
-                                 description="One rank of sglang 0.5.23's Kimi K3 on the meta device.")
+                                 description="One rank of sglang 0.5.23's Kimi K3 on the meta device.",
+                                 allow_abbrev=False)
     ap.add_argument("--tp", type=int, required=True)
     ap.add_argument("--pp", type=int, default=1)
     ap.add_argument("--rank", type=int, default=0, help="world rank (tp_size * pp_rank + tp_rank)")

@@ -1,0 +1,142 @@
+"""What a comparison answers (:mod:`k3lab.compare` computes its rows): per price source the
+cheapest layout that holds the request (:func:`answers`), the price ratio at which two of its
+layouts cost the same per token (:func:`breakeven`, :func:`reading`), and your own prices judged
+against it (:func:`user_verdict`). The decision's MI355X/B300 break-even is :func:`breakeven` on
+the comparison's rows (:mod:`k3lab.decision`).
+
+Columns read: ``usd_per_hour[<tier>]`` ($/hour for the whole deployment) and
+``usd_per_million_tokens[<tier>]`` (+ ``_low`` / ``_high``: $ per million output tokens), named
+by :data:`HOUR_PREFIX` and :data:`MTOK_PREFIX`; tok/s of output for the whole deployment.
+"""
+
+from __future__ import annotations
+
+from . import prices
+
+HOUR_PREFIX, MTOK_PREFIX = "usd_per_hour", "usd_per_million_tokens"
+
+
+def _ranked(cand, tier: str):
+    """Holding rows priced under ``tier`` in the order the answers take them: a prediction inside
+    the model's validated domain first, then the lowest $/M output tokens, $/hour, GPUs, name."""
+    cand = cand.assign(_out=~cand["model_in_domain"].astype(bool) & (cand["priced_by"] == "model"))
+    return cand.sort_values(["_out", f"{MTOK_PREFIX}[{tier}]", f"{HOUR_PREFIX}[{tier}]", "num_gpus", "layout"],
+                            kind="stable")
+
+
+def answers(df) -> list[dict]:
+    """Per price source of the comparison: the cheapest layout that holds the request (fits with
+    sglang's defaults or with the state-pool setting its row names) — lowest $/M output tokens at
+    the priced throughput (the serving model's, or the user's ``--tok-s``), then lowest $/hour —
+    among the rows that source prices and that have a throughput; a model prediction inside its
+    validated domain goes before one outside it. Computed on every row before ``--top``. → list of dicts tier, kind,
+    date, layout, label, setting, fits_with, usd_per_hour, usd_per_million_tokens (+ _low, _high),
+    priced_by, the latency it was priced at (:func:`latency`), unpriced (the cheapest-per-hour holding layout when no row has a throughput);
+    layout None when the source prices no holding layout with a throughput."""
+    if "answers" in df.attrs and df.attrs.get("answers_for") == tuple(df["layout"]):
+        return df.attrs["answers"]  # compare_rows' frame (perhaps cut by --top): answers over every row
+    pr = prices.prices(df.attrs.get("overrides"))
+    out = []
+    hold = df[df["holds"].astype(bool)] if len(df) else df
+    for t in df.attrs["tiers"]:
+        col, mcol = f"{HOUR_PREFIX}[{t}]", f"{MTOK_PREFIX}[{t}]"
+        sub = pr[pr["tier"] == t]
+        kind = "override" if t == prices.OVERRIDE_TIER else (sub["kind"].iloc[0] if len(sub) else "")
+        date = "" if t == prices.OVERRIDE_TIER or sub.empty else str(sub["source_date"].iloc[0])
+        held = hold[hold[col].notna()] if len(hold) else hold
+        cand = held[held[mcol].notna()] if len(held) else held
+        if cand.empty:
+            cheap = held.sort_values([col, "num_gpus", "layout"], kind="stable").iloc[0] if len(held) else None
+            out.append({"tier": t, "kind": kind, "date": date, "layout": None,
+                        "unpriced": None if cheap is None else {"layout": cheap["layout"],
+                                                                "usd_per_hour": float(cheap[col]),
+                                                                "why": cheap["model_note"] or "no throughput"}})
+            continue
+        r = _ranked(cand, t).iloc[0]
+        out.append({"tier": t, "kind": kind, "date": date, "layout": r["layout"], "label": r["label"],
+                    "setting": r["setting"], "fits_with": r["fits_with"], "usd_per_hour": float(r[col]),
+                    "usd_per_million_tokens": float(r[mcol]),
+                    "usd_per_million_tokens_low": float(r[f"{MTOK_PREFIX}_low[{t}]"]),
+                    "usd_per_million_tokens_high": float(r[f"{MTOK_PREFIX}_high[{t}]"]),
+                    "priced_by": r["priced_by"], "model_in_domain": bool(r["model_in_domain"]), **latency(r, t)})
+    return out
+
+
+def latency(r, tier: str) -> dict:
+    """Where row ``r`` of a comparison was priced: concurrency, TPOT and TTFT there (ms, the model's
+    central values; ttft_validated: TTFT has a validated band), and under an SLO the band's slow
+    edge (slow_concurrency, 0 without one) with its $/M output tokens under ``tier``; None where a
+    value is missing (JSON-ready)."""
+    f = lambda k: float(r[k]) if k in r and r[k] == r[k] else None  # noqa: E731
+    n = lambda k: 0 if f(k) is None else int(f(k))  # noqa: E731
+    return {"concurrency": n("model_concurrency"), "tpot_ms": f("model_tpot_ms"),
+            "ttft_ms": f("model_ttft_ms"), "ttft_validated": bool(r.get("model_ttft_validated", False)),
+            "slow_concurrency": n("slow_concurrency"),
+            "usd_per_million_tokens_slow": f(f"{MTOK_PREFIX}_slow[{tier}]")}
+
+
+def breakeven(df, a: str, b: str) -> dict | None:
+    """Where layout ``a``'s perf/$ equals layout ``b``'s, both rows of the comparison ``df`` (the
+    throughput it prices them at): a's $/GPU-hour ÷ b's at equal $/M output tokens = a's tok/s per
+    GPU ÷ b's, with the two bands combined the conservative way (a low against b high). Keys:
+    a, b (layouts), ratio, low, high (None where a band is missing), priced_by. None when either
+    row is missing or has no throughput."""
+    rows = df.set_index("layout") if len(df) else None
+    if rows is None or a not in rows.index or b not in rows.index:
+        return None
+    ra, rb = rows.loc[a], rows.loc[b]
+    per = lambda r, k: float(r[k]) / float(r["num_gpus"])  # noqa: E731
+    if not (ra["priced_tok_s"] == ra["priced_tok_s"] and rb["priced_tok_s"] == rb["priced_tok_s"]):
+        return None
+    ratio = per(ra, "priced_tok_s") / per(rb, "priced_tok_s")
+    banded = all(r["priced_by"] == "model" and r["model_tok_s_low"] == r["model_tok_s_low"] for r in (ra, rb))
+    low = per(ra, "model_tok_s_low") / per(rb, "model_tok_s_high") if banded else None
+    high = per(ra, "model_tok_s_high") / per(rb, "model_tok_s_low") if banded else None
+    return {"a": a, "b": b, "ratio": ratio, "low": low, "high": high,
+            "priced_by": ra["priced_by"] if ra["priced_by"] == rb["priced_by"] else f"{ra['priced_by']} / {rb['priced_by']}"}
+
+
+def reading(price_ratio: float, be: dict) -> str:
+    """Which of the two layouts of a break-even ``be`` is cheaper per token at a price ratio (a's
+    $/GPU-hour ÷ b's): below the band's low end a, above its high end b, inside it too close to
+    call (without a band: against the ratio alone)."""
+    lo, hi = (be["low"], be["high"]) if be["low"] is not None else (be["ratio"], be["ratio"])
+    a, b = be["a"], be["b"]
+    if price_ratio < lo:
+        return f"{a} cheaper per token"
+    if price_ratio > hi:
+        return f"{b} cheaper per token"
+    return "too close to call (inside the model's band)"
+
+
+def user_verdict(df) -> dict | None:
+    """Your own prices (``--usd-per-gpu-hour``, the ``override`` tier) judged: the layout the answer
+    names at your prices against the first on another GPU you priced (the runner-up, ranked the same
+    way: :func:`_ranked`), your price
+    ratio against their break-even band (:func:`breakeven`), and the runner-up's $/M with its band.
+    None without your prices on two GPUs that hold the request."""
+    if "your_prices" in df.attrs and df.attrs.get("answers_for") == tuple(df["layout"]):
+        return df.attrs["your_prices"]  # compare_rows' frame (perhaps cut by --top): judged on every row
+    t = prices.OVERRIDE_TIER
+    col, mcol = f"{HOUR_PREFIX}[{t}]", f"{MTOK_PREFIX}[{t}]"
+    if col not in df.columns:
+        return None
+    c = _ranked(df[df["holds"].astype(bool) & df[mcol].notna()], t)
+    if c.empty:
+        return None
+    first = c.iloc[0]
+    other = c[c["gpu"] != first["gpu"]]
+    if other.empty:
+        return None
+    second = other.iloc[0]
+    be = breakeven(df, first["layout"], second["layout"])
+    if be is None:
+        return None
+    ov = df.attrs.get("overrides") or {}
+    ratio = ov[first["gpu"]] / ov[second["gpu"]]
+    m = lambda r, k: float(r[f"{MTOK_PREFIX}{k}[{t}]"])  # noqa: E731
+    return {"first": first["layout"], "second": second["layout"], "first_usd_per_gpu_hour": ov[first["gpu"]],
+            "second_usd_per_gpu_hour": ov[second["gpu"]], "price_ratio": ratio, "breakeven": be,
+            "reading": reading(ratio, be),
+            "first_usd_per_million_tokens": (m(first, ""), m(first, "_low"), m(first, "_high")),
+            "second_usd_per_million_tokens": (m(second, ""), m(second, "_low"), m(second, "_high"))}

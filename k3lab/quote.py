@@ -1,0 +1,183 @@
+"""``python -m k3lab quote``: a renter's answer on one screen (at most :data:`MAX_LINES` lines).
+
+For each GPU asked about (default: the ones you priced, else the article's three): the layout
+that serves a full-context request cheapest on it (the most output tok/s per GPU among the
+layouts that hold it — per GPU the $/GPU-hour is the same for every layout, so that is the
+cheapest under any price), the setting it needs, the concurrency it runs at under your latency
+target (or its peak), TPOT and TTFT there, and $/M output tokens with the model's band and the
+band's slow edge — at your price, or over the independent rental prices of the GPU. Then the
+verdict on your prices with its sensitivity (how far the model may be off before it turns), or
+the break-even price ratio without them; a setting that changes the answer more than x1.5
+(:mod:`k3lab.setting_traps`); and the command that shows the rest.
+
+It is :func:`k3lab.decision.decide` printed short: the same rows as ``compare``, the report's
+decision box and notebook 04 (one number per question). Units: $/GPU-hour, $ per million output
+tokens, tok/s of output per GPU, ms.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import textwrap
+
+from . import compare, compare_answers, compare_view, decision, limits, prices
+from .cli_parser import OneLineParser
+from .model.capacity import KV_DTYPES
+from .serving import slo as slo_mod
+from .setting_traps import setting_traps
+from .specs import known_gpus, load_model, parse_layout
+
+#: the screen a quote fits in
+MAX_LINES = 15
+#: ... of at most this many characters
+WIDTH = 118
+#: the GPUs of the article's table, quoted when you price none
+ARTICLE_GPUS = ("mi355x", "b300", "b200")
+
+
+def best_rows(df, gpus) -> dict:
+    """Per GPU of ``gpus``: the row of ``df`` (:func:`k3lab.compare.compare_rows`) that holds the
+    request with the most model output tok/s per GPU (a prediction inside the model's validated
+    domain first, then the fewest GPUs), or None when no holding row of that GPU has one."""
+    out = {}
+    for g in gpus:
+        sub = df[(df["gpu"] == g) & df["holds"].astype(bool) & df["model_tok_s"].notna()]
+        if sub.empty:
+            out[g] = None
+            continue
+        sub = sub.assign(_per=sub["model_tok_s"] / sub["num_gpus"], _out=~sub["model_in_domain"].astype(bool))
+        out[g] = sub.sort_values(["_out", "_per", "num_gpus", "layout"], ascending=[True, False, True, True],
+                                 kind="stable").iloc[0]
+    return out
+
+
+def _rental_range(df, r) -> tuple[float, float, int] | None:
+    """($/M low, $/M high, number of sources) of row ``r`` over the independent rental prices of
+    its GPU (:data:`k3lab.prices.RENTAL_KINDS`; issue 36's price-kind rule replaces this filter)."""
+    pr = prices.prices()
+    tiers = set(pr[pr["independent"] & pr["kind"].isin(prices.RENTAL_KINDS) & (pr["gpu"] == r["gpu"])]["tier"])
+    vals = [float(r[c]) for t, c in compare.tier_columns(df, compare.MTOK_PREFIX).items()
+            if t in tiers and r[c] == r[c]]
+    return (min(vals), max(vals), len(vals)) if vals else None
+
+
+def _cells(df, r, overrides: dict) -> list[str]:
+    """One GPU's table cells: GPU, layout, concurrency, TPOT, TTFT, tok/s per GPU, $/M (band;
+    slow edge) at your price or over the independent rental prices."""
+    lat = compare_answers.latency(r, prices.OVERRIDE_TIER)
+    ttft = "—" if lat["ttft_ms"] is None else f"{lat['ttft_ms'] / 1e3:,.1f} s" + (" " if lat["ttft_validated"] else "†")
+    per = f"{r['model_tok_s'] / r['num_gpus']:,.0f}" + ("" if r["model_in_domain"] else "*")
+    if r["gpu"] in overrides:
+        t = prices.OVERRIDE_TIER
+        m, lo, hi = (float(r[f"{compare.MTOK_PREFIX}{k}[{t}]"]) for k in ("", "_low", "_high"))
+        slow = lat["usd_per_million_tokens_slow"]
+        cost = (f"${m:,.2f} (${lo:,.2f}-${hi:,.2f}" + (f"; c{lat['slow_concurrency']} ${slow:,.2f}" if slow else "")
+                + f") at ${overrides[r['gpu']]:,.2f}/GPU-h")
+    else:
+        rng = _rental_range(df, r)
+        cost = ("no independent rental price: give yours" if rng is None else
+                f"${rng[0]:,.2f}-${rng[1]:,.2f} at {rng[2]} rental price{'s' if rng[2] > 1 else ''}, "
+                f"model band x{math.exp(_band(r)):.2f}")
+    return [r["gpu"].upper(), r["layout"], str(lat["concurrency"]), f"{lat['tpot_ms']:,.0f} ms", ttft, per, cost]
+
+
+def _band(r) -> float:
+    """The row's decode band as a log factor (its tok/s band's half-width)."""
+    return math.log(r["model_tok_s_high"] / r["model_tok_s"])
+
+
+def _wrap(text: str) -> list[str]:
+    return textwrap.wrap(text, width=WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+
+
+def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
+    """The quote (module docstring) of a decision made with ``include_all`` (what
+    :func:`k3lab.decision.decide` makes), at most :data:`MAX_LINES` lines of :data:`WIDTH`."""
+    df, a = d.comparison, d.comparison.attrs
+    overrides = a.get("overrides") or {}
+    gpus = list(gpus or overrides or ARTICLE_GPUS)
+    target = d.slo
+    head = _wrap(f"quote {a['model']}: one {a['context_tokens']:,}-token request must fit; {a['input_len']:,} in / "
+                 f"{a['output_len']:,} out at " + (target.label() if target.active else "each layout's peak (no "
+                                                    "latency target: --max-tpot MS)")
+                 + "; serving model, no DSpark, nothing measured on a GPU")
+    rows = best_rows(df, gpus)
+    body = [_cells(df, r, overrides) for r in rows.values() if r is not None]
+    cost_head = "$/M output (band; slow edge)" if overrides else "$/M output, independent prices"
+    table = compare_view.fmt_table(["GPU", "cheapest layout that holds it", "c", "TPOT", "TTFT", "tok/s/GPU",
+                                    cost_head], body, right={2, 3, 4, 5}) if body else []
+    notes = []
+    needs = [f"{r['gpu'].upper()} {r['fits_with']}" for r in rows.values() if r is not None and r["fits_with"] != "defaults"]
+    opt = [f"{r['gpu'].upper()} SGLANG_AITER_K3_OPT=1" for r in rows.values()
+           if r is not None and compare.ARTICLE_AMD_SETTING[0] in r["setting"]]
+    if needs or opt:
+        notes += _wrap("settings it needs: " + "; ".join(opt + needs) + (". † TTFT not validated" if any(
+            r is not None and not r["model_ttft_validated"] for r in rows.values()) else ""))
+    for g, r in rows.items():
+        if r is None:
+            held = df[(df["gpu"] == g) & df["holds"].astype(bool)]
+            notes += _wrap(f"{g.upper()}: " + (f"holds it, not priced: {held['model_note'].iloc[0]}" if len(held)
+                                                else "no layout holds it"))
+    u = d.yours
+    if u is not None:
+        verdict = "verdict: " + compare_view.your_prices_sentence(u)
+    elif d.breakeven is not None:
+        b = d.breakeven
+        verdict = (f"verdict: the MI355X is cheaper per token while its $/GPU-hour is below {b.model:.2f}x the B300's "
+                   f"(model band {b.model_low:.2f}-{b.model_high:.2f}); --usd-per-gpu-hour GPU=PRICE (twice) judges yours")
+    else:
+        verdict = ""
+    traps = []
+    for r in rows.values():
+        if r is not None:
+            vs = tuple(v.strip() for v in r["setting"].split(",")) if r["setting"] != compare.DEFAULT_SETTING else ()
+            traps += setting_traps(load_model(a["model"]), parse_layout(r["layout"].split(" [")[0]), a["input_len"],
+                                   a["output_len"], vs, a["kv_dtype"], a["mem_fraction"], target)
+    tail = [*(_wrap(verdict) if verdict else []),
+            *(x for w in prices.price_warnings(overrides) for x in _wrap(f"warning: {w}")),
+            *(x for t in traps[:1] for x in _wrap(f"trap: {t}")),
+            "more: python -m k3lab compare (every layout and price source, same flags)"]
+    lines = head + table + notes + tail
+    return lines if len(lines) <= MAX_LINES else lines[:MAX_LINES - 1] + [tail[-1]]
+
+
+def _parser() -> OneLineParser:
+    ap = OneLineParser(prog="python -m k3lab quote", hints=compare_view.PRICE_HINTS,
+                       description="A renter's answer on one screen: per GPU the cheapest layout that holds a "
+                                   "full-context Kimi K3 request, at your latency target, and the verdict on "
+                                   "your prices (the serving MODEL's, nothing measured).")
+    ap.add_argument("--usd-per-gpu-hour", action="append", default=[], metavar="GPU=PRICE",
+                    help=limits.help_text("your $/GPU-hour for a GPU, repeatable", "usd_per_gpu_hour"))
+    ap.add_argument("--gpu", action="append", default=[], metavar="GPU",
+                    help="a GPU to quote, repeatable (default: the ones you priced, else mi355x, b300, b200)")
+    ap.add_argument("--input-len", type=limits.arg("tokens", "--input-len"), default=None,
+                    help=limits.help_text("prompt tokens per request (default 1024)", "tokens"))
+    ap.add_argument("--output-len", type=limits.arg("tokens", "--output-len"), default=None,
+                    help=limits.help_text("output tokens per request (default 400)", "tokens"))
+    slo_mod.add_arguments(ap)
+    ap.add_argument("--context", type=limits.arg("tokens", "--context"), default=None,
+                    help=limits.help_text("the request length that must fit (default: the model's max)", "tokens"))
+    ap.add_argument("--kv-dtype", default="bf16", choices=KV_DTYPES)
+    return ap
+
+
+def cli_main(argv: list[str] | None = None) -> int:
+    """``python -m k3lab quote [--usd-per-gpu-hour GPU=PRICE …] [--max-tpot MS] …`` → 0, or 2 with one line."""
+    args = _parser().parse_args(argv)
+    try:
+        overrides = compare_view._pairs(args.usd_per_gpu_hour, "--usd-per-gpu-hour", "usd_per_gpu_hour")
+        gpus = [g.lower() for g in args.gpu]
+        for g in gpus:
+            if g not in known_gpus():
+                from .spelling import unknown
+
+                raise ValueError(unknown("GPU", g, known_gpus()))
+        d = decision.decide("kimi-k3", args.context, slo=slo_mod.from_args(args), kv_dtype=args.kv_dtype,
+                            overrides=overrides or None, input_len=args.input_len, output_len=args.output_len)
+        text = "\n".join(quote_lines(d, gpus or None))
+    except (ValueError, OverflowError) as e:
+        print(f"k3lab quote: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0

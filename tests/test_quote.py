@@ -1,0 +1,151 @@
+"""A renter's answer (issue 38): ``python -m k3lab quote`` on one screen, one number per question on
+every surface (the decision box, notebook 04, the CLI, the README) for a what-if at 8,192 in / 1,024
+out at the user's prices and latency, the settings that change the answer named, and the command
+line's habits (no abbreviations, "did you mean", a price that looks like a node's)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from k3lab import cli, compare, decision, nbparams, prices, quote, report, specs
+from k3lab.paths import REPO_ROOT
+from k3lab.serving.model import Workload
+from k3lab.serving.predict import admission, predict
+from k3lab.serving.slo import SLO
+
+NB4 = "04_throughput_perf_per_dollar"
+MI, B300 = "8xmi355x tp8 [aiter-k3-opt]", "8xb300 tp8"
+#: the what-if of the issue: a renter's workload, prices and latency
+ASK = {"input_len": 8192, "output_len": 1024, "usd_per_gpu_hour": {"mi355x": 3.0, "b300": 5.5}, "max_tpot_ms": 50.0}
+QUOTE_ARGS = ["--input-len", "8192", "--output-len", "1024", "--usd-per-gpu-hour", "mi355x=3",
+              "--usd-per-gpu-hour", "b300=5.5", "--max-tpot", "50"]
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "k3lab", *args], capture_output=True, text=True, cwd=REPO_ROOT,
+                          timeout=300)
+
+
+def _mi355x_usd_per_million() -> float:
+    """The MI355X node's $/M at 8,192 / 1,024, TPOT <= 50 ms, $3.00/GPU-hour, computed by hand: the highest
+    concurrency the pools admit whose TPOT meets 50 ms (every one tried), then $/GPU-hour x 1e6 / (tok/s per
+    GPU x 3,600)."""
+    cfg, dep = specs.load_model("kimi-k3"), specs.parse_layout("8xmi355x tp8")
+    n = admission(cfg, dep, 8192 + 1024, variants=("aiter-k3-opt",)).requests
+    best = max(c for c in range(1, n + 1)
+               if predict(cfg, dep, Workload(8192, 1024, c), variants=("aiter-k3-opt",)).tpot_ms <= 50)
+    tok_s = predict(cfg, dep, Workload(8192, 1024, best), variants=("aiter-k3-opt",)).output_tok_s
+    return 3.0 * 1e6 / (tok_s / 8 * 3600)
+
+
+def test_a_what_if_gives_one_number_on_the_box_the_notebook_the_cli_and_the_readme(tmp_path):
+    """8,192 / 1,024 at the user's prices and TPOT <= 50 ms: the same $/M on all four (the issue's test)."""
+    from k3lab.findings import serving_prices
+    from k3lab.report_html import decision_html
+
+    want = f"${_mi355x_usd_per_million():,.2f}/M"
+    # notebook 04: its serving-model section with the run's parameters (what its cell calls)
+    defaults = nbparams.declared([nbparams.notebook_parameters_cell(NB4)])[0]
+    params = nbparams.Params({**defaults, **ASK}, defaults)
+    priced = serving_prices.at_latency([specs.parse_layout(x) for x in defaults["layouts"]], params)
+    assert want in priced.text
+    # the report's decision box asks the question the notebook wrote beside its results
+    run = tmp_path / "results" / "runs" / "renter"
+    (run / NB4).mkdir(parents=True)
+    decision.write_question(run / NB4 / decision.QUESTION_FILE, priced.question)
+    box = decision_html(decision.decide(**report._question(run, {})))
+    assert want in box
+    # ... and the verdict on the user's prices is in the box's headline, not in a collapsed section
+    head = box.split("<details>")[0]
+    assert "At your prices ($3.00 and $5.50 per GPU-hour)" in head and want.removesuffix("/M") in head
+    # the CLI: quote and compare with the same flags
+    q = _run("quote", *QUOTE_ARGS)
+    assert q.returncode == 0 and want.removesuffix("/M") in q.stdout and want in q.stdout  # the row and the verdict
+    c = _run("compare", *QUOTE_ARGS, "--top", "1")
+    assert c.returncode == 0 and f"override (override): {MI}, {want} output tokens" in c.stdout
+    # the README shows this quote, verbatim (a test of the README's pasted outputs keeps it current)
+    assert f"$ python -m k3lab quote {' '.join(QUOTE_ARGS)}\n{q.stdout.strip()}\n```" in \
+        (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5},
+                        slo=SLO(max_tpot_ms=50))
+    lines = quote.quote_lines(d)
+    assert len(lines) <= quote.MAX_LINES and all(len(x) <= quote.WIDTH for x in lines)
+    text, flat = "\n".join(lines), " ".join(x.strip() for x in lines)   # flat: the wrapped sentences joined
+    rows = d.comparison.set_index("layout")
+    for lay in (MI, B300):   # each GPU's cheapest layout with its concurrency, TPOT and $/M at your price
+        r = rows.loc[lay]
+        assert f"{lay:<29}  {int(r['model_concurrency']):>2}  {r['model_tpot_ms']:.0f} ms" in text
+        assert f"${r['usd_per_million_tokens[override]']:,.2f} (" in text
+    assert "SGLANG_AITER_K3_OPT=1" in text and "--mamba-full-memory-ratio 0.795" in text   # which setting it needs
+    assert "verdict: At your prices" in flat and "stays cheaper per token unless the model overstates" in flat
+    assert "trap: without SGLANG_AITER_K3_OPT=1" in flat and "no longer holds a 1,048,576-token request" in flat
+    # without your prices: the independent rental prices of each GPU, and the break-even
+    plain = " ".join(x.strip() for x in quote.quote_lines(decision.decide("kimi-k3")))
+    assert "rental prices" in plain and "the MI355X is cheaper per token while its $/GPU-hour is below" in plain
+    assert "B200: holds it, not priced" in plain       # the model validates no B200 decode speed: said, not guessed
+
+
+def test_the_sensitivity_is_how_far_the_model_may_be_off():
+    from k3lab import compare_view
+
+    u = {"first": "A", "second": "B", "price_ratio": 0.5, "breakeven": {"ratio": 0.75, "low": 0.5, "high": 1.1}}
+    # A is cheaper while its speed relative to B's (0.75) stays above the price ratio (0.5): 0.75 / 0.5 - 1 = 50%;
+    # the band allows 0.75 / 0.5 - 1 = 50% too
+    assert compare_view.sensitivity(u) == ("A stays cheaper per token unless the model overstates its speed relative "
+                                           "to B's by more than 50% (its band allows up to 50%)")
+    assert "B is as cheap or cheaper" in compare_view.sensitivity(dict(u, price_ratio=0.8))
+
+
+def test_a_setting_that_changes_the_answer_past_x1_5_is_named():
+    from k3lab.setting_traps import setting_traps
+
+    cfg = specs.load_model("kimi-k3")
+    traps = setting_traps(cfg, specs.parse_layout("8xmi355x tp8"), 1024, 400)
+    # sglang's ROCm default pads the experts: the weights leave too small a pool (k3lab fit), and the model's
+    # throughput with K3_OPT is more than 1.5x (compare lists both rows)
+    df = compare.compare_rows("kimi-k3", gpus=["mi355x"], include_all=True).set_index("layout")
+    ratio = df.loc["8xmi355x tp8 [aiter-k3-opt]", "model_tok_s"] / df.loc["8xmi355x tp8", "model_tok_s"]
+    assert ratio > 1.5 and len(traps) == 1
+    assert traps[0].startswith("with SGLANG_AITER_K3_OPT=1 (setting [aiter-k3-opt]), 8×MI355X TP8 serves")
+    assert f"(x{ratio:.2f})" in traps[0] and "holds a 1,048,576-token request" in traps[0]
+    assert setting_traps(cfg, specs.parse_layout("8xb300 tp8"), 1024, 400) == []   # nothing moves it that far
+    out = _run("predict", "--layout", "8xmi355x tp8", "--input-len", "1024", "--output-len", "400",
+               "--concurrency", "16")
+    assert out.returncode == 0 and "a setting that changes the answer: with SGLANG_AITER_K3_OPT=1" in out.stdout
+
+
+@pytest.mark.parametrize("args, said", [
+    (["predict", "--concurency", "3"], "unknown flag --concurency (did you mean '--concurrency'?)"),
+    (["compare", "--price", "mi355x=3"], "unknown flag --price (use --usd-per-gpu-hour GPU=PRICE"),
+    (["compare", "--price-t", "article"], "unknown flag --price-t (did you mean '--price-tier'?)"),  # no abbreviation
+    (["compare", "--price-tier", "artcle"], "unknown price tier 'artcle' (did you mean 'article'?)"),
+    (["compare", "--tok-s", "mi35x=3"], "(did you mean 'mi355x'?)"),
+    (["predict", "--layout", "8xmi355 tp8", "--input-len", "1", "--output-len", "1", "--concurrency", "1"],
+     "unknown GPU 'mi355' (did you mean 'mi355x'?)"),
+    (["predict", "--layout", "8xmi355x tp8 [k3-opt]", "--input-len", "1", "--output-len", "1", "--concurrency", "1"],
+     "(did you mean 'aiter-k3-opt'?)"),
+    (["quote", "--gpu", "b30"], "unknown GPU 'b30' (did you mean 'b300'?)"),
+])
+def test_cli_habits_one_line_naming_the_nearest_known(args, said, capsys):
+    try:
+        rc = cli.main(args)
+    except SystemExit as e:  # a usage mistake: argparse's exit, one line
+        rc = e.code
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1
+
+
+def test_a_price_above_twice_the_highest_known_is_named_as_a_node_price():
+    top = prices.prices().query("gpu == 'mi355x'")["usd_per_gpu_hour"].max()   # $8.60, hyperscaler on-demand
+    assert prices.price_warnings({"mi355x": 2 * top}) == []                  # at twice: still a GPU's price
+    (w,) = prices.price_warnings({"mi355x": 24.0, "b300": 5.5})
+    assert w.startswith(f"your MI355X price $24.00/GPU-hour is more than 2x the highest known (${top:.2f}")
+    assert "a node price?" in w and "$3.00 per GPU-hour" in w                 # 24 / 8 GPUs
+    r = _run("compare", "--usd-per-gpu-hour", "mi355x=24", "--top", "1", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout) and r.stderr.startswith("k3lab compare: warning: your MI355X")
