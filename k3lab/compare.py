@@ -29,7 +29,6 @@ name says per GPU; $ per million output tokens.
 
 from __future__ import annotations
 
-import html
 import math
 
 from . import data, memory, prices, roofline
@@ -328,80 +327,51 @@ def answers(df) -> list[dict]:
     """Per price source of the comparison: the cheapest layout that holds the request (fits with
     sglang's defaults or with the state-pool setting its row names) — lowest $/M output tokens at
     the priced throughput (the serving model's, or the user's ``--tok-s``), then lowest $/hour —
-    among the rows that source prices and that have a throughput; a model prediction inside its
-    validated domain goes before one outside it. Computed on every row before ``--top``. → list of dicts tier, kind,
-    date, layout, label, setting, fits_with, usd_per_hour, usd_per_million_tokens (+ _low, _high),
-    priced_by, unpriced (the cheapest-per-hour holding layout when no row has a throughput);
+    among the rows that source prices with evidence (a placeholder price is never evidence:
+    :mod:`k3lab.prices`) and that have a throughput; a model prediction inside its validated domain
+    goes before one outside it. A source that leaves a *contender* unpriced (a GPU whose holding
+    layouts have a throughput and that some source prices) names no winner: ``not_priced`` lists
+    those GPUs and the layout is only the cheapest of what it prices. Computed on every row before
+    ``--top``. → list of dicts tier, kind, date, rental (its prices meet a rental rate:
+    :func:`k3lab.prices.is_rental_evidence`), not_priced, placeholder (GPUs it prices with a
+    placeholder), layout, label, setting, fits_with, usd_per_hour, usd_per_million_tokens (+ _low,
+    _high), priced_by, unpriced (the cheapest-per-hour holding layout when no row has a throughput);
     layout None when the source prices no holding layout with a throughput."""
     if "answers" in df.attrs and df.attrs.get("answers_for") == tuple(df["layout"]):
         return df.attrs["answers"]  # compare_rows' frame (perhaps cut by --top): answers over every row
     pr = prices.prices(df.attrs.get("overrides"))
+    evidence = pr[pr["quality"] != "placeholder"]
     out = []
     hold = df[df["holds"].astype(bool)] if len(df) else df
-    for t in df.attrs["tiers"]:
+    tiers = df.attrs["tiers"]
+    priced = {t: set(evidence[evidence["tier"] == t]["gpu"]) for t in tiers}
+    with_tok = set(hold[hold["priced_tok_s"].notna()]["gpu"]) if len(hold) else set()
+    contenders = {g for g in with_tok if any(g in priced[t] for t in tiers)}
+    for t in tiers:
         col, mcol = f"{HOUR_PREFIX}[{t}]", f"{MTOK_PREFIX}[{t}]"
         sub = pr[pr["tier"] == t]
         kind = "override" if t == prices.OVERRIDE_TIER else (sub["kind"].iloc[0] if len(sub) else "")
         date = "" if t == prices.OVERRIDE_TIER or sub.empty else str(sub["source_date"].iloc[0])
-        held = hold[hold[col].notna()] if len(hold) else hold
+        head = {"tier": t, "kind": kind, "date": date, "rental": bool(sub["rental"].any()),
+                "not_priced": sorted(contenders - priced[t]),
+                "placeholder": sorted(set(sub[sub["quality"] == "placeholder"]["gpu"]) & with_tok)}
+        held = hold[hold[col].notna() & hold["gpu"].isin(priced[t])] if len(hold) else hold
         cand = held[held[mcol].notna()] if len(held) else held
         if cand.empty:
             cheap = held.sort_values([col, "num_gpus", "layout"], kind="stable").iloc[0] if len(held) else None
-            out.append({"tier": t, "kind": kind, "date": date, "layout": None,
+            out.append({**head, "layout": None,
                         "unpriced": None if cheap is None else {"layout": cheap["layout"],
                                                                 "usd_per_hour": float(cheap[col]),
                                                                 "why": cheap["model_note"] or "no throughput"}})
             continue
         r = _ranked(cand, t).iloc[0]
-        out.append({"tier": t, "kind": kind, "date": date, "layout": r["layout"], "label": r["label"],
+        out.append({**head, "layout": r["layout"], "label": r["label"],
                     "setting": r["setting"], "fits_with": r["fits_with"], "usd_per_hour": float(r[col]),
                     "usd_per_million_tokens": float(r[mcol]),
                     "usd_per_million_tokens_low": float(r[f"{MTOK_PREFIX}_low[{t}]"]),
                     "usd_per_million_tokens_high": float(r[f"{MTOK_PREFIX}_high[{t}]"]),
                     "priced_by": r["priced_by"], "model_in_domain": bool(r["model_in_domain"])})
     return out
-
-
-def _fit_cell(r) -> str:
-    why = html.escape(r["reason"])
-    if not r["shardable"]:
-        return f'<td class="na" title="{why}">cannot shard</td>'
-    w = f'{r["weights_gib_per_gpu"]:.0f} GiB/GPU'
-    if not r["weights_fit"]:
-        return f'<td class="no" title="{why}">✗ weights ({w})</td>'
-    n = r["max_kv_tokens"]
-    kv = f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e3 else f"{n:.0f}"
-    only = (f'<br>fits only with <code>{html.escape(r["fits_with"])}</code>'
-            if not r["fits"] and r["fits_with"].startswith("--") else "")
-    return (f'<td class="{"yes" if r["fits"] else "part"}">✓ weights ({w})<br>'
-            f'{r["full_context_requests"]} full-context req · {kv} KV tokens{only}</td>')
-
-
-def _matrix_row_label(gpu: str, setting: str) -> str:
-    return gpu.upper() + ("" if setting == DEFAULT_SETTING else f" [{setting}]")
-
-
-def fit_matrix_html(df) -> str:
-    """An HTML GPU × layout matrix (rows GPUs, columns layouts) of a comparison made with
-    ``include_all=True``; a cell: weights fit (GiB per GPU), full-context requests, max KV tokens.
-    CSS classes ``yes`` / ``part`` / ``no`` / ``na`` colour it (see :mod:`k3lab.report_html`)."""
-    a = df.attrs
-    cols = [layout_name(n, tp, pp) for n, pp, tp in sorted({(r.num_gpus, r.pp, r.tp) for r in df.itertuples()})]
-    # one row per GPU and sglang setting: AMD GPUs under the defaults and the article's K3_OPT
-    cells = {((r["gpu"], r["setting"]), layout_name(r["num_gpus"], r["tp"], r["pp"])): r for r in df.to_dict("records")}
-    keys = sorted({k for k, _ in cells}, key=lambda k: (k[0], k[1] != DEFAULT_SETTING, k[1]))
-    body = "".join(f"<tr><th>{html.escape(_matrix_row_label(*k))}</th>" + "".join(
-        _fit_cell(cells[(k, c)]) if (k, c) in cells else '<td class="na">—</td>' for c in cols) + "</tr>"
-        for k in keys)
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    tag = '<span class="badge" style="background:#37474f;color:#fff">STUDY · derived</span>'
-    var = f', sglang switches {", ".join(a["variants"])} (aiter-* on AMD GPUs only)' if a.get("variants") else ""
-    return (f'<p>{html.escape(a["model"])}, requests of {a["context_tokens"]:,} tokens, KV {a["kv_dtype"]}, '
-            f'mem_fraction {a["mem_fraction"]:g}{html.escape(var)} {tag} from the published config, datasheets and '
-            "sglang 0.5.23's pool sizing. Green: the weights load and a full-context request fits with sglang's default "
-            "state pool; amber: the weights load but no full-context request fits with the defaults (the cell names "
-            "the state-pool setting under which one does, if any); red: the weights do not fit.</p>"
-            f'<table class="fit"><thead><tr><th>GPU</th>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 
 def tier_columns(df, prefix: str = HOUR_PREFIX) -> dict[str, str]:

@@ -12,20 +12,22 @@ from __future__ import annotations
 import html
 
 from . import claims
-from .compare import HOUR_PREFIX, MTOK_PREFIX, tier_columns
+from .compare import DEFAULT_SETTING, HOUR_PREFIX, MTOK_PREFIX, layout_name, tier_columns
 from .prices import perf_per_dollar_by_tier
 from .report_cells import inline_markdown
 from .report_tables import html_table
 from .throughput import article_table, article_workload
 
 #: one distinct colour per verdict (the figure's bars and the page's badges): greens and blues
-#: for what holds (darkest: shown independently), warm pinks and purples for the three
-#: "inconsistent with" a weaker method, red and amber for wrong or corrected, grey for unchecked
+#: for what holds (darkest: shown independently), warm pinks and purples for the four
+#: "inconsistent with" weaker evidence, red and amber for wrong or corrected, teal for what turns
+#: on the price, grey for unchecked
 VERDICT_COLORS = {"reproduced": "#1b5e20", "consistent": "#1e88e5", "consistent (rounded inputs)": "#90caf9",
                   "consistent (emulated)": "#a5d6a7", "inconsistent with the emulation": "#ffab91",
                   "inconsistent with the model": "#f48fb1", "inconsistent with public measurements": "#ce93d8",
-                  "corrected": "#f9a825", "discrepancy": "#c62828", "not reproducible here": "#90a4ae",
-                  "": "#eeeeee"}
+                  "inconsistent with the evidence": "#b39ddb",
+                  "corrected": "#f9a825", "discrepancy": "#c62828", "turns on the price": "#80cbc4",
+                  "not reproducible here": "#90a4ae", "": "#eeeeee"}
 METHOD_MEANING = {
     "measured": "ran here, on real code or hardware", "derived": "computed from primary sources",
     "cited": "a third party's public measurement of the same setting (not made here)",
@@ -99,22 +101,29 @@ def perf_html(overrides=None) -> tuple[str, str]:
 
 
 def verdict_summary_html(df) -> str:
-    """Counts by verdict (badges), the verdicts-by-method line and the plain-language answer."""
+    """Counts by verdict (badges), the negative verdicts by kind of correction, the
+    verdicts-by-method line and the plain-language answer."""
     counts = df["verdict"].value_counts()
     badges = " ".join(f"{verdict_badge(v)} {counts.get(v, 0)}" for v in claims.VERDICTS)
-    return (f"<p>{badges}</p><p><b>By method</b> — {_esc(claims.verdicts_by_method(df))}</p>"
+    kinds = claims.corrections_by_kind(df)
+    by_kind = (f"<p><b>Negative verdicts by kind of correction</b> — {_esc(', '.join(f'{n} {k}' for k, n in kinds.items()))}"
+               " (substantive: a reader acting on the claim would decide wrongly; precision: the point stands, a "
+               "number or its scope is off; literal: the words are wrong, the meaning holds). Each carries the "
+               "author's strongest reply in the ledger.</p>") if kinds else ""
+    return (f"<p>{badges}</p>{by_kind}<p><b>By method</b> — {_esc(claims.verdicts_by_method(df))}</p>"
             f'<p class="answer">{_esc(claims.plain_answer(df))}</p>')
 
 
 #: the ledger's columns and their share of the page width (the table never scrolls the page)
-LEDGER_HEADS = {"id": 4, "claim": 19, "claimed": 10, "method": 10, "reproduced": 10, "bound": 9, "verdict": 8,
-                "evidence": 30}
+LEDGER_HEADS = {"id": 4, "claim": 15, "claimed": 9, "method": 9, "reproduced": 9, "bound": 8, "verdict": 8,
+                "evidence": 24, "author's best reply": 14}
 
 
 def ledger_html(df) -> str:
-    """The claims ledger: id, claim, claimed, method, reproduced, bound, verdict, evidence;
-    an emulated row is marked (row colour and an EMULATED badge); each id is an anchor
-    (``#claim-<id>``) the notebooks' verdict lines link to."""
+    """The claims ledger: id, claim, claimed, method, reproduced, bound, verdict (with its kind
+    of correction), evidence, and the article's author's strongest reply to a negative verdict
+    with why it stands; an emulated row is marked (row colour and an EMULATED badge); each id is
+    an anchor (``#claim-<id>``) the notebooks' verdict lines link to."""
     rows = []
     for r in df.to_dict("records"):
         emu = r["method"] == "emulated"
@@ -122,10 +131,12 @@ def ledger_html(df) -> str:
                   else f'{_esc(r["method"])}<br><small>{_esc(METHOD_MEANING.get(r["method"], ""))}</small>')
         ev = inline_markdown(r["evidence"]) + (f"<br><i>{inline_markdown(r['notes'])}</i>" if r["notes"] else "")
         cid = _esc(r["claim_id"])
+        kind = str(r.get("correction_kind") or "")
         cells = [f'<b id="claim-{cid}">{cid}</b>', inline_markdown(r["quote"]),
                  f"{_esc(r['claimed'])} <small>{_esc(r['unit'])}</small>", method,
                  inline_markdown(r["reproduced"]) or "—", inline_markdown(r["bound"]) or "—",
-                 verdict_badge(r["verdict"]), ev]
+                 verdict_badge(r["verdict"]) + (f"<br><small>{_esc(kind)}</small>" if kind else ""), ev,
+                 inline_markdown(str(r.get("rebuttal") or "")) or "—"]
         rows.append(f'<tr class="{"emulated" if emu else ""}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     cols = "".join(f'<col style="width:{w}%">' for w in LEDGER_HEADS.values())
     head = "".join(f"<th>{h}</th>" for h in LEDGER_HEADS)
@@ -155,6 +166,48 @@ def decision_html(d) -> str:
                + "".join(f"<li>{_esc(x)}</li>" for x in [lines[0], *rest[:-1]]) + "</ul></details>")
     return (f'<div class="decision" id="decision"><h2>The decision</h2><ul class="answer">{"".join(items)}</ul>'
             f"{detail}</div>")
+
+
+def _fit_cell(r) -> str:
+    why = _esc(r["reason"])
+    if not r["shardable"]:
+        return f'<td class="na" title="{why}">cannot shard</td>'
+    w = f'{r["weights_gib_per_gpu"]:.0f} GiB/GPU'
+    if not r["weights_fit"]:
+        return f'<td class="no" title="{why}">✗ weights ({w})</td>'
+    n = r["max_kv_tokens"]
+    kv = f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e3 else f"{n:.0f}"
+    only = (f'<br>fits only with <code>{_esc(r["fits_with"])}</code>'
+            if not r["fits"] and r["fits_with"].startswith("--") else "")
+    return (f'<td class="{"yes" if r["fits"] else "part"}">✓ weights ({w})<br>'
+            f'{r["full_context_requests"]} full-context req · {kv} KV tokens{only}</td>')
+
+
+def _matrix_row_label(gpu: str, setting: str) -> str:
+    return gpu.upper() + ("" if setting == DEFAULT_SETTING else f" [{setting}]")
+
+
+def fit_matrix_html(df) -> str:
+    """An HTML GPU × layout matrix (rows GPUs, columns layouts) of a comparison made with
+    ``include_all=True``; a cell: weights fit (GiB per GPU), full-context requests, max KV tokens.
+    CSS classes ``yes`` / ``part`` / ``no`` / ``na`` colour it (see :mod:`k3lab.report_html`)."""
+    a = df.attrs
+    cols = [layout_name(n, tp, pp) for n, pp, tp in sorted({(r.num_gpus, r.pp, r.tp) for r in df.itertuples()})]
+    # one row per GPU and sglang setting: AMD GPUs under the defaults and the article's K3_OPT
+    cells = {((r["gpu"], r["setting"]), layout_name(r["num_gpus"], r["tp"], r["pp"])): r for r in df.to_dict("records")}
+    keys = sorted({k for k, _ in cells}, key=lambda k: (k[0], k[1] != DEFAULT_SETTING, k[1]))
+    body = "".join(f"<tr><th>{_esc(_matrix_row_label(*k))}</th>" + "".join(
+        _fit_cell(cells[(k, c)]) if (k, c) in cells else '<td class="na">—</td>' for c in cols) + "</tr>"
+        for k in keys)
+    head = "".join(f"<th>{_esc(c)}</th>" for c in cols)
+    tag = '<span class="badge" style="background:#37474f;color:#fff">STUDY · derived</span>'
+    var = f', sglang switches {", ".join(a["variants"])} (aiter-* on AMD GPUs only)' if a.get("variants") else ""
+    return (f'<p>{_esc(a["model"])}, requests of {a["context_tokens"]:,} tokens, KV {a["kv_dtype"]}, '
+            f'mem_fraction {a["mem_fraction"]:g}{_esc(var)} {tag} from the published config, datasheets and '
+            "sglang 0.5.23's pool sizing. Green: the weights load and a full-context request fits with sglang's default "
+            "state pool; amber: the weights load but no full-context request fits with the defaults (the cell names "
+            "the state-pool setting under which one does, if any); red: the weights do not fit.</p>"
+            f'<table class="fit"><thead><tr><th>GPU</th>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 
 def costs_html(fit) -> str:
