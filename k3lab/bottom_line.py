@@ -91,10 +91,10 @@ def headline(df) -> str:
            f"perf/$), {_direction(art)} at independent rental prices: the article's own throughput puts the MI355X "
            f"{art['reproduced']} ({art['claim_id']}: {art['verdict']})"
            + (f"; {art['bound']}" if art["bound"] else "") + "."]
-    fix = correction(mag)
-    out.append(f"Its ~45% {'holds' if claims.STRENGTH[claims.base_verdict(mag['verdict'])] > 0 else 'does not hold'} at "
-               f"those prices: {mag['reproduced']} ({mag['claim_id']}: {mag['verdict']})"
-               + (f"; {fix}" if fix else "") + ".")
+    holds = {1: "holds", 2: "holds", 0: "cannot be settled"}.get(claims.STRENGTH[claims.base_verdict(mag["verdict"])],
+                                                                  "does not hold")
+    out.append(f"Its ~45% {holds} at those prices ({mag['claim_id']}: {mag['verdict']}): "
+               f"{correction(mag) or mag['reproduced']}.")
     out.append(f"On the serving model it is {mod['bound'].removeprefix('model: ')} ({mod['claim_id']}: {mod['verdict']}).")
     b200 = [rows[c] for c in B200_LINE if c in rows]
     if b200:

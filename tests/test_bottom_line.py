@@ -57,8 +57,8 @@ def test_headline_reads_the_direction_the_magnitude_the_model_and_the_network():
                         "of the B300 on perf/$), holds, narrowly, at independent rental prices")
     assert f"puts the MI355X {T20_VALUE} (T20: consistent); {T20_BOUND}." in h   # the break-even beside the pairs
     # the magnitude apart, with what it needs (its correction, cut at the first ';')
-    assert ("Its ~45% does not hold at those prices: +2.9% to +5.9% (claimed ~45%) (T26: inconsistent with the "
-            "evidence); the 45% needs the article's own 0.42.") in h
+    assert ("Its ~45% does not hold at those prices (T26: inconsistent with the evidence): the 45% needs the "
+            "article's own 0.42.") in h
     # the serving model's central estimate beside its band
     assert "too close to call under 2 of 2 pairs of rental prices (central +68% to +73%) (T21: not reproducible here)" in h
     assert h.endswith("Against the B200 the network decides: the lost tokens are the link's (T23: inconsistent with "

@@ -139,8 +139,9 @@ def plain_answer(df) -> str:
             f"(measured or derived); {v.get('consistent', 0)} are consistent with the evidence without being shown "
             f"independently; {v.get('discrepancy', 0) + v.get('corrected', 0)} are wrong or "
             f"needed correcting{by_kind}; {v.get('inconsistent', 0)} disagree with evidence that cannot show them "
-            f"wrong (the study's emulation, model, public measurements or a few prices); {v.get(TURNS, 0)} "
-            f"turn on the price; {v.get('not reproducible here', 0)} could not be checked here.")
+            f"wrong (the study's emulation, model, public measurements or a few prices); "
+            + (f"{v[TURNS]} turn on the price; " if v.get(TURNS, 0) else "")
+            + f"{v.get('not reproducible here', 0)} could not be checked here.")
 
 
 _VERDICT_WORD = re.compile("|".join(re.escape(v) for v in VERDICTS))

@@ -149,7 +149,7 @@ def spec_records(doc: dict, probe: dict | None = None) -> list[claims.Record]:
                     "tests/sglang/test_serving_rules.py)",
              value=f"n-gram speculative decoding, no draft model ({', '.join(rel)})" if rel else "none without a draft",
              holds=not rel,
-             correction=f"sglang {', '.join(rel)} ship n-gram speculative decoding (--speculative-algorithm NGRAM), which "
+             correction=f"sglang {', '.join(rel)} {'ships' if len(rel) == 1 else 'ship'} n-gram speculative decoding (--speculative-algorithm NGRAM), which "
                         "drafts from the request's own tokens and needs no draft tensors; an external draft model "
                         "(DSpark) is one way, not the only one",
              notes="only the releases that ship a Kimi K3 model count ("

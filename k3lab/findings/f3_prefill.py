@@ -168,7 +168,9 @@ def records(cfg: ModelConfig | None = None, probe: dict | None = None, matrix: d
                  value=f"bit-identical in {int(ex.bitwise_equal.sum())} of {len(ex)} cases (max abs diff {md:g})",
                  holds=same, correction="padding changes the output",
                  notes="emulated: the kernels that refuse 12 heads are stand-ins; a GPU kernel that tiles "
-                       "across heads could round differently (the gpu-marked test checks on ROCm)"))
+                       "across heads could round differently (the gpu-marked test checks on ROCm), and one did worse: "
+                       "sglang PR #33341 fences the fp8 PS-ASM prefill kernel off for 12-head models because it "
+                       "memory-faults on gfx950 with the padded geometry (S13)"))
     # the prefill rates and the TTFT speed-up, by the validated serving model (k3lab.findings.field)
     out.extend(field.prefill_records())
     dec = decode_table(cfg)

@@ -89,6 +89,9 @@ def table_records() -> list[claims.Record]:
         if not all(r.validated for r in rs):
             notes += (". The model's band for this GPU family is not validated for the metric (decode or DSpark "
                       "speed): it judges nothing here")
+        if cid == "T3":  # what public two-node B200 runs say is judged against the network (T23, T27)
+            notes += (". Public 16×B200 runs on a faster link than the article's (not its network, so they cannot "
+                      "check its 498) are T23 and T27")
         out.append(claims.judge(cid, evidence, bound=_bound(lo, hi, len(rs)),
                                 readings=[(r.value, r.band) for r in rs], in_domain=dom, notes=notes))
     return out
