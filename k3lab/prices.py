@@ -144,8 +144,9 @@ def breakeven_usd_per_kwh(a: dict, b: dict, pue: float) -> float | None:
 def perf_per_dollar_by_tier(overrides: dict | None = None):
     """perf/$ and $/M tokens of each article config under every tier that prices its GPU.
 
-    Columns: tier, kind, config, gpu, usd_per_gpu_hour, tok_s_per_dollar_hour,
-    usd_per_million_tokens, source, source_date. Only the article's throughputs are used.
+    Columns: tier, kind, quality, rental (:func:`is_rental_evidence`), config, gpu, usd_per_gpu_hour,
+    tok_s_per_dollar_hour, usd_per_million_tokens, source, source_date. Only the article's
+    throughputs are used.
     """
     import pandas as pd
 
@@ -153,7 +154,8 @@ def perf_per_dollar_by_tier(overrides: dict | None = None):
     rows = []
     for r in article_table().values():
         for p in pr[pr["gpu"] == r.gpu].itertuples():
-            rows.append({"tier": p.tier, "kind": p.kind, "config": r.label, "gpu": r.gpu,
+            rows.append({"tier": p.tier, "kind": p.kind, "quality": p.quality, "rental": p.rental,
+                         "config": r.label, "gpu": r.gpu,
                          "usd_per_gpu_hour": p.usd_per_gpu_hour,
                          "tok_s_per_dollar_hour": tok_s_per_dollar_hour(r.tok_s, r.num_gpus, p.usd_per_gpu_hour),
                          "usd_per_million_tokens": usd_per_million_tokens(r.tok_s, r.num_gpus, p.usd_per_gpu_hour),

@@ -85,15 +85,17 @@ def perf_html(overrides=None) -> tuple[str, str]:
         tag = badge("ARTICLE price", "#6a1b9a") if kind == "article" else badge("STUDY price", "#1565c0")
         rows.append([f"{_esc(tier)} ({_esc(kind)}, {_esc(str(g['source_date'].iloc[0]))}) {tag}"] + [
             f"{by.loc[c, 'tok_s_per_dollar_hour']:.1f} tok/s per $/h<br><small>"
-            f"${by.loc[c, 'usd_per_million_tokens']:.2f}/M tok at ${by.loc[c, 'usd_per_gpu_hour']:.2f}/GPU-h</small>"
+            f"${by.loc[c, 'usd_per_million_tokens']:.2f}/M tok at ${by.loc[c, 'usd_per_gpu_hour']:.2f}/GPU-h"
+            + (" · a placeholder, never evidence" if by.loc[c, "quality"] == "placeholder" else "") + "</small>"
             if c in by.index else "—" for c in configs])
-        if set(configs) <= set(by.index):  # like with like: only sources that price every config
+        # like with like: only sources whose prices of every config are rental prices (k3lab.prices)
+        if set(configs) <= set(by.index) and bool(by["rental"].all()):
             full += 1
             best = by["tok_s_per_dollar_hour"].idxmax()
             wins[best] = wins.get(best, 0) + 1
     won = ", ".join(f"{c} in {k}" for c, k in sorted(wins.items(), key=lambda kv: -kv[1]))
-    answer = (f"Best perf/$ on the article's self-reported throughput, over the {full} price sources that price "
-              f"all {len(configs)} configs: {won}.") if full else ""
+    answer = (f"Best perf/$ on the article's self-reported throughput, over the {full} source(s) of rental prices "
+              f"that price all {len(configs)} configs: {won}.") if full else ""
     legend = ("<p>tok/s per $/hour = deployment tok/s ÷ (GPUs × $/GPU-hour); $/M tokens as InferenceX defines it. "
               f"Every throughput is the article's {art}: under an ARTICLE price the number is wholly the article's, "
               "under a STUDY price it is the article's throughput at a price the study collected.</p>")
