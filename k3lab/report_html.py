@@ -162,7 +162,7 @@ def decision_html(d) -> str:
     detail = ("<details><summary>the cheapest layout under each price source</summary><ul>"
               + "".join(f"<li>{_esc(x)}</li>" for x in answers) + "</ul></details>")
     if be:
-        detail += ("<details><summary>where each independent price source falls against the break-even</summary><ul>"
+        detail += ("<details><summary>where each pair of rental prices falls against the break-even</summary><ul>"
                    + "".join(f"<li>{_esc(x.strip())}</li>" for x in be) + "</ul></details>")
     detail += ("<details><summary>which single nodes hold the request, and the article's prices</summary><ul>"
                + "".join(f"<li>{_esc(x)}</li>" for x in [lines[0], *rest[:-1]]) + "</ul></details>")

@@ -43,9 +43,8 @@ TURNS = "turns on the price"
 #: with what). :data:`TURNS`: the readings split, so the claim holds under some and not others.
 RULE_VERDICTS = ("reproduced", "consistent", "inconsistent", "discrepancy", "corrected", TURNS,
                  "not reproducible here")
-#: what a verdict counts as (:func:`base_verdict`)
-BASE_VERDICTS = ("reproduced", "consistent", "inconsistent", "discrepancy", "corrected", TURNS,
-                 "not reproducible here")
+#: what a verdict counts as (:func:`base_verdict`): the rules' own
+BASE_VERDICTS = RULE_VERDICTS
 #: the negative verdicts (base), and the methods whose positive needs no cap
 NEGATIVE = ("discrepancy", "corrected")
 NEGATIVE_BASE = ("inconsistent", "discrepancy", "corrected")
@@ -61,8 +60,7 @@ METHOD_QUALIFIED = {
     "inconsistent with the model": ("modelled", "discrepancy"),
     "inconsistent with public measurements": ("cited", "discrepancy"),
 }
-#: the weak negative of evidence that is not an emulation, a model or a cited measurement: a
-#: range of independent prices a rate lies outside, a proxy that disagrees (a rule's ``inconsistent``)
+#: a rule's ``inconsistent`` from any other evidence (a few prices, a proxy, outside numbers)
 INCONSISTENT_EVIDENCE = "inconsistent with the evidence"
 #: every qualified verdict, with the base verdict it counts as. ``consistent (rounded inputs)``:
 #: the article's number follows only from its own *rounded* inputs; the exact computation rounds
@@ -73,8 +71,7 @@ QUALIFIED = {"consistent (rounded inputs)": "consistent", INCONSISTENT_EVIDENCE:
 VERDICTS = ("reproduced", "consistent", "consistent (rounded inputs)", "consistent (emulated)",
             "inconsistent with the emulation", "inconsistent with the model", "inconsistent with public measurements",
             INCONSISTENT_EVIDENCE, "discrepancy", "corrected", TURNS, "not reproducible here")
-#: how strongly a base verdict speaks for (+) or against (-) the claim: a rule's mirrored evidence
-#: gives the opposite number (the symmetry tests hold every rule to it)
+#: how strongly a base verdict speaks for (+) or against (-) the claim: mirrored evidence, the opposite
 STRENGTH = {"reproduced": 2, "consistent": 1, "not reproducible here": 0, TURNS: 0, "inconsistent": -1,
             "discrepancy": -2, "corrected": -2}
 #: the rules under which an arithmetic claim meets only the article's own numbers: a disagreement
@@ -82,10 +79,9 @@ STRENGTH = {"reproduced": 2, "consistent": 1, "not reproducible here": 0, TURNS:
 #: (capped). Any other rule brings outside numbers in (T20: independent prices), so the cap is
 #: the same on both sides: consistent ↔ inconsistent with the evidence.
 SELF_CHECK_RULES = ("within_tolerance", "rounding", "self_contradiction", "in_range", "holds", "bound", "matches")
-#: the kinds of correction a negative verdict carries (the report counts them by kind):
-#: substantive (a reader acting on the claim would decide wrongly), precision (the point stands,
-#: a number or its scope is off), literal (the words are wrong, the meaning the article plainly
-#: intends holds)
+#: a negative verdict's kind of correction (counted by kind): substantive (a reader acting on the claim
+#: would decide wrongly), precision (the point stands, a number or its scope is off), literal (the words
+#: are wrong, the meaning the article plainly intends holds)
 CORRECTION_KINDS = ("substantive", "precision", "literal")
 #: a modelled band wider than this factor (high / low) cannot tell a claim from its negation
 BAND_MAX_RATIO = 2.0
@@ -305,11 +301,9 @@ def rule_in_range(claim, low, high, x=None, **_):
 
 
 def rule_plausible_range(claim, low, high, x=None, **_):
-    """Like ``in_range``, for a range that can place a number but never establish it (the
-    independent rental prices a rate could be, from the lowest to the highest found, no discount
-    added: T5, T18). It cuts both ways alike: inside → ``consistent``, outside → ``inconsistent``
-    (a rate below every price found may be a negotiated one; a few prices cannot refute it any more
-    than they can confirm one inside them)."""
+    """Like ``in_range``, for a range that can place a number but never establish it (rental prices,
+    lowest to highest, no discount added: T5, T18), so it cuts both ways alike: inside →
+    ``consistent``, outside → ``inconsistent`` (a few prices refute no rate, as they confirm none)."""
     return "consistent" if _inside(claim, low, high, x) else "inconsistent"
 
 
@@ -352,13 +346,10 @@ def rule_validated_model(claim, readings, in_domain: bool = True, claimed_value=
 
 
 def rule_cited(claim, values, claimed_value=None, **_):
-    """Third-party measurements of the claim's setting (``values``; method ``cited``: measured,
-    but not here; the finding names where a measurement's setting differs, e.g. its workload
-    or a GPU of the same silicon): the claim within the claim's tolerance of every one agrees
-    (capped at ``consistent``: the study did not make the measurement); of none, ``discrepancy``
-    (capped at ``inconsistent with public measurements``, for the same reason); of some but not
-    all, the measurements disagree among themselves: ``not reproducible here``. No matching
-    measurement → ``not reproducible here``."""
+    """Third-party measurements of the claim's setting (``values``; method ``cited``: measured, not
+    here; the finding names where a setting differs): the claim within tolerance of every one agrees
+    (capped at ``consistent``), of none is a ``discrepancy`` (capped at ``inconsistent with public
+    measurements``); of some but not all, or with none to compare, ``not reproducible here``."""
     vals = [_num("cited value", v) for v in values]
     if not vals:
         return "not reproducible here"
@@ -368,14 +359,11 @@ def rule_cited(claim, values, claimed_value=None, **_):
 
 
 def rule_direction(claim, leads, correction: str | None = None, **_):
-    """A direction (one side wins) judged under every reading that can decide it: ``leads``, one
-    (low, high) per reading, the winner's lead as a fraction (0.45 = 45% better; a reading
-    without a band has low = high). Every reading wholly above zero: the direction holds; every
-    one wholly below: reversed (``corrected`` with ``correction``, else ``discrepancy``); some
-    wholly above and some wholly below: the direction holds under some readings and not under
-    others, :data:`TURNS` (never a reversal); otherwise some reading straddles zero and none
-    decides against the others: ``not reproducible here``. T20, T21: the MI355X's perf/$ lead
-    over the B300 under each pair of independent rental prices."""
+    """A direction (one side wins) under every reading that can decide it: ``leads``, one (low,
+    high) per reading, the winner's lead as a fraction (0.45 = 45% better; no band: low = high).
+    Every reading wholly above zero: it holds; every one wholly below: reversed (``corrected`` with
+    ``correction``, else ``discrepancy``); some wholly above and some wholly below: :data:`TURNS`
+    (never a reversal); otherwise a reading straddles zero: ``not reproducible here``. T20, T21."""
     pts = [(_num("lead low", lo), _num("lead high", hi)) for lo, hi in leads]
     if not pts:
         raise ValueError(f"claim {claim.id}: rule direction needs at least one (low, high) lead")

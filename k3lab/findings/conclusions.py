@@ -294,9 +294,8 @@ def throughput_records(d: decision.Decision | None = None) -> list[claims.Record
     out.append(R("T26", f"the MI355X's lead at the article's own throughput under each pair of rental prices (as T20): "
                         f"{pairs}; 'roughly 45%' needs a price ratio of {need:.3f} ({per_gpu:.3f} / {1 + claimed:.2f})",
                  value=f"{_span(leads)} (claimed ~{claimed:.0%})", values=[100 * x for x in leads],
-                 correction=f"at independent rental prices the article's own throughput gives the MI355X {_span(leads, 0)}, "
-                            f"not ~{claimed:.0%}: the {claimed:.0%} needs it at {need:.2f}x the B300's price (the article's "
-                            f"own {own:.2f}), below every rental pair found ({ratios})",
+                 correction=f"~{claimed:.0%} needs the MI355X at {need:.2f}x the B300's price (the article's own prices: "
+                            f"{own:.2f}), below every rental pair found ({ratios}), which give {_span(leads, 0)}",
                  notes=f"the article's own prices give {per_gpu / own - 1:.1%} (T7); {_not_rental()}",
                  kind="substantive",
                  reply=("the article asks readers to treat the precise multipliers with care and the direction as solid",
