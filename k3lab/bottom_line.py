@@ -1,12 +1,15 @@
 """The article's bottom line for a reader, from the claims ledger: per finding, what holds, what
-does not, and what this study could not check and why — computed from the verdicts of
-:mod:`k3lab.claims` (a ledger DataFrame, the columns of ``results/claims.csv``), never typed.
+does not (by kind of correction), what turns on the price, and what this study could not check
+and why — computed from the verdicts of :mod:`k3lab.claims` (a ledger DataFrame, the columns of
+``results/claims.csv``), never typed.
 
 - :func:`headline`: the article's conclusion, "the direction is hard to argue with" (the MI355X
-  ahead of the B300 on perf/$), as the ledger judges it (:data:`BOTTOM_LINE`: at the article's
-  own throughput and on the serving model, under every independent price source);
+  ahead of the B300 on perf/$), as the ledger judges it (:data:`BOTTOM_LINE`): the direction at
+  the article's own throughput under each pair of rental prices with its break-even price ratio
+  (T20), the ~45% apart (T26), the serving model's central estimate beside its band (T21), and
+  the B200 comparison against the network it ran on (:data:`B200_LINE`: T23, T27);
 - :func:`finding_lines`: one sentence per finding, its claims sorted by what a reader can do
-  with them (:data:`READINGS`);
+  with them (:func:`reading`);
 - :func:`readme_text` (markdown) and :func:`html` (the report's opening box) say both.
 
 A ledger without the bottom-line claims (a partial run, a test's) says so instead of guessing.
@@ -21,19 +24,34 @@ from . import claims
 #: the findings in the order the study presents them, with their titles
 FINDING_TITLES = {"memory": "1 · memory fit", "spec_decode": "2 · top-k renorm fix",
                   "prefill": "3 · head padding / TTFT", "throughput": "4 · throughput and perf/$"}
-#: the claims that judge the article's bottom line: at its own throughput, on the serving model
-BOTTOM_LINE = ("T20", "T21")
-#: what a base verdict tells a reader, in the order a finding's sentence lists them
+#: the claims that judge the article's bottom line: the direction at its own throughput, on the
+#: serving model, and the magnitude
+BOTTOM_LINE = ("T20", "T21", "T26")
+#: the B200 comparison against the network it ran on (the split's cost, the 7x)
+B200_LINE = ("T23", "T27")
+#: what a base verdict tells a reader, in the order a finding's sentence lists them; a negative one
+#: is read by its kind of correction (:data:`CORRECTED_AS`)
 READINGS = {"reproduced": "holds (shown here)",
             "consistent": "holds as far as this study can tell (not shown independently)",
             "discrepancy": "does not hold", "corrected": "does not hold",
-            "inconsistent": "disagrees with the study's emulation, model or public measurements (not shown wrong)",
+            claims.TURNS: "turns on the price",
+            "inconsistent": "disagrees with evidence that cannot show it wrong (an emulation, a model, public "
+                            "measurements or a few prices)",
             "not reproducible here": "not checked here"}
+#: a discrepancy or correction, by its kind (k3lab.claims.CORRECTION_KINDS)
+CORRECTED_AS = {"substantive": "does not hold",
+                "precision": "holds, with a correction of precision",
+                "literal": "holds as meant, wrong as worded"}
+#: the order a finding's sentence lists the readings in
+ORDER = ("holds (shown here)", "holds as far as this study can tell (not shown independently)",
+         CORRECTED_AS["literal"], CORRECTED_AS["precision"], READINGS[claims.TURNS], READINGS["inconsistent"],
+         CORRECTED_AS["substantive"], READINGS["not reproducible here"])
 #: why a claim could not be checked, by the rule that judged it (a model's row: by its bound)
-WHY_NOT = {"unchecked": "nothing here can check it", "lower_bound": "the evidence is a lower bound only",
+WHY_NOT = {"unchecked": "nothing here can check it", "bound": "the evidence is a bound only",
            "validated_model": "the serving model's band is too wide to tell",
-           "direction": "the serving model's band cannot call every price source",
-           "holds": "it turns on a setting the article does not state", "cited": "no public measurement of its setting"}
+           "direction": "the serving model's band cannot call every pair of prices",
+           "holds": "it turns on a setting the article does not state",
+           "cited": "no public measurement of its setting can speak to it"}
 OUTSIDE = "outside its domain"
 
 
@@ -47,34 +65,50 @@ def correction(row: dict) -> str:
     return notes[len("correction: "):].split("; ")[0] if notes.startswith("correction: ") else ""
 
 
+def reading(row: dict) -> str:
+    """What a row tells a reader (:data:`READINGS`; a discrepancy or a correction by its kind)."""
+    base = claims.base_verdict(row["verdict"])
+    if base in ("discrepancy", "corrected"):
+        return CORRECTED_AS.get(str(row.get("correction_kind") or ""), READINGS[base])
+    return READINGS[base]
+
+
+def _direction(row: dict) -> str:
+    b = claims.base_verdict(row["verdict"])
+    return {"reproduced": "holds", "consistent": "holds, narrowly,", claims.TURNS: "turns on the price",
+            "not reproducible here": "cannot be settled here"}.get(b, "does not hold")
+
+
 def headline(df) -> str:
-    """One sentence: the article's bottom line judged, from :data:`BOTTOM_LINE`'s rows."""
+    """The article's bottom line judged, from :data:`BOTTOM_LINE`'s rows (and :data:`B200_LINE`'s,
+    when the ledger has them)."""
     rows = _rows(df)
     if not all(c in rows for c in BOTTOM_LINE):
         return (f"The article's bottom line ({', '.join(BOTTOM_LINE)}: the MI355X ahead of the B300 on perf/$) is not "
                 "in this ledger.")
-    art, mod = (rows[c] for c in BOTTOM_LINE)
-    a, m = claims.base_verdict(art["verdict"]), claims.base_verdict(mod["verdict"])
-    if a in ("discrepancy", "corrected"):
-        judged = "does not hold as stated"
-    elif a == m == "consistent" or (a == "consistent" and m == "reproduced"):
-        judged = "holds as far as this study can tell"
-    else:
-        judged = "cannot be settled here"
-    fix = correction(art)
-    return (f"The article's bottom line, \u201cthe direction is hard to argue with\u201d (the MI355X ahead of the B300 "
-            f"on perf/$ by ~45%), {judged}: at the article's own throughput, independent prices put the MI355X's lead "
-            f"at {art['reproduced']} ({art['claim_id']}: {art['verdict']}); on the serving model it is "
-            f"{mod['bound'].removeprefix('model: ')} ({mod['claim_id']}: {mod['verdict']})."
-            + (f" What holds instead: {fix}." if fix else ""))
+    art, mod, mag = (rows[c] for c in BOTTOM_LINE)
+    out = [f"The article's bottom line, \u201cthe direction is hard to argue with\u201d (the MI355X ahead of the B300 on "
+           f"perf/$), {_direction(art)} at independent rental prices: the article's own throughput puts the MI355X "
+           f"{art['reproduced']} ({art['claim_id']}: {art['verdict']})"
+           + (f"; {art['bound']}" if art["bound"] else "") + "."]
+    holds = {1: "holds", 2: "holds", 0: "cannot be settled"}.get(claims.STRENGTH[claims.base_verdict(mag["verdict"])],
+                                                                  "does not hold")
+    out.append(f"Its ~45% {holds} at those prices ({mag['claim_id']}: {mag['verdict']}): "
+               f"{correction(mag) or mag['reproduced']}.")
+    out.append(f"On the serving model it is {mod['bound'].removeprefix('model: ')} ({mod['claim_id']}: {mod['verdict']}).")
+    b200 = [rows[c] for c in B200_LINE if c in rows]
+    if b200:
+        out.append("Against the B200 the network decides: " + "; ".join(
+            f"{correction(r) or r['reproduced']} ({r['claim_id']}: {r['verdict']})" for r in b200) + ".")
+    return " ".join(out)
 
 
-def _item(row: dict, reading: str) -> str:
+def _item(row: dict, read: str) -> str:
     cid = row["claim_id"]
-    if reading == "does not hold":
+    if read in CORRECTED_AS.values() or read in (READINGS["inconsistent"], READINGS[claims.TURNS]):
         fix = correction(row)
         return f"{cid} ({fix})" if fix else f"{cid} (claimed {row['claimed']}, found {row['reproduced'] or row['bound']})"
-    if reading == "not checked here":
+    if read == READINGS["not reproducible here"]:
         bound = str(row["bound"])
         why = ("the question is outside the serving model's validated domain" if OUTSIDE in bound
                else "the serving model is not validated for it (too few public sources, or a band wider than ×2)"
@@ -85,24 +119,24 @@ def _item(row: dict, reading: str) -> str:
 
 def finding_lines(df) -> list[tuple[str, list[tuple[str, list[str]]]]]:
     """Per finding (in :data:`FINDING_TITLES` order, then any other): (title, [(reading, items)])
-    where each reading of :data:`READINGS` that some claim has lists its claims (with what
-    holds instead, or why not checked)."""
+    where each reading (:data:`ORDER`) that some claim has lists its claims (with what holds
+    instead, or why not checked)."""
     out = []
     findings = [f for f in FINDING_TITLES if f in set(df["finding"])] + \
         sorted(set(df["finding"]) - set(FINDING_TITLES))
     for f in findings:
-        sub = [r for r in df.to_dict("records") if r["finding"] == f]
+        sub = [r for r in df.to_dict("records") if r["finding"] == f and r["verdict"]]
         parts = []
-        for reading in dict.fromkeys(READINGS.values()):
-            items = [_item(r, reading) for r in sub if r["verdict"] and READINGS[claims.base_verdict(r["verdict"])] == reading]
+        for read in ORDER:
+            items = [_item(r, read) for r in sub if reading(r) == read]
             if items:
-                parts.append((reading, items))
+                parts.append((read, items))
         out.append((FINDING_TITLES.get(f, f), parts))
     return out
 
 
 def _sentence(parts) -> str:
-    return "; ".join(f"{reading}: {', '.join(items)}" for reading, items in parts) + "."
+    return "; ".join(f"{read}: {', '.join(items)}" for read, items in parts) + "."
 
 
 def readme_text(df) -> str:

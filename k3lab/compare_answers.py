@@ -28,32 +28,46 @@ def answers(df) -> list[dict]:
     """Per price source of the comparison: the cheapest layout that holds the request (fits with
     sglang's defaults or with the state-pool setting its row names) — lowest $/M output tokens at
     the priced throughput (the serving model's, or the user's ``--tok-s``), then lowest $/hour —
-    among the rows that source prices and that have a throughput; a model prediction inside its
-    validated domain goes before one outside it. Computed on every row before ``--top``. → list of dicts tier, kind,
-    date, layout, label, setting, fits_with, usd_per_hour, usd_per_million_tokens (+ _low, _high),
-    priced_by, the latency it was priced at (:func:`latency`), unpriced (the cheapest-per-hour holding layout when no row has a throughput);
-    layout None when the source prices no holding layout with a throughput."""
+    among the rows that source prices with evidence (a placeholder price is never evidence:
+    :mod:`k3lab.prices`) and that have a throughput; a model prediction inside its validated domain
+    goes before one outside it. A source that leaves a *contender* unpriced (a GPU whose holding
+    layouts have a throughput and that some source prices) names no winner: ``not_priced`` lists
+    those GPUs and the layout is only the cheapest of what it prices. Computed on every row before
+    ``--top``. → list of dicts tier, kind, date, rental (its prices meet a rental rate:
+    :func:`k3lab.prices.is_rental_evidence`), not_priced, placeholder (GPUs it prices with a
+    placeholder), layout, label, setting, fits_with, usd_per_hour, usd_per_million_tokens (+ _low,
+    _high), priced_by, the latency it was priced at (:func:`latency`), unpriced (the
+    cheapest-per-hour holding layout when no row has a throughput); layout None when the source
+    prices no holding layout with a throughput."""
     if "answers" in df.attrs and df.attrs.get("answers_for") == tuple(df["layout"]):
         return df.attrs["answers"]  # compare_rows' frame (perhaps cut by --top): answers over every row
     pr = prices.prices(df.attrs.get("overrides"))
+    evidence = pr[pr["quality"] != "placeholder"]
     out = []
     hold = df[df["holds"].astype(bool)] if len(df) else df
-    for t in df.attrs["tiers"]:
+    tiers = df.attrs["tiers"]
+    priced = {t: set(evidence[evidence["tier"] == t]["gpu"]) for t in tiers}
+    with_tok = set(hold[hold["priced_tok_s"].notna()]["gpu"]) if len(hold) else set()
+    contenders = {g for g in with_tok if any(g in priced[t] for t in tiers)}
+    for t in tiers:
         col, mcol = f"{HOUR_PREFIX}[{t}]", f"{MTOK_PREFIX}[{t}]"
         sub = pr[pr["tier"] == t]
         kind = "override" if t == prices.OVERRIDE_TIER else (sub["kind"].iloc[0] if len(sub) else "")
         date = "" if t == prices.OVERRIDE_TIER or sub.empty else str(sub["source_date"].iloc[0])
-        held = hold[hold[col].notna()] if len(hold) else hold
+        head = {"tier": t, "kind": kind, "date": date, "rental": bool(sub["rental"].any()),
+                "not_priced": sorted(contenders - priced[t]),
+                "placeholder": sorted(set(sub[sub["quality"] == "placeholder"]["gpu"]) & with_tok)}
+        held = hold[hold[col].notna() & hold["gpu"].isin(priced[t])] if len(hold) else hold
         cand = held[held[mcol].notna()] if len(held) else held
         if cand.empty:
             cheap = held.sort_values([col, "num_gpus", "layout"], kind="stable").iloc[0] if len(held) else None
-            out.append({"tier": t, "kind": kind, "date": date, "layout": None,
+            out.append({**head, "layout": None,
                         "unpriced": None if cheap is None else {"layout": cheap["layout"],
                                                                 "usd_per_hour": float(cheap[col]),
                                                                 "why": cheap["model_note"] or "no throughput"}})
             continue
         r = _ranked(cand, t).iloc[0]
-        out.append({"tier": t, "kind": kind, "date": date, "layout": r["layout"], "label": r["label"],
+        out.append({**head, "layout": r["layout"], "label": r["label"],
                     "setting": r["setting"], "fits_with": r["fits_with"], "usd_per_hour": float(r[col]),
                     "usd_per_million_tokens": float(r[mcol]),
                     "usd_per_million_tokens_low": float(r[f"{MTOK_PREFIX}_low[{t}]"]),

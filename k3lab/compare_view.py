@@ -26,19 +26,31 @@ from .specs import known_models, load_model
 
 
 def answer_line(a: dict, context_tokens: int) -> str:
-    """One answer of :func:`answers` as a sentence (the CLI's and the report's wording)."""
-    head = f"{a['tier']} ({a['kind']}{', ' + a['date'] if a['date'] else ''})"
+    """One answer of :func:`answers` as a sentence (the CLI's and the report's wording). A source
+    that leaves a contender unpriced names no winner ("MI355X not priced by this source"); a cost
+    model's tier says it is not a rental price; a placeholder price is named as such."""
+    kind = a["kind"] + ("" if a.get("rental", True) or a["kind"] in ("article", "override") else ", not a rental price")
+    head = f"{a['tier']} ({kind}{', ' + a['date'] if a['date'] else ''})"
+    gaps = a.get("not_priced") or []
+    ph = a.get("placeholder") or []
+    absent = [g for g in gaps if g not in ph]
+    caveat = "; ".join(([f"{', '.join(g.upper() for g in absent)} not priced by this source"] if absent else [])
+                       + [f"{g.upper()} priced only by a placeholder, never evidence" for g in ph if g in gaps])
     if a["layout"] is None:
         u = a.get("unpriced")
         return (f"{head}: prices no layout that holds a {context_tokens:,}-token request"
                 + ("" if u is None else f" with a throughput to price (cheapest to hold: {u['layout']} at "
-                                        f"${u['usd_per_hour']:,.2f}/hour; {u['why']})"))
+                                        f"${u['usd_per_hour']:,.2f}/hour; {u['why']})")
+                + (f"; {caveat}" if caveat else ""))
     how = "" if a["fits_with"] == "defaults" else f" (with {a['fits_with']})"
     band = (f", band ${a['usd_per_million_tokens_low']:,.2f}-${a['usd_per_million_tokens_high']:,.2f}"
             + ("" if a.get("model_in_domain", True) else ", outside the model's validated domain")
             if a["priced_by"] == "model" else "")
-    return (f"{head}: {a['layout']}{how}, ${a['usd_per_million_tokens']:,.2f}/M output tokens "
-            f"({a['priced_by']}{band}) at ${a['usd_per_hour']:,.2f}/hour" + latency_text(a))
+    priced = (f"{a['layout']}{how}, ${a['usd_per_million_tokens']:,.2f}/M output tokens "
+              f"({a['priced_by']}{band}) at ${a['usd_per_hour']:,.2f}/hour" + latency_text(a))
+    if gaps:
+        return f"{head}: no winner ({caveat}); cheapest of what it prices: {priced}"
+    return f"{head}: {priced}"
 
 
 def latency_text(a: dict) -> str:

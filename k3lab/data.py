@@ -40,7 +40,7 @@ from . import readers
 from .paths import DATA_DIR, REPO_ROOT, data_dir
 from .readers import DataError  # noqa: F401  (the loader's error, raised by every step)
 from .schemas import (METHODS, PRICE_KINDS, PRICE_UNIT, ArticlePrefill, ArticleTable, Claims,  # noqa: F401
-                      DraftModel, Hardware, Prices, PublicMeasurements, ServingFit, ServingModel, ServingRules,
+                      DraftModel, Hardware, Prices, PublicLinks, PublicMeasurements, ServingFit, ServingModel, ServingRules,
                       Sharding, StartupLogs, StorageOverrides, UpstreamChanges)
 from .schemas.files import JsonFile, Lines, Table, adapter
 from .schemas.gpu_bench import committed as gpu_bench_files
@@ -65,6 +65,7 @@ SCHEMAS: dict[str, tuple[str, type]] = {
     "startup_logs": ("public_startup_logs.yaml", StartupLogs),
     "upstream_changes": ("sglang_upstream_changes.yaml", UpstreamChanges),
     "public_measurements": ("public_measurements.yaml", PublicMeasurements),
+    "public_links": ("public_links.yaml", PublicLinks),
     "serving_fit": ("serving_fit.yaml", ServingFit),
     "serving_rules": ("sglang_serving_rules.yaml", ServingRules),
     # the published model configs (k3lab.specs.MODEL_FILES)

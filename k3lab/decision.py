@@ -11,8 +11,10 @@ AMD GPUs the article's SGLANG_AITER_K3_OPT=1 beside them):
 3. the break-even price ratio between the MI355X and the B300: the MI355X wins perf/$ while its
    $/GPU-hour is below that fraction of the B300's — on the article's own throughput (952 / 1,568)
    and on the serving model's (validated on public measurements, with its band) — and where each
-   independent price source that prices both GPUs falls against it;
-4. the article's prices against the independent ones of the same kind;
+   pair of independent rental prices (:func:`k3lab.prices.price_pairs`: one source and date where
+   one exists, else labelled cross-source; never one source's low end against another's range)
+   falls against it, with what each pair's prices cost per million tokens side by side;
+4. the article's prices against the independent rental prices of the same GPU;
 5. your own prices judged against the break-even, with how far the model may be off before the
    answer turns (:func:`sensitivity`);
 6. what this study measured, and what it did not.
@@ -34,7 +36,7 @@ from pathlib import Path
 
 from . import compare, compare_answers, compare_view, prices
 from .serving.slo import SLO
-from .throughput import article_table
+from .throughput import article_table, usd_per_million_tokens
 
 #: the two GPUs the article's perf/$ argument is between, as rows of its table
 PAIR = ("mi355x_tp8", "b300_tp8_dcp")
@@ -55,7 +57,9 @@ class Breakeven:
     model_high: float
     model_setting: str
     workload: str
-    sources: list = field(default_factory=list)   # (tier, kind, date, mi355x $, b300 $, ratio, reading)
+    #: :func:`k3lab.prices.price_pairs` (your prices first), each with ``reading`` (who is cheaper per
+    #: token on the model) and ``usd_per_mtok`` ((MI355X, B300) $/M output tokens on the model's rows)
+    sources: list = field(default_factory=list)
 
 
 @dataclass
@@ -135,7 +139,8 @@ def pair_layouts(df) -> tuple[str, str] | None:
 def _breakeven(cmp_df) -> Breakeven | None:
     """The MI355X/B300 break-even on the comparison's own rows (:func:`k3lab.compare_answers.breakeven`:
     the same layouts and throughputs ``compare`` prints), the article's on its own table, and
-    where each price source that prices both GPUs — your own prices first — falls against it."""
+    where each pair of rental prices (:func:`k3lab.prices.price_pairs`, your own prices first)
+    falls against it, with the two layouts' $/M output tokens at that pair's prices."""
     pair = pair_layouts(cmp_df)
     be = compare_answers.breakeven(cmp_df, *pair) if pair else None
     if be is None or be["low"] is None:
@@ -143,24 +148,19 @@ def _breakeven(cmp_df) -> Breakeven | None:
     table = article_table()
     a, b = (table[k] for k in PAIR)
     art = (a.tok_s / a.num_gpus) / (b.tok_s / b.num_gpus)
-    pr = prices.prices(cmp_df.attrs.get("overrides"))
-    rows = []
-    for tier, g in pr.groupby("tier", sort=False):
-        by = g.set_index("gpu")
-        mine = tier == prices.OVERRIDE_TIER
-        if not {"mi355x", "b300"} <= set(by.index) or not (mine or bool(g["independent"].iloc[0])):
-            continue
-        r = by.loc["mi355x", "usd_per_gpu_hour"] / by.loc["b300", "usd_per_gpu_hour"]
-        read = compare_answers.reading(r, be).replace(pair[0], "MI355X").replace(pair[1], "B300")
-        rows.append(("your prices" if mine else tier, "override" if mine else str(g["kind"].iloc[0]),
-                     "" if mine else str(g["source_date"].iloc[0]), float(by.loc["mi355x", "usd_per_gpu_hour"]),
-                     float(by.loc["b300", "usd_per_gpu_hour"]), float(r), read))
-    rows.sort(key=lambda x: x[0] != "your prices")
+    rows = cmp_df.set_index("layout")
+    ra, rb = rows.loc[pair[0]], rows.loc[pair[1]]
+    srcs = []
+    for p in prices.price_pairs("mi355x", "b300", cmp_df.attrs.get("overrides")):
+        read = compare_answers.reading(p["ratio"], be).replace(pair[0], "MI355X").replace(pair[1], "B300")
+        cost = tuple(usd_per_million_tokens(float(r["priced_tok_s"]), int(r["num_gpus"]), usd)
+                     for r, usd in ((ra, p["a_usd"]), (rb, p["b_usd"])))
+        srcs.append({**p, "reading": read, "usd_per_mtok": cost})
     at = cmp_df.attrs
     target = SLO(**at.get("slo", {}))
     at_latency = f", {target.label()}" if target.active else ", each at its peak"
     return Breakeven(art, be["ratio"], be["low"], be["high"], f"{pair[0]} vs {pair[1]}, as compare lists them, no DSpark",
-                     f"{at['input_len']:,} in / {at['output_len']:,} out{at_latency}", rows)
+                     f"{at['input_len']:,} in / {at['output_len']:,} out{at_latency}", srcs)
 
 
 def _article_prices() -> list:
@@ -185,9 +185,10 @@ def decide(model: str = "kimi-k3", context_tokens: int | None = None, variants=(
 
 
 def headline(d: Decision) -> list[str]:
-    """Three or four sentences a renter acts on: what holds the request, what a million output
-    tokens costs on each GPU under independent list and market prices, the break-even, and what
-    was measured. The details are :func:`answer_lines`."""
+    """Three to five sentences a renter acts on: what holds the request, what a million output
+    tokens costs on the MI355X and the B300 under each pair of rental prices (side by side, at the
+    latency priced), your prices' verdict, the break-even against those pairs' price ratios, and
+    what was measured. The details are :func:`answer_lines`."""
     ctx = d.context_tokens
     df = d.comparison
     out = []
@@ -197,29 +198,25 @@ def headline(d: Decision) -> list[str]:
                    + "; ".join(lay + ("" if how == "defaults" else f" with {how}") for lay, how in node) + ".")
     else:
         out.append(f"No 8-GPU node holds a {ctx:,}-token {d.model} request (the comparison lists larger layouts).")
-    ind = [a for a in d.answers if a.get("layout") and a["kind"] in ("on_demand", "reserved", "market")]
-    if ind:
-        per_gpu = {}
-        for a in ind:
-            g = df.set_index("layout").loc[a["layout"], "gpu"] if a["layout"] in set(df["layout"]) else a["layout"]
-            per_gpu.setdefault(str(g).upper(), []).append(a["usd_per_million_tokens"])
-        out.append("Under independent list and market prices, the cheapest layout that holds it costs "
-                   + "; ".join(f"${min(v):,.2f}-${max(v):,.2f} per million output tokens on {g} "
-                               f"({len(v)} source{'s' if len(v) > 1 else ''})" for g, v in per_gpu.items())
-                   + f" (serving model, no speculative decoding, {_latency_phrase(d, ind)}).")
+    b = d.breakeven
+    rent = [p for p in b.sources if p["kind"] != "override"] if b is not None else []
+    if rent:
+        out.append(f"Per million output tokens on the serving model (no speculative decoding, "
+                   f"{_latency_phrase(d, d.answers)}), MI355X vs B300 under each pair of rental prices: "
+                   + "; ".join(f"{p['label']}: ${p['usd_per_mtok'][0]:,.2f} vs ${p['usd_per_mtok'][1]:,.2f}"
+                               for p in rent) + ".")
     if d.yours is not None:
         out.append(compare_view.your_prices_sentence(d.yours))
     out += [f"Check your prices: {w}." for w in prices.price_warnings(df.attrs.get("overrides"))]
-    b = d.breakeven
     if b is not None:
-        mi = next((x for x in d.article_prices if x[0] == "mi355x"), None)
-        where = ("" if mi is None or not mi[4] else
-                 f"; the article's ${mi[1]:.2f} MI355X price is " + ("below every" if mi[1] < mi[2] else "above every"
-                                                                       if mi[1] > mi[3] else "inside the")
-                 + f" independent list or market price found (${mi[2]:.2f}-${mi[3]:.2f})")
-        out.append(f"The MI355X wins perf/$ only while its $/GPU-hour is below {b.model:.2f}x the B300's by the "
-                   f"serving model ({b.model_low:.2f}-{b.model_high:.2f}), {b.article:.2f}x by the article's own "
-                   f"throughput{where}.")
+        ratios = "; ".join(f"{p['a_tier'] if p['paired'] else p['kind'] + ' (cross-source)'} "
+                           f"${p['a_usd']:.2f} / ${p['b_usd']:.2f} = {p['ratio']:.2f}" for p in b.sources)
+        art = {x[0]: x[1] for x in d.article_prices}
+        own = ("" if not {"mi355x", "b300"} <= set(art) else
+               f"; the article's own ${art['mi355x']:.2f} / ${art['b300']:.2f} is {art['mi355x'] / art['b300']:.2f}")
+        out.append(f"The MI355X wins perf/$ while its $/GPU-hour is below {b.article:.2f}x the B300's by the article's "
+                   f"own throughput, {b.model:.2f}x ({b.model_low:.2f}-{b.model_high:.2f}) by the serving model; the "
+                   f"paired rental prices put it at {ratios or 'no pair'}{own}.")
     out.append(d.measured)
     return out
 
@@ -248,12 +245,13 @@ def answer_lines(d: Decision) -> list[str]:
         out.append(f"MI355X beats B300 on perf/$ while its $/GPU-hour is below {b.article:.2f}x the B300's on the "
                    f"article's own throughput, or below {b.model:.2f}x ({b.model_low:.2f}-{b.model_high:.2f}) on the "
                    f"serving model's ({b.model_setting}, {b.workload}).")
-        for tier, kind, date, pm, pb, r, reading in b.sources:
-            out.append(f"  {tier} ({kind}{', ' + date if date else ''}): ${pm:.2f} / ${pb:.2f} = {r:.2f}x → {reading}.")
+        for p in b.sources:
+            out.append(f"  {p['label']}: ${p['a_usd']:.2f} / ${p['b_usd']:.2f} = {p['ratio']:.2f}x → {p['reading']} "
+                       f"(${p['usd_per_mtok'][0]:,.2f} vs ${p['usd_per_mtok'][1]:,.2f} per M output tokens).")
     for gpu, v, lo, hi, n in d.article_prices:
         out.append(f"The article's {gpu.upper()} price ${v:.2f}/GPU-hour" +
-                   (f" against {n} independent list or market prices ${lo:.2f}-${hi:.2f}"
+                   (f" against {n} independent rental prices ${lo:.2f}-${hi:.2f}"
                     + (" (below all of them)" if v < lo else " (above all of them)" if v > hi else " (inside them)")
-                    if n else " has no independent list or market price to compare with") + ".")
+                    if n else " has no independent rental price to compare with") + ".")
     out.append(d.measured)
     return out

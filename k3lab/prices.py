@@ -1,9 +1,14 @@
-"""Finding 4: what a GPU-hour costs, by source and kind, and what power adds.
+"""Finding 4: what a GPU-hour costs, by source, kind and quality, and what power adds.
 
 ``data/prices.yaml`` holds every price once, in US dollars per GPU-hour, under a *tier*
-(one source) of a *kind*: the article's own figures, on-demand list prices, reserved
-terms, market indices, cost models. Prices are compared only with prices of the same kind
-(:func:`price_check`). Electricity is an assumption swept by the notebook: board power ×
+(one source) of a *kind* (the article's own figures, on-demand list prices, reserved terms,
+market indices and quotes, cost models), each with its *quality* (what the number is: a
+provider's list price, a committed term, a market index, a second-hand quote, a cost model's
+estimate, a placeholder) and the evidence. **One rule** says which prices meet a rental rate
+(:func:`is_rental_evidence`: an independent price of a rental quality; a placeholder never is),
+used by T5, T18, T20, T21, ``compare`` and the decision box alike. Two GPUs' prices are
+compared as a pair (:func:`price_pairs`): of one source and date where one exists, else
+across sources of the same kind, labelled so. Electricity is an assumption swept by the notebook: board power ×
 PUE × $/kWh added to each GPU-hour. A caller may override prices per GPU
 (``usd_per_gpu_hour={"mi355x": 2.0}``, the notebook parameter of the same name) — shown as
 the tier ``override``.
@@ -22,9 +27,23 @@ from .throughput import article_table, tok_s_per_dollar_hour, usd_per_million_to
 OVERRIDE_TIER = "override"
 
 
+#: the qualities of a price a GPU-hour is rented at: a provider's list price or committed term, a
+#: rental index, a quote (cost models and placeholders are not; the article's own are not independent)
+RENTAL_QUALITIES = ("provider_list", "committed_term", "market_index", "second_hand_quote")
+
+
+def is_rental_evidence(quality: str, independent: bool = True) -> bool:
+    """**The one rule** deciding which prices meet a rental rate: an independent price whose quality
+    is one of :data:`RENTAL_QUALITIES`. A placeholder (a figure its own source marks as a stand-in)
+    is never evidence; a cost model's tier is not a price anyone rents at; the article's prices are
+    what is being checked."""
+    return bool(independent) and quality in RENTAL_QUALITIES
+
+
 def prices(overrides: dict | None = None):
-    """All prices as a DataFrame: tier, kind, independent, gpu, usd_per_gpu_hour, source,
-    source_date, note; plus one ``override`` row per GPU in ``overrides`` (GPU → $/GPU-hour)."""
+    """All prices as a DataFrame: tier, kind, independent, gpu, usd_per_gpu_hour, quality,
+    rental (:func:`is_rental_evidence`), provider, source, source_date, note (the evidence); plus
+    one ``override`` row per GPU in ``overrides`` (GPU → $/GPU-hour)."""
     import pandas as pd
 
     doc = data.load("prices")
@@ -33,15 +52,16 @@ def prices(overrides: dict | None = None):
         tier = doc.tiers[p.tier]
         src = doc.sources[tier.source]
         rows.append({"tier": p.tier, "kind": tier.kind, "independent": tier.independent, "gpu": p.gpu,
-                     "usd_per_gpu_hour": p.usd_per_gpu_hour, "source": tier.source,
-                     "source_date": src.date, "note": p.note or tier.description})
+                     "usd_per_gpu_hour": p.usd_per_gpu_hour, "quality": p.quality,
+                     "rental": is_rental_evidence(p.quality, tier.independent), "provider": p.provider or "",
+                     "source": tier.source, "source_date": src.date, "note": p.evidence})
     for gpu, v in sorted((overrides or {}).items()):
         if gpu not in known_gpus():
             raise ValueError(f"price override for unknown GPU {gpu!r}{did_you_mean(gpu, known_gpus())}; known GPUs: "
                              f"{', '.join(known_gpus())}")
         rows.append({"tier": OVERRIDE_TIER, "kind": "override", "independent": False, "gpu": gpu,
                      "usd_per_gpu_hour": float(limits.check("usd_per_gpu_hour", v, f"usd_per_gpu_hour[{gpu}]")),
-                     "source": "user",
+                     "quality": "override", "rental": False, "provider": "", "source": "user",
                      "source_date": "", "note": "given as a parameter"})
     order = {t: i for i, t in enumerate([*doc.tiers, OVERRIDE_TIER])}
     df = pd.DataFrame(rows)
@@ -69,6 +89,13 @@ def price_warnings(overrides: dict | None) -> list[str]:
                        f"known (${top['usd_per_gpu_hour']:,.2f}, {top['tier']}): a node price? Prices are per GPU-hour "
                        f"(an 8-GPU node at ${v:,.2f}/hour is ${v / 8:,.2f} per GPU-hour)")
     return out
+
+
+def rental_prices(gpu: str | None = None):
+    """The prices :func:`is_rental_evidence` admits (of ``gpu``, or every GPU), lowest first."""
+    pr = prices()
+    mine = pr[pr["rental"] & ((pr["gpu"] == gpu) if gpu else True)]
+    return mine.sort_values(["usd_per_gpu_hour", "tier"], kind="stable").reset_index(drop=True)
 
 
 def tiers() -> list[str]:
@@ -141,8 +168,9 @@ def breakeven_usd_per_kwh(a: dict, b: dict, pue: float) -> float | None:
 def perf_per_dollar_by_tier(overrides: dict | None = None):
     """perf/$ and $/M tokens of each article config under every tier that prices its GPU.
 
-    Columns: tier, kind, config, gpu, usd_per_gpu_hour, tok_s_per_dollar_hour,
-    usd_per_million_tokens, source, source_date. Only the article's throughputs are used.
+    Columns: tier, kind, quality, rental (:func:`is_rental_evidence`), config, gpu, usd_per_gpu_hour,
+    tok_s_per_dollar_hour, usd_per_million_tokens, source, source_date. Only the article's
+    throughputs are used.
     """
     import pandas as pd
 
@@ -150,7 +178,8 @@ def perf_per_dollar_by_tier(overrides: dict | None = None):
     rows = []
     for r in article_table().values():
         for p in pr[pr["gpu"] == r.gpu].itertuples():
-            rows.append({"tier": p.tier, "kind": p.kind, "config": r.label, "gpu": r.gpu,
+            rows.append({"tier": p.tier, "kind": p.kind, "quality": p.quality, "rental": p.rental,
+                         "config": r.label, "gpu": r.gpu,
                          "usd_per_gpu_hour": p.usd_per_gpu_hour,
                          "tok_s_per_dollar_hour": tok_s_per_dollar_hour(r.tok_s, r.num_gpus, p.usd_per_gpu_hour),
                          "usd_per_million_tokens": usd_per_million_tokens(r.tok_s, r.num_gpus, p.usd_per_gpu_hour),
@@ -160,67 +189,95 @@ def perf_per_dollar_by_tier(overrides: dict | None = None):
     return df.sort_values(by="tier", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
-#: kinds of price a GPU-hour can be rented at (a cost model's tier is not one)
-RENTAL_KINDS = ("on_demand", "reserved", "market")
-
-
-def rental_rate_range(gpu: str, kinds=RENTAL_KINDS) -> dict:
-    """Where a rental rate of ``gpu`` can sit by independent prices of ``kinds`` (default
-    :data:`RENTAL_KINDS`: on-demand and committed-term list prices, market indices and quotes):
-    from the lowest to the highest. No discount widens it: the data holds committed-term
-    discounts for a few GPUs and providers only (:func:`committed_discounts`), none for every
-    GPU. Keys: low, high, n_prices, dates. ValueError if ``gpu`` has no such price."""
-    pr = prices()
-    mine = pr[(pr["gpu"] == gpu) & pr["independent"] & pr["kind"].isin(kinds)]
+def rental_rate_range(gpu: str) -> dict:
+    """Where a rental rate of ``gpu`` can sit by the prices :func:`is_rental_evidence` admits: from
+    the lowest to the highest. No discount widens it (the data holds committed-term discounts for a
+    few GPUs and providers only, :func:`committed_discounts`, none for every GPU). Keys: low, high,
+    n_prices, dates, low_quality, low_evidence (what the lowest price is). ValueError if ``gpu``
+    has no such price."""
+    mine = rental_prices(gpu)
     if mine.empty:
-        raise ValueError(f"no independent {'/'.join(kinds)} price for {gpu} in data/prices.yaml")
-    return {"low": float(mine["usd_per_gpu_hour"].min()), "high": float(mine["usd_per_gpu_hour"].max()),
-            "n_prices": len(mine), "dates": sorted(set(mine["source_date"]))}
+        raise ValueError(f"no independent rental price ({'/'.join(RENTAL_QUALITIES)}) for {gpu} in data/prices.yaml")
+    lo = mine.iloc[0]
+    return {"low": float(lo["usd_per_gpu_hour"]), "high": float(mine["usd_per_gpu_hour"].max()),
+            "n_prices": len(mine), "dates": sorted(set(mine["source_date"])), "low_quality": str(lo["quality"]),
+            "low_evidence": f"{lo['note']}, {lo['source_date']}"}
 
 
-def price_check(kinds=RENTAL_KINDS):
-    """Each article price against independent prices of the given kinds for the same GPU
-    (:func:`rental_rate_range`).
-
-    Like with like: the article's prices are rental rates, so by default they meet on-demand
-    and committed-term list prices and market indices, never cost-model tiers (shown separately by
-    :func:`perf_per_dollar_by_tier`) and never the article's own "rate checks".
-    Columns: gpu, article_usd_per_gpu_hour, kinds, n_prices, other_min, other_max, within_range.
-    """
+def price_check():
+    """Each article price against the independent rental prices of the same GPU
+    (:func:`rental_rate_range`): like with like, the article's prices are rental rates, so they
+    meet list prices, committed terms, indices and quotes, never a cost model's tier (shown
+    separately by :func:`perf_per_dollar_by_tier`), a placeholder or the article's own "rate checks".
+    Columns: gpu, article_usd_per_gpu_hour, n_prices, other_min, other_max, within_range, lowest_is."""
     import pandas as pd
 
     pr = prices()
     art = pr[pr["tier"] == data.load("article_table").price_tier]
     rows = []
     for g, a in zip(art["gpu"], art["usd_per_gpu_hour"]):
-        r = rental_rate_range(g, kinds)
-        rows.append({"gpu": g, "article_usd_per_gpu_hour": a, "kinds": "/".join(kinds), "n_prices": r["n_prices"],
-                     "other_min": r["low"], "other_max": r["high"], "within_range": bool(r["low"] <= a <= r["high"])})
+        r = rental_rate_range(g)
+        rows.append({"gpu": g, "article_usd_per_gpu_hour": a, "n_prices": r["n_prices"],
+                     "other_min": r["low"], "other_max": r["high"], "within_range": bool(r["low"] <= a <= r["high"]),
+                     "lowest_is": f"{r['low_quality'].replace('_', ' ')} ({r['low_evidence']})"})
     return pd.DataFrame(rows)
-
-
-def _provider(note) -> str:
-    return str(note or "").split(" ")[0].strip().lower()
 
 
 def committed_discounts():
     """How far a committed term sits below the same provider's on-demand list price for the
-    same GPU, from ``data/prices.yaml`` itself: one row per (gpu, provider) priced both ways
-    (the provider is the first word of the price's note). Columns: gpu, provider,
-    on_demand_usd_per_gpu_hour, reserved_usd_per_gpu_hour, discount (fraction below list)."""
+    same GPU, from ``data/prices.yaml`` itself: one row per (gpu, provider) priced both ways.
+    Columns: gpu, provider, on_demand_usd_per_gpu_hour, reserved_usd_per_gpu_hour, discount
+    (fraction below list)."""
     import pandas as pd
 
     pr = prices()
-    od, rs = pr[pr["kind"] == "on_demand"], pr[pr["kind"] == "reserved"]
+    od = pr[(pr["quality"] == "provider_list") & (pr["provider"] != "")]
+    rs = pr[(pr["quality"] == "committed_term") & (pr["provider"] != "")]
     rows = []
     for r in rs.itertuples():
-        same = od[(od["gpu"] == r.gpu) & (od["note"].map(_provider) == _provider(r.note))]
-        for o in same.itertuples():
-            rows.append({"gpu": r.gpu, "provider": _provider(r.note), "on_demand_usd_per_gpu_hour": o.usd_per_gpu_hour,
+        for o in od[(od["gpu"] == r.gpu) & (od["provider"] == r.provider)].itertuples():
+            rows.append({"gpu": r.gpu, "provider": r.provider, "on_demand_usd_per_gpu_hour": o.usd_per_gpu_hour,
                          "reserved_usd_per_gpu_hour": r.usd_per_gpu_hour,
                          "discount": 1 - r.usd_per_gpu_hour / o.usd_per_gpu_hour})
     return pd.DataFrame(rows, columns=["gpu", "provider", "on_demand_usd_per_gpu_hour", "reserved_usd_per_gpu_hour",
                                        "discount"])
+
+
+def price_pairs(a: str = "mi355x", b: str = "b300", overrides: dict | None = None) -> list[dict]:
+    """The two GPUs' rental prices as pairs, like with like (the prices :func:`is_rental_evidence`
+    admits): per kind of rental price, the tiers that price both (one source and date: ``paired``
+    True); for a kind no tier prices both, every cross-source pair of that kind (``paired`` False,
+    labelled with both sources and dates). Your ``overrides`` of both GPUs come first (kind
+    ``override``). Each: kind, label, paired, a_tier, b_tier, a_usd, b_usd (per GPU-hour), ratio
+    (a ÷ b), date. Never the low end of one source against another source's range."""
+    pr = prices(overrides)
+    out = []
+    ov = pr[pr["tier"] == OVERRIDE_TIER].set_index("gpu")
+    if {a, b} <= set(ov.index):
+        out.append(_pair("override", "your prices", True, OVERRIDE_TIER, OVERRIDE_TIER, ov.loc[a, "usd_per_gpu_hour"],
+                         ov.loc[b, "usd_per_gpu_hour"], ""))
+    rent = pr[pr["rental"]]
+    for kind in dict.fromkeys(rent["kind"]):
+        k = rent[rent["kind"] == kind]
+        ka, kb = k[k["gpu"] == a], k[k["gpu"] == b]
+        same = sorted(set(ka["tier"]) & set(kb["tier"]), key=list(pr["tier"]).index)
+        if same:
+            for t in same:
+                x, y = ka[ka["tier"] == t].iloc[0], kb[kb["tier"] == t].iloc[0]
+                out.append(_pair(kind, f"{t} ({kind}, {x['source_date']}, one source)", True, t, t,
+                                 x["usd_per_gpu_hour"], y["usd_per_gpu_hour"], x["source_date"]))
+            continue
+        for x in ka.itertuples():
+            for y in kb.itertuples():
+                out.append(_pair(kind, f"{x.tier} / {y.tier} ({kind}, {x.source_date} / {y.source_date}, cross-source)",
+                                 False, x.tier, y.tier, x.usd_per_gpu_hour, y.usd_per_gpu_hour,
+                                 f"{x.source_date} / {y.source_date}"))
+    return out
+
+
+def _pair(kind, label, paired, ta, tb, pa, pb, date) -> dict:
+    return {"kind": kind, "label": label, "paired": bool(paired), "a_tier": ta, "b_tier": tb, "a_usd": float(pa),
+            "b_usd": float(pb), "ratio": float(pa) / float(pb), "date": date}
 
 
 def price_ratio_by_tier(num: str = "b300", den: str = "mi355x"):

@@ -54,9 +54,8 @@ def best_rows(df, gpus) -> dict:
 
 def _rental_range(df, r) -> tuple[float, float, int] | None:
     """($/M low, $/M high, number of sources) of row ``r`` over the independent rental prices of
-    its GPU (:data:`k3lab.prices.RENTAL_KINDS`; issue 36's price-kind rule replaces this filter)."""
-    pr = prices.prices()
-    tiers = set(pr[pr["independent"] & pr["kind"].isin(prices.RENTAL_KINDS) & (pr["gpu"] == r["gpu"])]["tier"])
+    its GPU (the one rental rule, :func:`k3lab.prices.is_rental_evidence`)."""
+    tiers = set(prices.rental_prices(r["gpu"])["tier"])
     vals = [float(r[c]) for t, c in compare.tier_columns(df, compare.MTOK_PREFIX).items()
             if t in tiers and r[c] == r[c]]
     return (min(vals), max(vals), len(vals)) if vals else None

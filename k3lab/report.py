@@ -112,7 +112,8 @@ def verdict_figure(df):
 
 def readme_table(df) -> str:
     """The README's findings block (markdown) from a ledger DataFrame: the verdicts-by-method
-    line, then a table with a ``method`` column (an emulated row's verdict says so: ``consistent (emulated)``)."""
+    line, then a table with a ``method`` column (an emulated row's verdict says so: ``consistent (emulated)``;
+    a negative one names its kind of correction: ``corrected (literal)``)."""
     def cell(s, limit: int = 0) -> str:
         s = " ".join(str(s).split()).replace("|", "\\|")
         return s if not limit or len(s) <= limit else s[: limit - 1].rstrip() + "…"
@@ -124,7 +125,8 @@ def readme_table(df) -> str:
               "|---|---|---|---|---|---|---|---|"]
     for r in df.to_dict("records"):
         method = r.get("method", "")
-        verdict = cell(r.get("verdict", "")) or "—"
+        kind = cell(r.get("correction_kind", "") or "")
+        verdict = (cell(r.get("verdict", "")) or "—") + (f" ({kind})" if kind else "")
         lines.append(f"| {r['claim_id']} | {cell(r['quote'], 90)} | {cell(r['claimed'], 40)} | {method or '—'} | "
                      f"{cell(r['reproduced'], 40) or '—'} | {cell(r.get('bound', ''), 40) or '—'} | "
                      f"{cell(r['unit'])} | {verdict} |")

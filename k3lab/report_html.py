@@ -20,11 +20,12 @@ from .throughput import article_table, article_workload
 
 #: one distinct colour per verdict (the figure's bars and the page's badges), each a different hue so no
 #: two read alike: greens and blues for what holds (darkest: shown independently; pale: capped by a
-#: weaker method), brown, purple and pink for the three "inconsistent with" a weaker method, orange
-#: and red for corrected and wrong, grey for unchecked
+#: weaker method), brown, purple, pink and teal for the four "inconsistent with" weaker evidence,
+#: yellow for what turns on the price, orange and red for corrected and wrong, grey for unchecked
 VERDICT_COLORS = {"reproduced": "#1b5e20", "consistent": "#1e88e5", "consistent (rounded inputs)": "#80deea",
                   "consistent (emulated)": "#c5e1a5", "inconsistent with the emulation": "#8d6e63",
                   "inconsistent with the model": "#ab47bc", "inconsistent with public measurements": "#f06292",
+                  "inconsistent with the evidence": "#00897b", "turns on the price": "#fdd835",
                   "corrected": "#fb8c00", "discrepancy": "#c62828", "not reproducible here": "#9e9e9e",
                   "": "#eeeeee"}
 METHOD_MEANING = {
@@ -85,15 +86,17 @@ def perf_html(overrides=None) -> tuple[str, str]:
         tag = badge("ARTICLE price", "#6a1b9a") if kind == "article" else badge("STUDY price", "#1565c0")
         rows.append([f"{_esc(tier)} ({_esc(kind)}, {_esc(str(g['source_date'].iloc[0]))}) {tag}"] + [
             f"{by.loc[c, 'tok_s_per_dollar_hour']:.1f} tok/s per $/h<br><small>"
-            f"${by.loc[c, 'usd_per_million_tokens']:.2f}/M tok at ${by.loc[c, 'usd_per_gpu_hour']:.2f}/GPU-h</small>"
+            f"${by.loc[c, 'usd_per_million_tokens']:.2f}/M tok at ${by.loc[c, 'usd_per_gpu_hour']:.2f}/GPU-h"
+            + (" · a placeholder, never evidence" if by.loc[c, "quality"] == "placeholder" else "") + "</small>"
             if c in by.index else "—" for c in configs])
-        if set(configs) <= set(by.index):  # like with like: only sources that price every config
+        # like with like: only sources whose prices of every config are rental prices (k3lab.prices)
+        if set(configs) <= set(by.index) and bool(by["rental"].all()):
             full += 1
             best = by["tok_s_per_dollar_hour"].idxmax()
             wins[best] = wins.get(best, 0) + 1
     won = ", ".join(f"{c} in {k}" for c, k in sorted(wins.items(), key=lambda kv: -kv[1]))
-    answer = (f"Best perf/$ on the article's self-reported throughput, over the {full} price sources that price "
-              f"all {len(configs)} configs: {won}.") if full else ""
+    answer = (f"Best perf/$ on the article's self-reported throughput, over the {full} source(s) of rental prices "
+              f"that price all {len(configs)} configs: {won}.") if full else ""
     legend = ("<p>tok/s per $/hour = deployment tok/s ÷ (GPUs × $/GPU-hour); $/M tokens as InferenceX defines it. "
               f"Every throughput is the article's {art}: under an ARTICLE price the number is wholly the article's, "
               "under a STUDY price it is the article's throughput at a price the study collected.</p>")
@@ -101,22 +104,29 @@ def perf_html(overrides=None) -> tuple[str, str]:
 
 
 def verdict_summary_html(df) -> str:
-    """Counts by verdict (badges), the verdicts-by-method line and the plain-language answer."""
+    """Counts by verdict (badges), the negative verdicts by kind of correction, the
+    verdicts-by-method line and the plain-language answer."""
     counts = df["verdict"].value_counts()
     badges = " ".join(f"{verdict_badge(v)} {counts.get(v, 0)}" for v in claims.VERDICTS)
-    return (f"<p>{badges}</p><p><b>By method</b> — {_esc(claims.verdicts_by_method(df))}</p>"
+    kinds = claims.corrections_by_kind(df)
+    by_kind = (f"<p><b>Negative verdicts by kind of correction</b> — {_esc(', '.join(f'{n} {k}' for k, n in kinds.items()))}"
+               " (substantive: a reader acting on the claim would decide wrongly; precision: the point stands, a "
+               "number or its scope is off; literal: the words are wrong, the meaning holds). Each carries the "
+               "author's strongest reply in the ledger.</p>") if kinds else ""
+    return (f"<p>{badges}</p>{by_kind}<p><b>By method</b> — {_esc(claims.verdicts_by_method(df))}</p>"
             f'<p class="answer">{_esc(claims.plain_answer(df))}</p>')
 
 
 #: the ledger's columns and their share of the page width (the table never scrolls the page)
-LEDGER_HEADS = {"id": 4, "claim": 19, "claimed": 10, "method": 10, "reproduced": 10, "bound": 9, "verdict": 8,
-                "evidence": 30}
+LEDGER_HEADS = {"id": 4, "claim": 15, "claimed": 9, "method": 9, "reproduced": 9, "bound": 8, "verdict": 8,
+                "evidence": 24, "author's best reply": 14}
 
 
 def ledger_html(df) -> str:
-    """The claims ledger: id, claim, claimed, method, reproduced, bound, verdict, evidence;
-    an emulated row is marked (row colour and an EMULATED badge); each id is an anchor
-    (``#claim-<id>``) the notebooks' verdict lines link to."""
+    """The claims ledger: id, claim, claimed, method, reproduced, bound, verdict (with its kind
+    of correction), evidence, and the article's author's strongest reply to a negative verdict
+    with why it stands; an emulated row is marked (row colour and an EMULATED badge); each id is
+    an anchor (``#claim-<id>``) the notebooks' verdict lines link to."""
     rows = []
     for r in df.to_dict("records"):
         emu = r["method"] == "emulated"
@@ -124,10 +134,12 @@ def ledger_html(df) -> str:
                   else f'{_esc(r["method"])}<br><small>{_esc(METHOD_MEANING.get(r["method"], ""))}</small>')
         ev = inline_markdown(r["evidence"]) + (f"<br><i>{inline_markdown(r['notes'])}</i>" if r["notes"] else "")
         cid = _esc(r["claim_id"])
+        kind = str(r.get("correction_kind") or "")
         cells = [f'<b id="claim-{cid}">{cid}</b>', inline_markdown(r["quote"]),
                  f"{_esc(r['claimed'])} <small>{_esc(r['unit'])}</small>", method,
                  inline_markdown(r["reproduced"]) or "—", inline_markdown(r["bound"]) or "—",
-                 verdict_badge(r["verdict"]), ev]
+                 verdict_badge(r["verdict"]) + (f"<br><small>{_esc(kind)}</small>" if kind else ""), ev,
+                 inline_markdown(str(r.get("rebuttal") or "")) or "—"]
         rows.append(f'<tr class="{"emulated" if emu else ""}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     cols = "".join(f'<col style="width:{w}%">' for w in LEDGER_HEADS.values())
     head = "".join(f"<th>{h}</th>" for h in LEDGER_HEADS)
@@ -151,7 +163,7 @@ def decision_html(d) -> str:
     detail = ("<details><summary>the cheapest layout under each price source</summary><ul>"
               + "".join(f"<li>{_esc(x)}</li>" for x in answers) + "</ul></details>")
     if be:
-        detail += ("<details><summary>where each independent price source falls against the break-even</summary><ul>"
+        detail += ("<details><summary>where each pair of rental prices falls against the break-even</summary><ul>"
                    + "".join(f"<li>{_esc(x.strip())}</li>" for x in be) + "</ul></details>")
     detail += ("<details><summary>which single nodes hold the request, and the article's prices</summary><ul>"
                + "".join(f"<li>{_esc(x)}</li>" for x in [lines[0], *rest[:-1]]) + "</ul></details>")
@@ -160,7 +172,7 @@ def decision_html(d) -> str:
 
 
 def _fit_cell(r) -> str:
-    why = html.escape(r["reason"])
+    why = _esc(r["reason"])
     if not r["shardable"]:
         return f'<td class="na" title="{why}">cannot shard</td>'
     w = f'{r["weights_gib_per_gpu"]:.0f} GiB/GPU'
@@ -168,7 +180,7 @@ def _fit_cell(r) -> str:
         return f'<td class="no" title="{why}">✗ weights ({w})</td>'
     n = r["max_kv_tokens"]
     kv = f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e3 else f"{n:.0f}"
-    only = (f'<br>fits only with <code>{html.escape(r["fits_with"])}</code>'
+    only = (f'<br>fits only with <code>{_esc(r["fits_with"])}</code>'
             if not r["fits"] and r["fits_with"].startswith("--") else "")
     return (f'<td class="{"yes" if r["fits"] else "part"}">✓ weights ({w})<br>'
             f'{r["full_context_requests"]} full-context req · {kv} KV tokens{only}</td>')
@@ -187,14 +199,14 @@ def fit_matrix_html(df) -> str:
     # one row per GPU and sglang setting: AMD GPUs under the defaults and the article's K3_OPT
     cells = {((r["gpu"], r["setting"]), layout_name(r["num_gpus"], r["tp"], r["pp"])): r for r in df.to_dict("records")}
     keys = sorted({k for k, _ in cells}, key=lambda k: (k[0], k[1] != DEFAULT_SETTING, k[1]))
-    body = "".join(f"<tr><th>{html.escape(_matrix_row_label(*k))}</th>" + "".join(
+    body = "".join(f"<tr><th>{_esc(_matrix_row_label(*k))}</th>" + "".join(
         _fit_cell(cells[(k, c)]) if (k, c) in cells else '<td class="na">—</td>' for c in cols) + "</tr>"
         for k in keys)
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    head = "".join(f"<th>{_esc(c)}</th>" for c in cols)
     tag = '<span class="badge" style="background:#37474f;color:#fff">STUDY · derived</span>'
     var = f', sglang switches {", ".join(a["variants"])} (aiter-* on AMD GPUs only)' if a.get("variants") else ""
-    return (f'<p>{html.escape(a["model"])}, requests of {a["context_tokens"]:,} tokens, KV {a["kv_dtype"]}, '
-            f'mem_fraction {a["mem_fraction"]:g}{html.escape(var)} {tag} from the published config, datasheets and '
+    return (f'<p>{_esc(a["model"])}, requests of {a["context_tokens"]:,} tokens, KV {a["kv_dtype"]}, '
+            f'mem_fraction {a["mem_fraction"]:g}{_esc(var)} {tag} from the published config, datasheets and '
             "sglang 0.5.23's pool sizing. Green: the weights load and a full-context request fits with sglang's default "
             "state pool; amber: the weights load but no full-context request fits with the defaults (the cell names "
             "the state-pool setting under which one does, if any); red: the weights do not fit.</p>"

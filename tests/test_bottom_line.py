@@ -5,46 +5,72 @@ import pandas as pd
 
 from k3lab import bottom_line, claims
 
+T20_VALUE = "+2.9% to +5.9% (ahead under 2 of 2 pairs of rental prices)"
+T20_BOUND = "break-even price ratio 0.607: the rental pairs put it at 0.573-0.590, the article's own prices at 0.417"
 
-def _row(cid, finding, method, verdict, reproduced="", bound="", notes="", rule="holds", claimed="c"):
+
+def _row(cid, finding, method, verdict, reproduced="", bound="", notes="", rule="holds", claimed="c", kind=""):
     return {"claim_id": cid, "finding": finding, "quote": f"q {cid}", "claimed": claimed, "unit": "u",
             "method": method, "reproduced": reproduced, "bound": bound, "verdict": verdict, "rule": rule,
-            "tolerance": "", "evidence": "e", "notes": notes}
+            "tolerance": "", "evidence": "e", "notes": notes, "correction_kind": kind,
+            "rebuttal": "reply: r; stands: s" if kind else ""}
 
 
-def _ledger(t20="corrected", t21="not reproducible here"):
+def _ledger(t20="consistent", t21="not reproducible here", b200=True):
     rows = [
         _row("M1", "memory", "derived", "reproduced"),
-        _row("M2", "memory", "derived", "discrepancy", reproduced="104.19", rule="within_tolerance", claimed="103"),
-        _row("M12", "memory", "derived", "corrected", notes="correction: not the same capacity; the gap is 7%"),
+        _row("M2", "memory", "derived", "discrepancy", reproduced="104.19", rule="within_tolerance", claimed="103",
+             kind="precision"),
+        _row("M12", "memory", "derived", "corrected", notes="correction: not the same capacity; the gap is 7%",
+             kind="precision"),
         _row("M13", "memory", "unchecked", "not reproducible here", rule="unchecked"),
+        _row("M16", "memory", "derived", "corrected", notes="correction: capacity decides how many GPUs", kind="literal"),
         _row("S2", "spec_decode", "emulated", "consistent (emulated)", rule="matches"),
-        _row("S8", "spec_decode", "emulated", "inconsistent with the emulation", notes="correction: only mixed batches"),
+        _row("S8", "spec_decode", "emulated", "inconsistent with the emulation", notes="correction: only mixed batches",
+             kind="precision"),
         _row("P5", "prefill", "modelled", "not reproducible here", bound="model 1-2 tok/s (outside its domain)",
              rule="validated_model"),
         _row("T1", "throughput", "modelled", "not reproducible here", bound="model 897-2,572", rule="validated_model"),
-        _row("T20", "throughput", "arithmetic", t20, reproduced="-10.2% to +5.9% (ahead under 2, behind under 2 of 4 sources)",
-             notes="correction: the direction turns on the price, and its ~45% needs its own $2.50; the prices are "
-                   "independent" if t20 == "corrected" else "", rule="direction"),
-        _row("T21", "throughput", "modelled", t21, bound="model: ahead under 2, too close to call under 2 of 4 sources",
+        _row("T5", "throughput", "derived", "inconsistent with the evidence", rule="plausible_range",
+             notes="correction: MI355X $2.50 sits below its 2 rental prices; B300 inside its", kind="substantive"),
+        _row("T17", "throughput", "arithmetic", "corrected", reproduced="249", notes="correction: per deployment",
+             kind="literal"),
+        _row("T20", "throughput", "arithmetic", t20, reproduced=T20_VALUE, bound=T20_BOUND, rule="direction"),
+        _row("T21", "throughput", "modelled", t21,
+             bound="model: too close to call under 2 of 2 pairs of rental prices (central +68% to +73%)",
              rule="direction"),
+        _row("T25", "throughput", "arithmetic", "corrected", notes="correction: the rows differ; more", kind="substantive"),
+        _row("T26", "throughput", "arithmetic", "inconsistent with the evidence", reproduced="+2.9% to +5.9% (claimed ~45%)",
+             notes="correction: the 45% needs the article's own 0.42; notes", rule="magnitude", kind="substantive"),
     ]
+    if b200:
+        rows += [_row("T23", "throughput", "cited", "inconsistent with public measurements",
+                      notes="correction: the lost tokens are the link's; more", kind="substantive"),
+                 _row("T27", "throughput", "cited", "inconsistent with public measurements", reproduced="1.4",
+                      notes="correction: 1.4x, not 7x", rule="bound", kind="substantive")]
     return pd.DataFrame(rows, columns=claims.LEDGER_COLUMNS)
 
 
-def test_headline_judges_the_direction_from_t20_and_t21():
+def test_headline_reads_the_direction_the_magnitude_the_model_and_the_network():
     h = bottom_line.headline(_ledger())
-    assert "does not hold as stated" in h
-    assert "-10.2% to +5.9% (ahead under 2, behind under 2 of 4 sources) (T20: corrected)" in h
-    assert "it is ahead under 2, too close to call under 2 of 4 sources (T21: not reproducible here)" in h
-    # what holds instead: the correction, without the notes that follow it
-    assert h.endswith("What holds instead: the direction turns on the price, and its ~45% needs its own $2.50.")
+    assert h.startswith("The article's bottom line, \u201cthe direction is hard to argue with\u201d (the MI355X ahead "
+                        "of the B300 on perf/$), holds, narrowly, at independent rental prices")
+    assert f"puts the MI355X {T20_VALUE} (T20: consistent); {T20_BOUND}." in h   # the break-even beside the pairs
+    # the magnitude apart, with what it needs (its correction, cut at the first ';')
+    assert ("Its ~45% does not hold at those prices (T26: inconsistent with the evidence): the 45% needs the "
+            "article's own 0.42.") in h
+    # the serving model's central estimate beside its band
+    assert "too close to call under 2 of 2 pairs of rental prices (central +68% to +73%) (T21: not reproducible here)" in h
+    assert h.endswith("Against the B200 the network decides: the lost tokens are the link's (T23: inconsistent with "
+                      "public measurements); 1.4x, not 7x (T27: inconsistent with public measurements).")
 
 
-def test_headline_when_the_direction_survives_or_is_missing():
-    assert "holds as far as this study can tell" in bottom_line.headline(_ledger("consistent", "consistent"))
-    assert "cannot be settled here" in bottom_line.headline(_ledger("consistent", "not reproducible here"))
-    assert "cannot be settled here" in bottom_line.headline(_ledger("consistent", "inconsistent with the model"))
+def test_headline_follows_the_direction_verdict():
+    assert "the MI355X ahead of the B300 on perf/$), turns on the price at" in bottom_line.headline(
+        _ledger("turns on the price"))
+    assert "), does not hold at" in bottom_line.headline(_ledger("inconsistent with the evidence"))
+    assert "), cannot be settled here at" in bottom_line.headline(_ledger("not reproducible here"))
+    assert "Against the B200" not in bottom_line.headline(_ledger(b200=False))
     df = _ledger()
     assert bottom_line.headline(df[~df.claim_id.isin(["T21"])]).endswith("is not in this ledger.")
 
@@ -55,36 +81,43 @@ def test_finding_lines_sort_claims_by_what_a_reader_can_do():
                            "4 · throughput and perf/$"]
     mem = dict(lines["1 · memory fit"])
     assert mem["holds (shown here)"] == ["M1"]
-    assert mem["does not hold"] == ["M2 (claimed 103, found 104.19)", "M12 (not the same capacity)"]
+    # issue 36: a correction reads by its kind, never all as "does not hold"
+    assert mem["holds, with a correction of precision"] == ["M2 (claimed 103, found 104.19)",
+                                                             "M12 (not the same capacity)"]
+    assert mem["holds as meant, wrong as worded"] == ["M16 (capacity decides how many GPUs)"]
+    assert "does not hold" not in mem
     assert mem["not checked here"] == ["M13 (nothing here can check it)"]
+    assert list(mem) == ["holds (shown here)", "holds as meant, wrong as worded",
+                         "holds, with a correction of precision", "not checked here"]
     spec = dict(lines["2 · top-k renorm fix"])
     # an emulation that disagrees is never listed as "does not hold"
     assert spec == {"holds as far as this study can tell (not shown independently)": ["S2"],
-                    "disagrees with the study's emulation, model or public measurements (not shown wrong)": ["S8"]}
+                    bottom_line.READINGS["inconsistent"]: ["S8 (only mixed batches)"]}
     assert dict(lines["3 · head padding / TTFT"])["not checked here"] == [
         "P5 (the question is outside the serving model's validated domain)"]
     tp = dict(lines["4 · throughput and perf/$"])
+    assert tp["does not hold"] == ["T25 (the rows differ)"]
+    assert tp["holds as meant, wrong as worded"] == ["T17 (per deployment)"]
+    assert tp[bottom_line.READINGS["inconsistent"]] == [
+        "T5 (MI355X $2.50 sits below its 2 rental prices)", "T26 (the 45% needs the article's own 0.42)",
+        "T23 (the lost tokens are the link's)", "T27 (1.4x, not 7x)"]
     assert tp["not checked here"] == ["T1 (the serving model's band is too wide to tell)",
-                                      "T21 (the serving model's band cannot call every price source)"]
+                                      "T21 (the serving model's band cannot call every pair of prices)"]
 
 
 def test_readme_text_and_html():
     df = _ledger()
     text = bottom_line.readme_text(df)
     assert text.startswith("**The article's bottom line, judged.** The article's bottom line")
-    assert "\n- **1 · memory fit** — holds (shown here): M1; does not hold: M2 (claimed 103" in text
+    assert "\n- **1 · memory fit** — holds (shown here): M1; holds as meant, wrong as worded: M16 (" in text
     page = bottom_line.html(df)
-    assert page.startswith('<div class="decision" id="bottom-line">') and "$2.50" in page
+    assert page.startswith('<div class="decision" id="bottom-line">') and "0.607" in page
     assert page.count("<li>") == 4 and "<table" not in page
 
 
 def test_a_claim_the_model_is_not_validated_for_says_so():
     """T1-T3 read 'not checked here' because the serving model has no validated band for their
     metric, not because a band is too wide: the reader is told which."""
-    import pandas as pd
-
-    from k3lab import bottom_line
-
     df = pd.DataFrame([{"claim_id": "T1", "finding": "throughput", "verdict": "not reproducible here",
                         "rule": "validated_model", "bound": "model not validated here (2 readings)", "notes": "",
                         "claimed": "952", "reproduced": ""},

@@ -7,8 +7,8 @@ import pytest
 
 from k3lab import claims
 
-ARTICLE_IDS = ([f"M{i}" for i in range(1, 16)] + [f"S{i}" for i in range(1, 13)]
-               + [f"P{i}" for i in range(1, 12)] + [f"T{i}" for i in range(1, 23)])
+ARTICLE_IDS = ([f"M{i}" for i in range(1, 18)] + [f"S{i}" for i in range(1, 15)]
+               + [f"P{i}" for i in range(1, 13)] + [f"T{i}" for i in range(1, 28)])
 
 
 def test_registry_holds_every_claim_with_a_method_and_a_known_rule():
@@ -23,7 +23,9 @@ def test_registry_holds_every_claim_with_a_method_and_a_known_rule():
 
 def test_new_claims_say_why_they_were_added():
     for cid in ("M11", "M12", "M13", "M14", "M15", "S8", "S9", "S10", "S11", "S12", "P8", "P9", "P10", "P11",
-                "T14", "T15", "T16", "T17", "T18", "T19", "T20", "T21", "T22"):
+                "T14", "T15", "T16", "T17", "T18", "T19", "T20", "T21", "T22",
+                # issue 36: the claims the audit found without a row, and the direction's magnitude
+                "M16", "M17", "S13", "S14", "P12", "T23", "T24", "T25", "T26", "T27"):
         assert claims.get(cid).added
 
 
@@ -54,10 +56,23 @@ def test_a_qualified_verdict_belongs_to_its_method():
     assert claims.cap("derived", "inconsistent with the model") == "discrepancy"
     assert claims.cap("modelled", "consistent (emulated)") == "consistent"
     assert claims.cap("modelled", "inconsistent with the emulation") == "inconsistent with the model"
-    with pytest.raises(ValueError, match="unknown verdict 'inconsistent'"):
-        claims.cap("modelled", "inconsistent")                # never recorded without what it is inconsistent with
+    # a rule's weak negative is always recorded with what it is inconsistent with
+    assert claims.cap("modelled", "inconsistent") == "inconsistent with the model"
+    assert claims.cap("derived", "inconsistent") == "inconsistent with the evidence"
+    assert claims.cap("emulated", "inconsistent with the evidence") == "inconsistent with the emulation"
+    assert "inconsistent" not in claims.VERDICTS               # so the ledger refuses it bare
     with pytest.raises(ValueError, match="unknown verdict"):
         claims.cap("derived", "wrong")
+
+
+def test_arithmetic_keeps_a_negative_only_where_the_article_meets_its_own_numbers():
+    """Issue 36: T20's readings bring independent prices in, so its negative is capped like its
+    positive (consistent <-> inconsistent with the evidence); T10's contradicts the article's own 2.4x."""
+    assert claims.cap("arithmetic", "corrected", "self_contradiction") == "corrected"
+    assert claims.cap("arithmetic", "corrected", "direction") == "inconsistent with the evidence"
+    assert claims.cap("arithmetic", "reproduced", "direction") == "consistent"
+    assert claims.verdict("T20", leads=[(-0.1, -0.1)], correction="behind") == "inconsistent with the evidence"
+    assert claims.verdict("T10", value=0.4167) == "corrected"
 
 
 def test_arithmetic_claims_never_read_reproduced():
@@ -134,14 +149,15 @@ def test_rounding_rule_tells_rounding_first_from_a_wrong_number():
 def test_qualified_verdicts_are_documented_forms_of_their_base():
     assert claims.VERDICTS == ("reproduced", "consistent", "consistent (rounded inputs)", "consistent (emulated)",
                                "inconsistent with the emulation", "inconsistent with the model",
-                               "inconsistent with public measurements", "discrepancy", "corrected",
-                               "not reproducible here")
+                               "inconsistent with public measurements", "inconsistent with the evidence",
+                               "discrepancy", "corrected", "turns on the price", "not reproducible here")
     # every verdict a record carries is a rule's or a qualified one; the bare "inconsistent" only counts
-    assert set(claims.RULE_VERDICTS) | set(claims.QUALIFIED) == set(claims.VERDICTS)
+    assert (set(claims.RULE_VERDICTS) - {"inconsistent"}) | set(claims.QUALIFIED) == set(claims.VERDICTS)
     assert set(claims.BASE_VERDICTS) - set(claims.VERDICTS) == {"inconsistent"}
     assert claims.base_verdict("consistent (rounded inputs)") == "consistent"
     assert claims.base_verdict("consistent (emulated)") == "consistent"
-    for v in ("inconsistent with the emulation", "inconsistent with the model", "inconsistent with public measurements"):
+    for v in ("inconsistent with the emulation", "inconsistent with the model", "inconsistent with public measurements",
+              "inconsistent with the evidence"):
         assert claims.base_verdict(v) == "inconsistent"
     assert claims.base_verdict("corrected") == "corrected"
     with pytest.raises(ValueError, match="unknown verdict"):
@@ -152,22 +168,30 @@ def test_qualified_verdicts_are_documented_forms_of_their_base():
     assert claims.verdict_literals('v = "consistent (rounded inputs)"') == ["consistent (rounded inputs)"]
 
 
-def test_lower_bound_rule():
+def test_bound_rule():
     # M6 claims 71%: a floor at or below it leaves it possible, never confirmed; a floor above it refutes it
-    assert claims.verdict("M6", limit=66.3) == "not reproducible here"
-    assert claims.verdict("M6", limit=71.0) == "not reproducible here"
-    assert claims.verdict("M6", limit=71.01) == "discrepancy"
-    with pytest.raises(ValueError, match="limit"):
-        claims.verdict("M6", limit=float("nan"))
+    assert claims.verdict("M6", floor=66.3) == "not reproducible here"
+    assert claims.verdict("M6", floor=71.0) == "not reproducible here"
+    assert claims.verdict("M6", floor=71.01) == "discrepancy"
+    # a ceiling alike (T27: a public peak caps the 7x; cited caps the discrepancy)
+    assert claims.verdict("T27", ceiling=7.0) == "not reproducible here"
+    assert claims.verdict("T27", ceiling=1.4) == "inconsistent with public measurements"
+    # a claim in words is bounded through x (P8's 4-7k against the article's own 3,373 floor)
+    assert claims.verdict("P8", floor=3373, x=[4000, 7000]) == "not reproducible here"
+    assert claims.verdict("P8", floor=4500, x=[4000, 7000]) == "discrepancy"
+    with pytest.raises(ValueError, match="floor"):
+        claims.verdict("M6", floor=float("nan"))
+    with pytest.raises(ValueError, match="a floor or a ceiling"):
+        claims.verdict("M6")
 
 
-def test_plausible_range_places_but_never_establishes():
-    # T5 is derived, yet a range of prices of one kind can only say consistent (or discrepancy outside it)
+def test_plausible_range_places_but_never_establishes_nor_refutes():
+    # T5 is derived, yet a range of rental prices can only say consistent inside it, inconsistent outside
     assert claims.verdict("T5", low=[2.18, 3.69, 3.32], high=[8.6, 15, 14]) == "consistent"
     assert claims.verdict("T5", low=[2.50, 6.00, 4.25], high=[2.50, 6.00, 4.25]) == "consistent"  # edges inside
-    assert claims.verdict("T5", low=[2.51, 3.69, 3.32], high=[8.6, 15, 14]) == "discrepancy"
+    assert claims.verdict("T5", low=[2.51, 3.69, 3.32], high=[8.6, 15, 14]) == "inconsistent with the evidence"
     assert claims.verdict("T18", low=3.69, high=15.0) == "consistent"
-    assert claims.verdict("T18", low=6.01, high=15.0) == "discrepancy"
+    assert claims.verdict("T18", low=6.01, high=15.0) == "inconsistent with the evidence"
     with pytest.raises(ValueError, match="ranges"):
         claims.verdict("T5", low=[1, 2], high=[3, 4])
 
@@ -213,18 +237,24 @@ def test_matches_on_evidence_that_covers_part_of_the_claim_reads_consistent():
     # "ships zero draft tensors"; a disagreement would still be a discrepancy
     assert claims.verdict("S1", value=0) == "reproduced"
     assert claims.verdict("S1", value=0, covers_claim=False) == "consistent"
-    assert claims.verdict("S1", value=1, covers_claim=False) == "discrepancy"
+    # and its disagreement is as weak as its agreement (issue 36: rules cut both ways)
+    assert claims.verdict("S1", value=1, covers_claim=False) == "inconsistent with the evidence"
+    assert claims.verdict("S1", value=1) == "discrepancy"
 
 
 def test_direction_rule():
     # T20 (arithmetic): leads without a band; T21 (modelled): leads with the model's band
     assert claims.verdict("T20", leads=[(0.1, 0.1), (0.02, 0.02)]) == "consistent"        # arithmetic caps
-    assert claims.verdict("T20", leads=[(0.1, 0.1), (-0.04, -0.04)]) == "discrepancy"     # reversed under one source
-    assert claims.verdict("T20", leads=[(0.1, 0.1), (-0.04, -0.04)], correction="a tie") == "corrected"
+    # issue 36: split readings turn on the price, never a reversal; a reversal needs every reading
+    assert claims.verdict("T20", leads=[(0.1, 0.1), (-0.04, -0.04)]) == "turns on the price"
+    assert claims.verdict("T20", leads=[(0.1, 0.1), (-0.04, -0.04)], correction="a tie") == "turns on the price"
+    assert claims.verdict("T20", leads=[(-0.1, -0.1), (-0.04, -0.04)]) == "inconsistent with the evidence"
     assert claims.verdict("T20", leads=[(0.0, 0.0)]) == "not reproducible here"           # exactly level: no winner
+    assert claims.verdict("T20", leads=[(0.1, 0.1), (0.0, 0.0)]) == "not reproducible here"
     assert claims.verdict("T21", leads=[(0.02, 1.3), (0.07, 1.4)]) == "consistent"
     assert claims.verdict("T21", leads=[(0.02, 1.3), (-0.03, 1.2)]) == "not reproducible here"  # band straddles 0
-    assert claims.verdict("T21", leads=[(0.02, 1.3), (-0.5, -0.1)]) == "inconsistent with the model"
+    assert claims.verdict("T21", leads=[(0.02, 1.3), (-0.5, -0.1)]) == "turns on the price"
+    assert claims.verdict("T21", leads=[(-0.6, -0.02), (-0.5, -0.1)]) == "inconsistent with the model"
     with pytest.raises(ValueError, match="at least one"):
         claims.verdict("T21", leads=[])
     with pytest.raises(ValueError, match="low end is above"):
@@ -232,9 +262,6 @@ def test_direction_rule():
 
 
 def test_in_range_per_value_ranges():
-    # T5: 2.50 / 6.00 / 4.25 against one range each
-    assert claims.verdict("P8", x=3373, low=4000, high=7000) == "discrepancy"
-    assert claims.verdict("P8", x=4000, low=4000, high=7000) == "consistent"  # arithmetic caps reproduced
     assert claims.verdict("P9", x=3.85, low=2, high=3) == "discrepancy"
     assert claims.verdict("P9", x=3.0, low=2, high=3) == "consistent"
     with pytest.raises(ValueError, match="low 3.0 > high 2.0"):
@@ -254,7 +281,7 @@ def test_recorder_checks_ownership_and_completeness(tmp_path):
     rec = claims.Recorder("03_head_padding_prefill", tmp_path)
     with pytest.raises(ValueError, match="belongs to notebook"):
         rec.add(claims.judge("M10", "x", value=12))
-    rec.add(claims.judge("P8", "x", value=3373, x=3373, low=4000, high=7000))
+    rec.add(claims.judge("P8", "x", value=3373, floor=3373, x=[4000, 7000]))
     with pytest.raises(ValueError, match="did not judge"):
         rec.save()
 
@@ -270,7 +297,8 @@ def _rows(nb):
     for c in claims.registry().values():
         if c.notebook == nb:
             out.append({"claim_id": c.id, "method": c.method, "reproduced": "", "bound": "",
-                        "verdict": claims.cap(c.method, "discrepancy"), "rule": c.rule, "evidence": "e", "notes": ""})
+                        "verdict": claims.cap(c.method, "discrepancy", c.rule), "rule": c.rule, "evidence": "e",
+                        "notes": ""})
     return out
 
 

@@ -74,7 +74,10 @@ def test_cited_agrees_within_the_claims_tolerance_and_caps_at_consistent():
     assert CITED(c, values=[1040]) == "reproduced"                # 9.2% off
     assert cap("cited", CITED(c, values=[1040])) == "consistent"
     assert CITED(c, values=[1060]) == "discrepancy"               # 11.3% off
-    assert CITED(c, values=[1060, 990]) == "reproduced"           # any match agrees
+    # issue 36: measurements that disagree among themselves decide nothing (agreeing with one of them
+    # is no more a confirmation than disagreeing with one is a refutation)
+    assert CITED(c, values=[1060, 990]) == "not reproducible here"
+    assert CITED(c, values=[1000, 990]) == "reproduced"
 
 
 def test_cited_without_a_match_cannot_decide():

@@ -68,6 +68,14 @@ def row(df, gpu, n, tp, pp=1, setting=DEFAULTS):
     return sel.iloc[0]
 
 
+def _placeholder_tiers(gpu) -> set:
+    """Tiers whose price of ``gpu`` is a placeholder, read straight from data/prices.yaml."""
+    from k3lab import data
+
+    raw = data.read_yaml(data.data_dir() / "prices.yaml")
+    return {p["tier"] for p in raw["prices"] if p["gpu"] == gpu and p["quality"] == "placeholder"}
+
+
 def _usd_per_gpu_hour(gpu) -> dict:
     """{tier: $/GPU-hour} of one GPU, every tier of data/prices.yaml that prices it (k3lab's loader)."""
     pr = prices.prices()
@@ -285,8 +293,13 @@ def test_your_tok_s_in_the_answers_and_the_text(capsys_module):
     per_gpu = 10_000.0
     df = compare.compare_rows("kimi-k3", tok_s={"B300": per_gpu})
     ans = {a["tier"]: a for a in compare_answers.answers(df)}
+    placeholders = _placeholder_tiers("b300")
     for tier, p in _usd_per_gpu_hour("b300").items():
         a = ans[tier]
+        if tier in placeholders:  # a placeholder price is never evidence: no answer rests on it
+            assert not a["layout"].startswith(("8xb300", "16xb300", "32xb300")) and "b300" in a["not_priced"], tier
+            assert "B300 priced only by a placeholder" in compare_view.answer_line(a, df.attrs["context_tokens"])
+            continue
         assert a["layout"] == "8xb300 tp8" and a["priced_by"] == "your --tok-s", tier
         assert a["usd_per_million_tokens"] == pytest.approx(p * 1e6 / (per_gpu * 3600))
         assert a["usd_per_hour"] == pytest.approx(8 * p)
@@ -310,6 +323,7 @@ def _hand_answers(df) -> dict:
     for t in df.attrs["tiers"]:
         col = f"{MTOK}[{t}]"
         cand = df[df.holds & df[col].notna()]
+        cand = cand[~cand.gpu.apply(lambda g: t in _placeholder_tiers(g))]  # never priced by a placeholder
         trusted = cand[(cand.priced_by != "model") | cand.model_in_domain.astype(bool)]
         pool = trusted if len(trusted) else cand
         best = pool[col].min() if len(pool) else None
@@ -661,8 +675,33 @@ def test_a_what_if_workload_and_your_prices_reach_the_decision():
     d = decision.decide("kimi-k3", input_len=1000, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})
     assert d.breakeven.workload == "1,000 in / 400 out, each at its peak"
     mine = d.breakeven.sources[0]
-    assert mine[0] == "your prices" and mine[5] == pytest.approx(3.0 / 5.5)
-    assert any(line.startswith("  your prices (override): $3.00 / $5.50 = 0.55x") for line in decision.answer_lines(d))
+    assert mine["label"] == "your prices" and mine["ratio"] == pytest.approx(3.0 / 5.5)
+    assert any(line.startswith("  your prices: $3.00 / $5.50 = 0.55x") for line in decision.answer_lines(d))
+
+
+def test_a_source_that_prices_one_of_the_gpus_names_no_winner(k3):
+    """Issue 36: a source that leaves out a GPU the others price (and whose holding layouts have a
+    throughput) names no winner; a placeholder price counts as none."""
+    from k3lab import data
+
+    raw = data.read_yaml(data.data_dir() / "prices.yaml")
+    evidence = {}
+    for p in raw["prices"]:
+        if p["quality"] != "placeholder":
+            evidence.setdefault(p["tier"], set()).add(p["gpu"])
+    held = k3[k3.holds & k3.priced_tok_s.notna()]
+    contenders = {g for g in held.gpu if any(g in v for v in evidence.values())}
+    assert {"mi355x", "b300"} <= contenders
+    for a in compare_answers.answers(k3):
+        missing = sorted(contenders - evidence.get(a["tier"], set()))
+        assert a["not_priced"] == missing, a["tier"]
+        line = compare_view.answer_line(a, k3.attrs["context_tokens"])
+        assert ("no winner" in line) == bool(missing), line
+    ans = {a["tier"]: compare_view.answer_line(a, k3.attrs["context_tokens"]) for a in compare_answers.answers(k3)}
+    assert "MI355X not priced by this source" in ans["neocloud_on_demand"]
+    assert "B300 not priced by this source" in ans["quoted_rates"]
+    assert "B300 priced only by a placeholder, never evidence" in ans["inferencex_neocloud"]
+    assert "not a rental price" in ans["inferencex_neocloud"] and "no winner" not in ans["hyperscaler_on_demand"]
 
 
 def test_one_dollar_per_million_per_question_on_every_surface():

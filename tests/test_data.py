@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 # The MI355X's bandwidth line in data/hardware.yaml (the issue's `.inf` gave T1 a bound of
 # 34,541 tok/s instead of 7,633 with exit 0).
 BW_LINE = "hbm_bw_tb_s: {value: 8.0, source: amd_mi355x}"
-ARTICLE_MI355X = "{tier: article, gpu: mi355x, usd_per_gpu_hour: 2.50}"
-RATE_CHECK_MI355X = "{tier: article_rate_check, gpu: mi355x, usd_per_gpu_hour: 2.59}"
+ARTICLE_MI355X = "{tier: article, gpu: mi355x, usd_per_gpu_hour: 2.50,"
+RATE_CHECK_MI355X = "{tier: article_rate_check, gpu: mi355x, usd_per_gpu_hour: 2.59,"
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -168,7 +168,7 @@ def test_duplicate_claim_id(data_copy):
 def test_article_price_edited_in_prices_disagrees_with_claim_t5(data_copy):
     """The article's MI355X price is a claim (claims.yaml T5) and a model input (prices.yaml):
     editing one without the other must fail, whichever file is loaded first."""
-    _edit(data_copy / "prices.yaml", ARTICLE_MI355X, "{tier: article, gpu: mi355x, usd_per_gpu_hour: 2.60}")
+    _edit(data_copy / "prices.yaml", ARTICLE_MI355X, "{tier: article, gpu: mi355x, usd_per_gpu_hour: 2.60,")
     for name in ("prices", "claims", "article_table", "hardware"):
         msg = _one_line_error(name)
         assert "T5" in msg and "data/prices.yaml" in msg and "data/claims.yaml" in msg, (name, msg)
@@ -184,7 +184,7 @@ def test_claim_t5_edited_disagrees_with_prices(data_copy):
 def test_unknown_gpu_in_prices(data_copy):
     pr = data_copy / "prices.yaml"
     i = _row_index(pr, "article_rate_check", "mi355x")
-    _edit(pr, RATE_CHECK_MI355X, "{tier: article_rate_check, gpu: mi999x, usd_per_gpu_hour: 2.59}")
+    _edit(pr, RATE_CHECK_MI355X, "{tier: article_rate_check, gpu: mi999x, usd_per_gpu_hour: 2.59,")
     msg = _one_line_error("prices")
     assert msg.startswith("data/prices.yaml: "), msg
     assert f"prices.{i}.gpu" in msg and "mi999x" in msg, msg
@@ -199,7 +199,7 @@ def test_prices_file_in_another_unit(data_copy):
 def test_price_row_in_another_unit(data_copy):
     pr = data_copy / "prices.yaml"
     i = _row_index(pr, "article_rate_check", "mi355x")
-    _edit(pr, RATE_CHECK_MI355X, "{tier: article_rate_check, gpu: mi355x, eur_per_gpu_hour: 2.40}")
+    _edit(pr, RATE_CHECK_MI355X, "{tier: article_rate_check, gpu: mi355x, eur_per_gpu_hour: 2.40,")
     msg = _one_line_error("prices")
     assert msg.startswith(f"data/prices.yaml: prices.{i}"), msg
 
@@ -207,7 +207,7 @@ def test_price_row_in_another_unit(data_copy):
 def test_price_with_a_currency_in_the_value(data_copy):
     pr = data_copy / "prices.yaml"
     i = _row_index(pr, "article_rate_check", "mi355x")
-    _edit(pr, RATE_CHECK_MI355X, '{tier: article_rate_check, gpu: mi355x, usd_per_gpu_hour: "2.40 EUR"}')
+    _edit(pr, RATE_CHECK_MI355X, '{tier: article_rate_check, gpu: mi355x, usd_per_gpu_hour: "2.40 EUR",')
     msg = _one_line_error("prices")
     assert msg.startswith(f"data/prices.yaml: prices.{i}.usd_per_gpu_hour"), msg
 

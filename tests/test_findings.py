@@ -41,6 +41,10 @@ EXPECTED = {
     "M14": ("derived", "reproduced", "compute 1.11-1.12x, bandwidth 1.00x, capacity 1.61x"),
     # issue 30: DeepSeek-V3 (688.6 GB) and Kimi K2 (1,029 GB) exceed 8 x 85.5 GB of H100, fit 8 x 150.8 GB of H200
     "M15": ("derived", "corrected", "capacity decided for 2 of 2 earlier models (deepseek-v3, kimi-k2)"),
+    # issue 36: the fit grid holds a full-length request on 16xB200, 16xGB200, 32xH100, 16xH200 and 16xMI300X
+    # too (8 GPUs: B300, MI325X with a state-pool setting, MI350X, MI355X): capacity decides the node count
+    "M16": ("derived", "corrected", "9 of 9 GPUs hold it, 5 of them only with more than 8"),
+    "M17": ("unchecked", "not reproducible here", None),
     # issue 30: the config lists no tensors; "ships zero draft tensors" reads at most consistent
     "S1": ("derived", "consistent", 0),
     # issue 30: an emulated verdict says so (consistent (emulated) / inconsistent with the emulation)
@@ -49,17 +53,21 @@ EXPECTED = {
     "S3": ("emulated", "consistent (emulated)", "top_p only"),
     "S4": ("measured", "reproduced", "dense: 5 mixes / sparse: 3 mixes"),
     "S5": ("measured", "reproduced", "plain-PyTorch top-k renorm (pivot, mask, divide)"),
-    # issue 30: cited — the public single-request pair on the MI355X's die (MI350X TP8, 8,192/1,024):
-    # 186.0 / 58.0 tok/s per GPU = 3.21x, outside 'roughly 2.2x' (2.15-2.25)
-    "S6": ("cited", "inconsistent with public measurements", "3.21"),
+    # issue 36: every public single-request pair pins its acceptance (SGLANG_SIMULATE_ACC_LEN) and the
+    # MI350X one divides two sources: none can show the 2.2x wrong (was inconsistent, 3.21x)
+    "S6": ("cited", "not reproducible here", None),
     "S7": ("modelled", "not reproducible here", None),
     "S8": ("emulated", "inconsistent with the emulation", "3 of 5 dense-path mixes crash"),
     "S9": ("emulated", "consistent (emulated)", "runs on CUDA unpatched"),
-    # issue 30: "the very first real request" read as the first real (mixed) traffic, which crashes
-    "S10": ("emulated", "consistent (emulated)", "0 of 4 like-request batches crash, 3 mixed ones"),
-    # issue 30: sglang 0.5.16 / 0.5.23 SpeculativeAlgorithm.NGRAM, NGRAMWorker.draft_worker -> None
-    "S11": ("derived", "corrected", "n-gram speculative decoding, no draft model (0.5.16, 0.5.23)"),
+    # issue 36: read literally like S8 (one reading for both): a first request alone returns, only a mixed
+    # batch crashes (was consistent under the charitable reading)
+    "S10": ("emulated", "inconsistent with the emulation", "0 of 4 like-request batches crash, 3 mixed ones"),
+    # issue 30: SpeculativeAlgorithm.NGRAM, NGRAMWorker.draft_worker -> None; issue 36: only the releases that
+    # ship a K3 model count (0.5.16 ships none)
+    "S11": ("derived", "corrected", "n-gram speculative decoding, no draft model (0.5.23)"),
     "S12": ("emulated", "consistent (emulated)", "a missing definition and a shape mismatch, no new kernel"),
+    "S13": ("emulated", "consistent (emulated)", "the two blockers patched, no kernel"),
+    "S14": ("derived", "consistent", "RadixArk's block-diffusion Kimi-K3-DSpark"),
     "P1": ("arithmetic", "consistent", 2.217),
     # issue 30: sglang's own guard (0.5.16-0.5.18) asserts the article's set word for word; the kernel
     # it calls is unreadable here, so consistent, not reproduced
@@ -73,19 +81,23 @@ EXPECTED = {
     "P6": ("modelled", "not reproducible here", None),
     # issue 22: the fix swaps the decode kernel too (Triton -> AITER) unless prefill alone changes backend
     "P7": ("modelled", "not reproducible here", None),
-    "P8": ("arithmetic", "discrepancy", 3373),
+    # issue 36: 172,000 tokens / 51 s = 3,373 tok/s is a floor under the prefill rate (a TTFT holds more than
+    # the prefill); 4-7k above it is possible, never confirmed (was a discrepancy)
+    "P8": ("arithmetic", "not reproducible here", 3373),
     # issue 30: 2-3x against the Amdahl bound of the article's own numbers, 51 s / (172,000 / 13,000 s) = 3.85x
     "P9": ("arithmetic", "consistent", "2-3x within 1-3.85x"),
     "P10": ("modelled", "not reproducible here", None),
     "P11": ("modelled", "not reproducible here", None),
+    "P12": ("emulated", "consistent (emulated)", "a shape mismatch, not a missing kernel"),
     "T1": ("modelled", "not reproducible here", None),
     # issue 20: the serving model's readings (DSpark off, and on at the field's acceptance) span > 2x
     "T2": ("modelled", "not reproducible here", None),
     "T3": ("modelled", "not reproducible here", None),
     "T4": ("arithmetic", "consistent", 1.647),
     # issue 30: rental rates against the independent rental prices price_check.csv counts, no discount:
-    # MI355X 2.95 (TensorWave) - 8.60 (OCI); B300 5.00 (Ornn) - 15.00 (OCI); B200 4.50 (Ornn) - 14.00 (OCI)
-    "T5": ("derived", "discrepancy", "2.95-8.60 / 5.00-15.00 / 4.50-14.00"),
+    # MI355X 2.95 (TensorWave) - 8.60 (OCI); B300 5.00 (Ornn) - 15.00 (OCI); B200 4.50 (Ornn) - 14.00 (OCI);
+    # issue 36: a range that only places a rate disagrees as weakly as it agrees (was a discrepancy)
+    "T5": ("derived", "inconsistent with the evidence", "2.95-8.60 / 5.00-15.00 / 4.50-14.00"),
     "T6": ("arithmetic", "consistent", "47.6 / 32.7 / 7.3"),
     "T7": ("arithmetic", "consistent (rounded inputs)", 45.7),
     "T8": ("arithmetic", "consistent (rounded inputs)", 6.5),
@@ -101,13 +113,25 @@ EXPECTED = {
     "T17": ("arithmetic", "corrected", 249),
     "T18": ("derived", "consistent", "6.00"),
     "T19": ("derived", "reproduced", "TP8+DCP"),
-    # issue 30: 952/1,568 = 0.607 per GPU against the price ratios 1.48/2.34, 1.90/2.81, 2.10/3.48,
-    # 8.60/15.00: leads -4.0%, -10.2%, +0.6%, +5.9%
-    "T20": ("arithmetic", "corrected", "-10.2% to +5.9% (ahead under 2, behind under 2 of 4 sources)"),
-    # issue 38: at matched interactivity (each node at the same TPOT, 20-38 ms: the range both reach) the MI355X
-    # is behind per GPU by more than its band under every source at 20 and 24 ms (T21's notes list every reading)
-    "T21": ("modelled", "inconsistent with the model", None),
+    # issue 36: rental prices only (InferenceX's tiers are cost models, their B300 a placeholder): 0.607 per GPU
+    # against OCI's 8.60/15.00 = 0.573 (one source, +5.9%) and TensorWave 2.95 / Ornn 5.00 = 0.590 (cross-source,
+    # +2.9%); was corrected, -10.2% to +5.9% over four sources, three of them cost-model tiers
+    "T20": ("arithmetic", "consistent", "+2.9% to +5.9% (ahead under 2 of 2 pairs of rental prices)"),
+    # issue 38: at matched interactivity (each node at the same TPOT, the range both reach), T21's notes list every
+    # reading; issue 36's direction rule: behind under some readings, too close under the rest -> not decided
+    "T21": ("modelled", "not reproducible here", None),
     "T22": ("unchecked", "not reproducible here", None),
+    # issue 36: kernelore's 16xB200 TP16 over 3.2 Tbps per node, 918/1,024, c128: 2,314.46 / 498 = 4.65x, and
+    # 2,314.46/16 = 145 tok/s per GPU against the article's MI355X 952/8 = 119
+    "T23": ("cited", "inconsistent with public measurements",
+            "4.6x the article's 498 at c128; 145 vs 119 tok/s per GPU"),
+    # issue 36: (1,568 / (8 x 1,100 W)) / (952 / (8 x 1,400 W)) = 2.10
+    "T24": ("arithmetic", "consistent", "B300 2.10x the tokens per W"),
+    "T25": ("arithmetic", "corrected", "the rows differ in DCP, and DSpark is stated for one row only"),
+    # issue 36: the ~45% against the same two pairs: +5.9% and +2.9%, outside 45% +- a quarter
+    "T26": ("arithmetic", "inconsistent with the evidence", "+2.9% to +5.9% (claimed ~45%)"),
+    # issue 36: (952 / (8 x 2.50)) / (2,314.46 / (16 x 4.25)) = 47.6 / 34.0 = 1.40
+    "T27": ("cited", "inconsistent with public measurements", 1.4),
 }
 
 
@@ -127,9 +151,11 @@ BOUNDS = {
     "T2": "model not validated here (3 readings)",
     "T3": "model not validated here (6 readings)",
     "T13": "roofline: communication 33% of a TP16 decode step at c64",
-    # issue 38: 5 TPOT limits x 4 sources; behind at 20 and 24 ms, inside the band from 29 ms
-    "T21": "model: behind under 8, too close to call under 12 of 20 readings at matched interactivity (TPOT 20-38 ms, "
-           "26-50 tok/s per user, 4 sources)",
+    # issue 36: 952/8 / (1,568/8) = 0.607 against 8.60/15.00 = 0.573 and 2.95/5.00 = 0.590; 2.50/6.00 = 0.417
+    "T20": "break-even price ratio 0.607: the rental pairs put it at 0.573-0.590, the article's own prices at 0.417",
+    # issue 38: 5 TPOT limits x 2 rental pairs (issue 36); behind at 20 and 24 ms, inside the band from 29 ms
+    "T21": "model: behind under 4, too close to call under 6 of 10 readings (TPOT limit x rental pair) at matched "
+           "interactivity (TPOT 20-38 ms, 26-50 tok/s per user, 2 pairs; central -92% to -16%)",
 }
 #: the pins that move when the serving model is refitted (its band and peaks): tell whoever refits
 SERVING_MODEL_PINS = ("T1", "T2", "T3", "S7", "P5", "P6", "P10", "P11", "T21")
@@ -166,6 +192,17 @@ def test_claim_method_verdict_and_value(recorded, cid):
 
 def test_model_bounds(recorded):
     assert {cid: r.bound for cid, r in recorded.items() if r.bound} == BOUNDS
+
+
+def test_every_negative_verdict_carries_its_kind_and_the_authors_best_reply(recorded):
+    """Issue 36: a verdict against the claim says what kind of correction it is and answers the
+    strongest reply the article's author could make; one for the claim never carries either."""
+    for cid, r in recorded.items():
+        if claims.is_negative(r.verdict):
+            assert r.correction_kind in claims.CORRECTION_KINDS, cid
+            assert r.rebuttal.startswith("reply: ") and "; stands: " in r.rebuttal, cid
+        else:
+            assert r.correction_kind == "" and r.rebuttal == "", cid
 
 
 def test_nothing_but_an_independent_check_reads_reproduced(recorded):

@@ -19,10 +19,11 @@ def raw():
 
 
 def _independent(raw, gpu, kinds):
-    """Independent prices of ``kinds`` for ``gpu``, straight from the YAML."""
+    """Independent prices of ``kinds`` for ``gpu`` that are not placeholders, straight from the YAML."""
     tiers = raw["tiers"]
     return [p["usd_per_gpu_hour"] for p in raw["prices"]
-            if p["gpu"] == gpu and tiers[p["tier"]]["independent"] and tiers[p["tier"]]["kind"] in kinds]
+            if p["gpu"] == gpu and tiers[p["tier"]]["independent"] and tiers[p["tier"]]["kind"] in kinds
+            and p["quality"] != "placeholder"]
 
 
 def test_every_price_has_a_tier_kind_and_dated_source(raw):
@@ -83,13 +84,64 @@ def test_price_check_compares_like_with_like(raw):
     assert not pc.loc["b200", "within_range"] and pc.loc["b200", "other_min"] == 4.50  # 4.25 below Ornn's 4.50
 
 
-def test_price_check_by_kind(raw):
-    pc = P.price_check(kinds=("on_demand",)).set_index("gpu")
-    assert pc.loc["mi355x", "n_prices"] == 1 and pc.loc["mi355x", "other_min"] == 8.60
-    assert pc.loc["b200", "other_min"] == min(_independent(raw, "b200", ("on_demand",)))
-    # the article's kind is never independent: asking for it finds nothing
-    with pytest.raises(ValueError, match="no independent article price"):
-        P.price_check(kinds=("article",))
+def test_one_rule_says_which_prices_meet_a_rental_rate(raw):
+    """Issue 36: a price meets a rental rate by what it is (its quality), never by what tier it sits in:
+    a placeholder is never evidence, a cost model is no rental price, the article's own are what is checked."""
+    for q in ("provider_list", "committed_term", "market_index", "second_hand_quote"):
+        assert P.is_rental_evidence(q) and not P.is_rental_evidence(q, independent=False)
+    for q in ("cost_model", "placeholder", "article", "override"):
+        assert not P.is_rental_evidence(q)
+    df = P.prices()
+    # the InferenceX B300 rows carry their own code comment 'temporary - using 1.2x B200 pricing'
+    ix_b300 = df[(df["source"] == "inferencex_2026_04") & (df["gpu"] == "b300")]
+    assert len(ix_b300) == 3 and set(ix_b300["quality"]) == {"placeholder"} and not ix_b300["rental"].any()
+    for tier in ix_b300["tier"]:
+        b200 = next(p["usd_per_gpu_hour"] for p in raw["prices"] if p["tier"] == tier and p["gpu"] == "b200")
+        assert P.price("b300", tier) == pytest.approx(1.2 * b200, abs=0.005)
+    # every rental row, and only those, is what T5 / T18 count
+    yaml_rental = [(p["tier"], p["gpu"]) for p in raw["prices"] if raw["tiers"][p["tier"]]["independent"]
+                   and p["quality"] in ("provider_list", "committed_term", "market_index", "second_hand_quote")]
+    assert sorted(zip(df[df["rental"]]["tier"], df[df["rental"]]["gpu"])) == sorted(yaml_rental)
+    mi = P.rental_prices("mi355x")
+    assert list(mi["usd_per_gpu_hour"]) == [2.95, 8.60] and mi.iloc[0]["quality"] == "second_hand_quote"
+
+
+def test_a_quality_must_fit_its_tier_kind(raw):
+    doc = copy.deepcopy(raw)
+    i = next(i for i, p in enumerate(doc["prices"]) if p["tier"] == "hyperscaler_on_demand")
+    doc["prices"][i]["quality"] = "market_index"
+    with pytest.raises(data.DataError, match=rf"prices\.{i}\.quality: 'market_index' in a on_demand tier"):
+        data.validate("prices", doc)
+    doc["prices"][i]["quality"] = "placeholder"          # a placeholder may sit in any independent tier
+    data.validate("prices", doc)
+    art = next(i for i, p in enumerate(doc["prices"]) if p["tier"] == "article")
+    doc["prices"][art]["quality"] = "placeholder"        # never in the article's
+    with pytest.raises(data.DataError, match=rf"prices\.{art}\.quality"):
+        data.validate("prices", doc)
+
+
+def test_price_pairs_pair_one_source_where_one_exists_and_label_the_rest():
+    """MI355X / B300: OCI lists both on one day (paired); no market source prices both, so the
+    TensorWave quote meets the Ornn index as a labelled cross-source pair; no reserved MI355X price,
+    no pair; the cost models' B300 is a placeholder, no pair."""
+    pairs = P.price_pairs("mi355x", "b300")
+    assert [(p["kind"], p["paired"], p["a_tier"], p["b_tier"]) for p in pairs] == [
+        ("on_demand", True, "hyperscaler_on_demand", "hyperscaler_on_demand"),
+        ("market", False, "quoted_rates", "rental_index")]
+    assert pairs[0]["ratio"] == pytest.approx(8.60 / 15.00) and pairs[1]["ratio"] == pytest.approx(2.95 / 5.00)
+    assert "one source" in pairs[0]["label"] and "cross-source" in pairs[1]["label"]
+    # the neocloud B300 list price (7.40) is not paired with the OCI MI355X: a pair of one source exists
+    assert all(p["b_usd"] != 7.40 for p in pairs)
+    # your own prices come first
+    mine = P.price_pairs("mi355x", "b300", {"mi355x": 3.0, "b300": 6.0})
+    assert mine[0]["kind"] == "override" and mine[0]["ratio"] == pytest.approx(0.5) and mine[1:] == pairs
+
+
+def test_committed_discounts_pair_a_provider_with_itself():
+    d = P.committed_discounts().set_index(["gpu", "provider"])["discount"]
+    assert d[("b200", "Hyperstack")] == pytest.approx(1 - 5.10 / 6.00)
+    assert d[("mi300x", "DigitalOcean")] == pytest.approx(1 - 1.91 / 2.59)
+    assert ("b300", "DigitalOcean") not in d.index      # DigitalOcean lists no on-demand B300
 
 
 def test_price_ratio_by_tier(raw):
@@ -200,6 +252,7 @@ def test_prices_file_errors_name_file_and_field(raw, edit, match):
 
 def test_prices_file_gpu_must_exist_in_hardware(raw):
     doc = copy.deepcopy(raw)
-    doc["prices"].append({"tier": "rental_index", "gpu": "tpu", "usd_per_gpu_hour": 1.0})
+    doc["prices"].append({"tier": "rental_index", "gpu": "tpu", "usd_per_gpu_hour": 1.0, "quality": "market_index",
+                          "evidence": "a test"})
     with pytest.raises(data.DataError, match=r"data/prices\.yaml: prices\.\d+\.gpu: unknown GPU 'tpu'"):
         data.cross_checks(prices=data.validate("prices", doc))

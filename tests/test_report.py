@@ -27,12 +27,15 @@ LEDGER = [  # claim_id, method, verdict
     ("X6", "modelled", "not reproducible here"),
     ("X7", "derived", "discrepancy"),
 ]
+#: the kind of correction and the author's reply of the negative rows (issue 36)
+NEGATIVE = {"X7": ("literal", "reply: it meant one node; stands: the words say all hardware")}
 
 
 def _ledger(root):
     rows = [{"claim_id": cid, "finding": "memory", "quote": f"the article says {cid}", "claimed": "1", "unit": "u",
              "method": m, "reproduced": "" if m == "modelled" else "1", "bound": "bound 7" if m == "modelled" else "",
-             "verdict": v, "rule": "matches", "tolerance": "", "evidence": f"evidence {cid}", "notes": ""}
+             "verdict": v, "rule": "matches", "tolerance": "", "evidence": f"evidence {cid}", "notes": "",
+             "correction_kind": NEGATIVE.get(cid, ("", ""))[0], "rebuttal": NEGATIVE.get(cid, ("", ""))[1]}
             for cid, m, v in LEDGER]
     pd.DataFrame(rows, columns=claims.LEDGER_COLUMNS).to_csv(root / "claims.csv", index=False)
 
@@ -98,7 +101,8 @@ def test_the_page_opens_with_the_articles_bottom_line(study):
     assert i < study.index('id="decision"') < study.index('id="verdicts"')
     box = study[i:study.index('id="decision"')]
     assert "is not in this ledger" in box and "1 · memory fit" in box
-    assert "holds (shown here): X1, X2, X3" in box and "does not hold: X7 (claimed 1, found 1)" in box
+    # X7 is a literal correction: the meaning holds, the words do not (issue 36)
+    assert "holds (shown here): X1, X2, X3" in box and "holds as meant, wrong as worded: X7 (claimed 1, found 1)" in box
 
 
 def test_code_cells_are_collapsed_and_tables_are_html(study):
@@ -115,10 +119,20 @@ def test_code_cells_are_collapsed_and_tables_are_html(study):
 def test_ledger_has_method_column_and_marks_emulated(study):
     ledger = study[study.index('id="ledger"'):study.index('id="01_memory_fit"')]
     heads = re.findall(r"<th>(.*?)</th>", ledger)
-    assert heads == ["id", "claim", "claimed", "method", "reproduced", "bound", "verdict", "evidence"]
+    assert heads == ["id", "claim", "claimed", "method", "reproduced", "bound", "verdict", "evidence",
+                     "author's best reply"]
     emulated = re.findall(r'<tr class="emulated">.*?</tr>', ledger, flags=re.S)
     assert len(emulated) == 1 and '<b id="claim-X5">X5</b>' in emulated[0] and "EMULATED" in emulated[0]
     assert "bound 7" in ledger
+    # issue 36: a negative row names its kind of correction and carries the author's reply
+    x7 = re.search(r'<b id="claim-X7">X7</b>.*?</tr>', ledger, flags=re.S).group(0)
+    assert "<small>literal</small>" in x7 and "reply: it meant one node; stands: the words say all hardware" in x7
+
+
+def test_the_summary_counts_corrections_by_kind(study):
+    top = study[study.index('id="verdicts"'):study.index('id="fit"')]
+    assert "Negative verdicts by kind of correction</b> — 1 literal" in top
+    assert "1 are wrong or needed correcting (1 literal)" in html.unescape(top)
 
 
 def test_what_if_build_has_no_ledger(tmp_path):
@@ -163,6 +177,7 @@ def test_readme_table_has_method_column_summary_and_emulated(tmp_path):
     assert "| method |" in lines[2]
     x5 = next(line for line in lines if line.startswith("| X5 |"))
     assert "| emulated |" in x5 and "(emulated" in x5
+    assert next(line for line in lines if line.startswith("| X7 |")).endswith("| discrepancy (literal) |")
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\n{report.README_START}\nold\n{report.README_END}\ntail\n")
     assert not report.readme_is_current(readme, tmp_path / "claims.csv")

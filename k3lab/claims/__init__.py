@@ -13,8 +13,11 @@ article's own numbers), ``emulated`` (real code in a state the study built), ``m
 (an analytic model with assumptions; the band or bound is stated), ``unchecked``.
 
 Verdicts (:data:`VERDICTS`): what a rule decides (:data:`RULE_VERDICTS`), capped by the
-method (:func:`cap`), each counted as one of six base verdicts (:data:`BASE_VERDICTS`, through
-:func:`base_verdict`). A negative verdict needs evidence as strong as a positive one:
+method (:func:`cap`), each counted as one of seven base verdicts (:data:`BASE_VERDICTS`, through
+:func:`base_verdict`). Rules cut both ways: mirrored evidence gives the mirrored verdict at the same
+strength (:data:`STRENGTH`; ``tests/test_claims_symmetry.py``). A negative verdict needs evidence as
+strong as a positive one, and carries the kind of correction (:data:`CORRECTION_KINDS`) and the
+author's strongest reply with why the verdict stands (:func:`rebuttal`):
 
 - ``reproduced``: an independent check (method ``measured`` or ``derived``) agrees within
   the stated tolerance. Nothing else can reach it.
@@ -25,11 +28,14 @@ method (:func:`cap`), each counted as one of six base verdicts (:data:`BASE_VERD
   part of the claim). Two qualified forms: ``consistent (rounded inputs)`` (arithmetic that
   agrees only on the article's own *rounded* inputs, its 48 / 33, while the exact computation
   rounds to another number) and ``consistent (emulated)`` (real code in a state the study built).
-- ``inconsistent with the emulation`` / ``with the model`` / ``with public measurements``
-  (base ``inconsistent``): an emulation, a model or a third party's measurement disagrees. It
-  can no more show the article wrong than its agreement could show it right, so it never reads
-  ``discrepancy`` or ``corrected`` (:data:`METHOD_QUALIFIED`); a correction it finds stays in
-  the notes.
+- ``inconsistent with the emulation`` / ``with the model`` / ``with public measurements`` /
+  ``with the evidence`` (base ``inconsistent``): an emulation, a model, a third party's
+  measurement, or evidence that can place but not establish (a few independent prices, a proxy,
+  the article's throughput at independent prices) disagrees. It can no more show the article
+  wrong than its agreement could show it right, so it never reads ``discrepancy`` or
+  ``corrected`` (:data:`METHOD_QUALIFIED`); a correction it finds stays in the notes.
+- ``turns on the price``: readings split, the claim holding under some and reversed under
+  others (T20, T21: the direction of perf/$ under different price pairs); never a reversal.
 - ``discrepancy``: independent evidence (or the article's own numbers) disagrees; the
   evidence gives the size of the difference.
 - ``corrected``: the article's statement is wrong in a way independent evidence (or its own
@@ -51,15 +57,19 @@ re-exported here: ``from k3lab import claims; claims.judge(...)``.
 
 from __future__ import annotations
 
-from .ledger import ledger, plain_answer, read_records, verdict_literals, verdicts_by_method
-from .record import Record, Recorder, judge, verdict
+from .ledger import (corrections_by_kind, ledger, plain_answer, read_records, verdict_literals,
+                     verdicts_by_method)
+from .record import Record, Recorder, judge, rebuttal, verdict
 from .registry import (LEDGER_COLUMNS, LEDGER_VIEW, METHODS, RECORD_COLUMNS, SUMMARY_COLUMNS, Claim, get,
                        registry)
-from .rules import (BAND_MAX_RATIO, BASE_VERDICTS, INDEPENDENT, METHOD_QUALIFIED, QUALIFIED, RULE_VERDICTS, RULES,
-                    VERDICTS, agrees, base_verdict, cap, decimals_of, round_half_up, same_as_stated,
+from .rules import (BAND_MAX_RATIO, BASE_VERDICTS, CORRECTION_KINDS, INCONSISTENT_EVIDENCE, INDEPENDENT,
+                    METHOD_QUALIFIED, NEGATIVE_BASE, QUALIFIED, RULE_VERDICTS, RULES, SELF_CHECK_RULES, STRENGTH, TURNS,
+                    VERDICTS, agrees, base_verdict, cap, decimals_of, is_negative, round_half_up, same_as_stated,
                     stated_exponent)
 
-__all__ = ["BAND_MAX_RATIO", "BASE_VERDICTS", "INDEPENDENT", "METHOD_QUALIFIED", "QUALIFIED", "RULE_VERDICTS", "LEDGER_COLUMNS", "LEDGER_VIEW", "METHODS", "RECORD_COLUMNS",
-           "RULES", "SUMMARY_COLUMNS", "VERDICTS", "Claim", "Record", "Recorder", "agrees",
-           "base_verdict", "cap", "decimals_of", "get", "judge", "ledger", "plain_answer", "read_records",
-           "registry", "round_half_up", "same_as_stated", "stated_exponent", "verdict", "verdict_literals", "verdicts_by_method"]
+__all__ = ["BAND_MAX_RATIO", "BASE_VERDICTS", "CORRECTION_KINDS", "INCONSISTENT_EVIDENCE", "INDEPENDENT",
+           "METHOD_QUALIFIED", "NEGATIVE_BASE", "QUALIFIED", "RULE_VERDICTS", "LEDGER_COLUMNS", "LEDGER_VIEW", "METHODS",
+           "RECORD_COLUMNS", "RULES", "SELF_CHECK_RULES", "STRENGTH", "SUMMARY_COLUMNS", "TURNS", "VERDICTS", "Claim",
+           "Record", "Recorder", "agrees", "base_verdict", "cap", "corrections_by_kind", "decimals_of", "get", "is_negative",
+           "judge", "ledger", "plain_answer", "read_records", "rebuttal", "registry", "round_half_up", "same_as_stated",
+           "stated_exponent", "verdict", "verdict_literals", "verdicts_by_method"]

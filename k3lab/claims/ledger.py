@@ -8,7 +8,7 @@ from pathlib import Path
 from ..paths import results_root
 from .record import NOT_JUDGED
 from .registry import LEDGER_COLUMNS, RECORD_COLUMNS, registry
-from .rules import VERDICTS, base_verdict, cap, format_value
+from .rules import CORRECTION_KINDS, TURNS, VERDICTS, base_verdict, cap, format_value, is_negative
 
 
 def read_records(path, notebook_id: str) -> dict[str, dict]:
@@ -39,7 +39,7 @@ def read_records(path, notebook_id: str) -> dict[str, dict]:
             raise ValueError(f"{path}: claim {cid} has unknown verdict {r['verdict']!r}")
         if r["method"] != reg[cid].method:
             raise ValueError(f"{path}: claim {cid} method {r['method']!r} != registry {reg[cid].method!r}")
-        if cap(r["method"], r["verdict"]) != r["verdict"]:
+        if cap(r["method"], r["verdict"], reg[cid].rule) != r["verdict"]:
             raise ValueError(f"{path}: claim {cid}: verdict {r['verdict']!r} is not allowed for method {r['method']!r}")
         out[cid] = r
     want = {c.id for c in reg.values() if c.notebook == notebook_id}
@@ -81,7 +81,8 @@ def ledger(root=None, notebook_ids=None):
                      "claimed": format_value(c.claimed), "unit": c.unit, "method": c.method,
                      "reproduced": r["reproduced"], "bound": r["bound"], "verdict": r["verdict"],
                      "rule": c.rule, "tolerance": c.tolerance_text(),
-                     "evidence": r["evidence"], "notes": r["notes"]})
+                     "evidence": r["evidence"], "notes": r["notes"], "correction_kind": r["correction_kind"],
+                     "rebuttal": r["rebuttal"]})
     df = pd.DataFrame(rows, columns=LEDGER_COLUMNS)
     df.attrs["not_judged"] = skipped
     return df
@@ -115,15 +116,32 @@ def verdicts_by_method(df) -> str:
     return "; ".join(parts)
 
 
+def corrections_by_kind(df) -> dict[str, int]:
+    """The negative verdicts of a ledger counted by their correction kind (substantive,
+    precision, literal; ``kind not recorded`` for a negative row without one), kinds with none left out."""
+    neg = df[df["verdict"].map(is_negative)] if len(df) else df
+    kinds = neg["correction_kind"].replace("", "kind not recorded") if "correction_kind" in neg else \
+        neg["verdict"].map(lambda _: "kind not recorded")
+    counts = kinds.value_counts()
+    order = [*CORRECTION_KINDS, "kind not recorded"]
+    return {k: int(counts[k]) for k in order if counts.get(k, 0)}
+
+
 def plain_answer(df) -> str:
     """One sentence a reader can act on: how many claims were independently shown, how many
-    are consistent without independent proof, how many are wrong, how many could not be checked here."""
+    are consistent without independent proof, how many are wrong (by kind of correction), how
+    many disagree with weaker evidence, how many turn on the price, how many could not be checked here."""
     v = df["verdict"].map(base_verdict).value_counts()
+    strong = df[df["verdict"].map(base_verdict).isin(("discrepancy", "corrected"))] if len(df) else df
+    kinds = corrections_by_kind(strong)
+    by_kind = f" ({', '.join(f'{n} {k}' for k, n in kinds.items())})" if kinds else ""
     return (f"Of the article's {len(df)} claims, {v.get('reproduced', 0)} were shown independently "
             f"(measured or derived); {v.get('consistent', 0)} are consistent with the evidence without being shown "
             f"independently; {v.get('discrepancy', 0) + v.get('corrected', 0)} are wrong or "
-            f"needed correcting; {v.get('inconsistent', 0)} disagree with the study's emulation, model or public "
-            f"measurements, which cannot show them wrong; {v.get('not reproducible here', 0)} could not be checked here.")
+            f"needed correcting{by_kind}; {v.get('inconsistent', 0)} disagree with evidence that cannot show them "
+            f"wrong (the study's emulation, model, public measurements or a few prices); "
+            + (f"{v[TURNS]} turn on the price; " if v.get(TURNS, 0) else "")
+            + f"{v.get('not reproducible here', 0)} could not be checked here.")
 
 
 _VERDICT_WORD = re.compile("|".join(re.escape(v) for v in VERDICTS))

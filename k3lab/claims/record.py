@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from .. import io
 from ..paths import results_dir
 from .registry import RECORD_COLUMNS, get, registry
-from .rules import RULES, cap, format_value as _fmt
+from .rules import CORRECTION_KINDS, RULES, cap, format_value as _fmt, is_negative
 
 
 def verdict(claim_id: str, **inputs) -> str:
@@ -19,7 +19,7 @@ def _decide(claim_id: str, inputs: dict) -> tuple[str, str]:
     """(what the claim's rule says, the verdict its method allows)."""
     c = get(claim_id)
     said = RULES[c.rule](c, **inputs)
-    return said, cap(c.method, said)
+    return said, cap(c.method, said, c.rule)
 
 
 @dataclass(frozen=True)
@@ -33,35 +33,53 @@ class Record:
     verdict: str
     evidence: str
     notes: str = ""
+    correction_kind: str = ""
+    rebuttal: str = ""
 
     def row(self) -> dict:
         c = get(self.claim_id)
         return {"claim_id": self.claim_id, "method": c.method, "reproduced": self.reproduced,
                 "bound": self.bound, "verdict": self.verdict, "rule": c.rule,
-                "evidence": self.evidence, "notes": self.notes}
+                "evidence": self.evidence, "notes": self.notes, "correction_kind": self.correction_kind,
+                "rebuttal": self.rebuttal}
 
 
-def judge(claim_id: str, evidence: str, *, value=None, bound=None, notes: str = "", **inputs) -> Record:
+def rebuttal(reply: str, stands: str) -> str:
+    """The author's strongest reply to a negative verdict and why the verdict stands (or what it
+    concedes), as the ledger's ``rebuttal`` column reads: ``reply: …; stands: …``."""
+    if not str(reply).strip() or not str(stands).strip():
+        raise ValueError("a rebuttal needs the author's reply and why the verdict stands")
+    return f"reply: {reply}; stands: {stands}"
+
+
+def judge(claim_id: str, evidence: str, *, value=None, bound=None, notes: str = "", kind: str | None = None,
+          reply: tuple[str, str] | None = None, **inputs) -> Record:
     """Judge one claim → :class:`Record`. ``value``: what k3lab found (shown in the
     ``reproduced`` column; for ``modelled``/``unchecked`` claims it must be None and the
     model's output goes to ``bound``, so a bound never reads as a reproduced value).
-    ``inputs``: the numbers the claim's rule needs (see :data:`RULES`). When the rule says
-    ``corrected``, its ``correction`` (what holds instead) heads the notes, also where the
-    method caps the verdict (an emulation's or a model's correction is what it shows, not a
-    verdict on the article)."""
+    ``inputs``: the numbers the claim's rule needs (see :data:`RULES`). When the rule speaks
+    against the claim and ``correction`` says what holds instead, it heads the notes, also where
+    the method caps the verdict (an emulation's or a model's correction is what it shows, not a
+    verdict on the article). ``kind`` (:data:`~k3lab.claims.rules.CORRECTION_KINDS`) and ``reply``
+    (the author's strongest reply, why the verdict stands: :func:`rebuttal`) are kept on a negative
+    verdict only, where ``tests/test_findings.py`` requires both."""
     c = get(claim_id)
     if not str(evidence).strip():
         raise ValueError(f"claim {claim_id}: evidence must say what the verdict rests on")
     if c.method in ("modelled", "unchecked") and value is not None:
         raise ValueError(f"claim {claim_id} is {c.method}: put the model's output in bound=, not value=")
+    if kind is not None and kind not in CORRECTION_KINDS:
+        raise ValueError(f"claim {claim_id}: correction kind {kind!r} is not one of {', '.join(CORRECTION_KINDS)}")
     rule_inputs = dict(inputs)
     if value is not None:
         rule_inputs.setdefault("value", value)
     said, v = _decide(claim_id, rule_inputs)
-    if said == "corrected" and inputs.get("correction"):  # what holds instead is part of the record
+    neg = is_negative(v)
+    if neg and inputs.get("correction"):  # what holds instead is part of the record
         notes = f"correction: {inputs['correction']}" + (f"; {notes}" if str(notes).strip() else "")
     return Record(claim_id, "" if value is None else _fmt(value), "" if bound is None else str(bound),
-                  v, str(evidence), str(notes))
+                  v, str(evidence), str(notes), kind if neg and kind else "",
+                  rebuttal(*reply) if neg and reply else "")
 
 
 #: what a notebook run with changed parameters writes instead of claims.csv

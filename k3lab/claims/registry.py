@@ -10,9 +10,13 @@ from ..schemas.article import claimed_numbers
 from .rules import CRITERIA, INDEPENDENT, RULES, VERDICTS  # noqa: F401  (VERDICTS, INDEPENDENT: re-exported)
 
 METHODS = data.METHODS
-RECORD_COLUMNS = ["claim_id", "method", "reproduced", "bound", "verdict", "rule", "evidence", "notes"]
+#: ``correction_kind`` and ``rebuttal``: on a negative verdict only, its kind (substantive, precision,
+#: literal: :data:`k3lab.claims.rules.CORRECTION_KINDS`) and the article's author's strongest reply,
+#: with why the verdict stands (``reply: …; stands: …``)
+RECORD_COLUMNS = ["claim_id", "method", "reproduced", "bound", "verdict", "rule", "evidence", "notes",
+                  "correction_kind", "rebuttal"]
 LEDGER_COLUMNS = ["claim_id", "finding", "quote", "claimed", "unit", "method", "reproduced",
-                  "bound", "verdict", "rule", "tolerance", "evidence", "notes"]
+                  "bound", "verdict", "rule", "tolerance", "evidence", "notes", "correction_kind", "rebuttal"]
 #: what a notebook shows of its own records, and of the ledger
 SUMMARY_COLUMNS = ["claim_id", "method", "reproduced", "bound", "verdict", "evidence"]
 LEDGER_VIEW = ["claim_id", "claimed", "method", "reproduced", "bound", "verdict", "evidence"]

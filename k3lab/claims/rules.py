@@ -8,6 +8,12 @@ and an emulation, a model or a third party's measurement can say a claim is *inc
 with* it, never that the article is wrong (:data:`METHOD_QUALIFIED`).
 :func:`same_as_stated` is the one rule for "about N" (the ``digits`` tolerance and the
 ``rounding`` rule both use it).
+
+**Rules cut both ways** (``tests/test_claims_symmetry.py`` checks every rule): evidence that
+points the other way gives the mirrored verdict at the same strength — *reproduced* ↔
+*discrepancy*/*corrected* (strong), *consistent* ↔ *inconsistent* (weak: evidence that can place
+a claim but not establish it cannot refute it either), *not reproducible here* and *turns on the
+price* (undecided) ↔ themselves. :data:`STRENGTH` ranks them so.
 """
 
 from __future__ import annotations
@@ -30,35 +36,53 @@ class Claim(Protocol):
     @property
     def claimed_numbers(self) -> list[float]: ...
 
-#: the verdicts the rules decide between
-RULE_VERDICTS = ("reproduced", "consistent", "discrepancy", "corrected", "not reproducible here")
-#: what a verdict counts as (:func:`base_verdict`): the rules' five and ``inconsistent``, the
-#: negative a weaker method may state (only ever recorded with what it is inconsistent with)
-BASE_VERDICTS = ("reproduced", "consistent", "inconsistent", "discrepancy", "corrected", "not reproducible here")
-#: the negative verdicts, and the positive one, that need independent evidence
+#: what a direction whose readings split (some wholly ahead, some wholly behind) reads
+TURNS = "turns on the price"
+#: the verdicts the rules decide between. ``inconsistent``: the evidence disagrees but, like its
+#: agreement (``consistent``), cannot establish anything; never recorded bare (:func:`cap` names
+#: with what). :data:`TURNS`: the readings split, so the claim holds under some and not others.
+RULE_VERDICTS = ("reproduced", "consistent", "inconsistent", "discrepancy", "corrected", TURNS,
+                 "not reproducible here")
+#: what a verdict counts as (:func:`base_verdict`): the rules' own
+BASE_VERDICTS = RULE_VERDICTS
+#: the negative verdicts (base), and the methods whose positive needs no cap
 NEGATIVE = ("discrepancy", "corrected")
+NEGATIVE_BASE = ("inconsistent", "discrepancy", "corrected")
 INDEPENDENT = ("measured", "derived")
 #: a method's own wording of a verdict its evidence cannot state plainly → (method, the rule's
 #: verdict it stands for). The method caps both sides alike: an emulation (real code in a state
 #: the study built), a model, or a third party's measurement that disagrees with a claim cannot
 #: show the article wrong any more than one that agrees can show it right; a reader sees with
-#: what the claim is inconsistent. (Arithmetic keeps ``discrepancy`` / ``corrected``: the
-#: article's own numbers contradicting each other is decisive, agreeing is not.)
+#: what the claim is inconsistent.
 METHOD_QUALIFIED = {
     "consistent (emulated)": ("emulated", "consistent"),
     "inconsistent with the emulation": ("emulated", "discrepancy"),
     "inconsistent with the model": ("modelled", "discrepancy"),
     "inconsistent with public measurements": ("cited", "discrepancy"),
 }
-#: every qualified verdict, with the base verdict it counts as. ``consistent (rounded
-#: inputs)``: the article's number follows only from its own *rounded* inputs; the exact
-#: computation rounds to something else (T7, T8) — a rule says so, not the method.
-QUALIFIED = {"consistent (rounded inputs)": "consistent",
+#: a rule's ``inconsistent`` from any other evidence (a few prices, a proxy, outside numbers)
+INCONSISTENT_EVIDENCE = "inconsistent with the evidence"
+#: every qualified verdict, with the base verdict it counts as. ``consistent (rounded inputs)``:
+#: the article's number follows only from its own *rounded* inputs; the exact computation rounds
+#: to something else (T7, T8) — a rule says so, not the method.
+QUALIFIED = {"consistent (rounded inputs)": "consistent", INCONSISTENT_EVIDENCE: "inconsistent",
              **{v: "consistent" if r == "consistent" else "inconsistent" for v, (_, r) in METHOD_QUALIFIED.items()}}
 #: every verdict a record may carry, in the order a reader ranks them
 VERDICTS = ("reproduced", "consistent", "consistent (rounded inputs)", "consistent (emulated)",
             "inconsistent with the emulation", "inconsistent with the model", "inconsistent with public measurements",
-            "discrepancy", "corrected", "not reproducible here")
+            INCONSISTENT_EVIDENCE, "discrepancy", "corrected", TURNS, "not reproducible here")
+#: how strongly a base verdict speaks for (+) or against (-) the claim: mirrored evidence, the opposite
+STRENGTH = {"reproduced": 2, "consistent": 1, "not reproducible here": 0, TURNS: 0, "inconsistent": -1,
+            "discrepancy": -2, "corrected": -2}
+#: the rules under which an arithmetic claim meets only the article's own numbers: a disagreement
+#: there is the article contradicting itself (decisive), an agreement only self-consistency
+#: (capped). Any other rule brings outside numbers in (T20: independent prices), so the cap is
+#: the same on both sides: consistent ↔ inconsistent with the evidence.
+SELF_CHECK_RULES = ("within_tolerance", "rounding", "self_contradiction", "in_range", "holds", "bound", "matches")
+#: a negative verdict's kind of correction (counted by kind): substantive (a reader acting on the claim
+#: would decide wrongly), precision (the point stands, a number or its scope is off), literal (the words
+#: are wrong, the meaning the article plainly intends holds)
+CORRECTION_KINDS = ("substantive", "precision", "literal")
 #: a modelled band wider than this factor (high / low) cannot tell a claim from its negation
 BAND_MAX_RATIO = 2.0
 
@@ -72,7 +96,12 @@ def base_verdict(verdict: str) -> str:
     raise ValueError(f"unknown verdict {verdict!r}; known: {', '.join(VERDICTS)}")
 
 
-def cap(method: str, verdict: str) -> str:
+def is_negative(verdict: str) -> bool:
+    """A verdict that speaks against the claim (``discrepancy``, ``corrected``, any ``inconsistent with``)."""
+    return base_verdict(verdict) in NEGATIVE_BASE
+
+
+def cap(method: str, verdict: str, rule: str | None = None) -> str:
     """The verdict a record of ``method`` carries for what a rule decided (a method-qualified
     verdict is read back as the rule's, so the cap is idempotent):
 
@@ -80,21 +109,30 @@ def cap(method: str, verdict: str) -> str:
     - ``reproduced`` needs ``measured`` or ``derived`` evidence; any other method reads ``consistent``
       (an emulation: ``consistent (emulated)``);
     - ``discrepancy`` / ``corrected`` from an emulation, a model or a cited measurement read
-      ``inconsistent with`` it (:data:`METHOD_QUALIFIED`); ``arithmetic``, ``measured`` and
-      ``derived`` keep them."""
+      ``inconsistent with`` it (:data:`METHOD_QUALIFIED`); ``measured`` and ``derived`` keep them, and
+      ``arithmetic`` keeps them under :data:`SELF_CHECK_RULES` (``rule``; None counts as one),
+      where they are the article contradicting itself; under any other rule an arithmetic negative
+      reads :data:`INCONSISTENT_EVIDENCE`, like its capped positive;
+    - a rule's weak ``inconsistent`` reads ``inconsistent with`` the emulation, the model, public
+      measurements or, for any other method, :data:`INCONSISTENT_EVIDENCE`."""
     if verdict in METHOD_QUALIFIED:
         verdict = METHOD_QUALIFIED[verdict][1]
-    if verdict not in VERDICTS:  # an unknown verdict is an error, never passed through
+    elif verdict == INCONSISTENT_EVIDENCE:
+        verdict = "inconsistent"
+    if verdict not in VERDICTS and verdict != "inconsistent":  # an unknown verdict is an error, never passed through
         raise ValueError(f"unknown verdict {verdict!r}; known: {', '.join(VERDICTS)}")
     if method == "unchecked":
         return "not reproducible here"
     if verdict == "reproduced" and method not in INDEPENDENT:
         verdict = "consistent"
-    rule_says = "discrepancy" if verdict in NEGATIVE else verdict  # a qualified negative stands for both
+    if verdict in NEGATIVE and method == "arithmetic" and rule is not None and rule not in SELF_CHECK_RULES:
+        verdict = "inconsistent"
+    weak = verdict == "inconsistent"
+    rule_says = "discrepancy" if verdict in NEGATIVE or weak else verdict  # a qualified negative stands for both
     for shown, (m, r) in METHOD_QUALIFIED.items():
         if m == method and r == rule_says:
             return shown
-    return verdict
+    return INCONSISTENT_EVIDENCE if weak else verdict
 
 
 def _num(name, v) -> float:
@@ -185,12 +223,15 @@ def rule_within_tolerance(claim, value=None, values=None, **_):
 def rule_matches(claim, value, correction: str | None = None, covers_claim: bool = True, **_):
     """What was found equals what the article says (a count, a flag, an error text, a
     rule). When it does not and ``correction`` says what really happens: ``corrected``.
-    ``covers_claim`` False: the evidence reaches only part of what the claim says (S1: the
-    published config, not the checkpoint's tensor list), so agreement reads ``consistent``."""
+    ``covers_claim`` False: the evidence is a proxy that reaches only part of what the claim
+    says (S1: the published config, not the checkpoint's tensor list), so it cuts both ways
+    weakly: agreement reads ``consistent``, disagreement ``inconsistent``."""
     if isinstance(value, bool):
         value = "yes" if value else "no"
     if str(value) == format_value(claim.claimed):
         return "reproduced" if covers_claim else "consistent"
+    if not covers_claim:
+        return "inconsistent"
     return "corrected" if correction else "discrepancy"
 
 
@@ -260,11 +301,10 @@ def rule_in_range(claim, low, high, x=None, **_):
 
 
 def rule_plausible_range(claim, low, high, x=None, **_):
-    """Like ``in_range``, for a range that can place a number but never establish it (the
-    independent prices a rate could be, from the lowest rental rate less the largest
-    committed-term discount to the highest list price: T5, T18): inside → ``consistent``,
-    outside → ``discrepancy``."""
-    return "consistent" if _inside(claim, low, high, x) else "discrepancy"
+    """Like ``in_range``, for a range that can place a number but never establish it (rental prices,
+    lowest to highest, no discount added: T5, T18), so it cuts both ways alike: inside →
+    ``consistent``, outside → ``inconsistent`` (a few prices refute no rate, as they confirm none)."""
+    return "consistent" if _inside(claim, low, high, x) else "inconsistent"
 
 
 def rule_validated_model(claim, readings, in_domain: bool = True, claimed_value=None, **_):
@@ -306,41 +346,64 @@ def rule_validated_model(claim, readings, in_domain: bool = True, claimed_value=
 
 
 def rule_cited(claim, values, claimed_value=None, **_):
-    """Third-party measurements of the claim's setting (``values``; method ``cited``: measured,
-    but not here; the finding names where a measurement's setting differs, e.g. its workload
-    or a GPU of the same silicon): the claim within the claim's tolerance of any of them
-    agrees (capped at ``consistent``: the study did not make the measurement); otherwise
-    ``discrepancy`` (capped at ``inconsistent with public measurements``, for the same reason).
-    No matching measurement → ``not reproducible here``."""
+    """Third-party measurements of the claim's setting (``values``; method ``cited``: measured, not
+    here; the finding names where a setting differs): the claim within tolerance of every one agrees
+    (capped at ``consistent``), of none is a ``discrepancy`` (capped at ``inconsistent with public
+    measurements``); of some but not all, or with none to compare, ``not reproducible here``."""
     vals = [_num("cited value", v) for v in values]
     if not vals:
         return "not reproducible here"
     c = claim.claimed_numbers[0] if claimed_value is None else _num("claimed_value", claimed_value)
-    return "reproduced" if any(agrees(claim, v, c) for v in vals) else "discrepancy"
+    hits = [agrees(claim, v, c) for v in vals]
+    return "reproduced" if all(hits) else "discrepancy" if not any(hits) else "not reproducible here"
 
 
 def rule_direction(claim, leads, correction: str | None = None, **_):
-    """A direction (one side wins) judged under every reading that can decide it: ``leads``, one
-    (low, high) per reading, the winner's lead as a fraction (0.45 = 45% better; a reading
-    without a band has low = high). The direction holds when every reading's low end is above
-    zero; a reading wholly below zero reverses it (``corrected`` with ``correction``, else
-    ``discrepancy``); otherwise some reading cannot tell (``not reproducible here``). T20: the
-    MI355X's perf/$ lead over the B300 under each independent price source."""
+    """A direction (one side wins) under every reading that can decide it: ``leads``, one (low,
+    high) per reading, the winner's lead as a fraction (0.45 = 45% better; no band: low = high).
+    Every reading wholly above zero: it holds; every one wholly below: reversed (``corrected`` with
+    ``correction``, else ``discrepancy``); some wholly above and some wholly below: :data:`TURNS`
+    (never a reversal); otherwise a reading straddles zero: ``not reproducible here``. T20, T21."""
     pts = [(_num("lead low", lo), _num("lead high", hi)) for lo, hi in leads]
     if not pts:
         raise ValueError(f"claim {claim.id}: rule direction needs at least one (low, high) lead")
     if any(lo > hi for lo, hi in pts):
         raise ValueError(f"claim {claim.id}: rule direction: a lead's low end is above its high end")
-    if any(hi < 0 for _, hi in pts):
+    ahead, behind = sum(lo > 0 for lo, _ in pts), sum(hi < 0 for _, hi in pts)
+    if ahead == len(pts):
+        return "reproduced"
+    if behind == len(pts):
         return "corrected" if correction else "discrepancy"
-    return "reproduced" if all(lo > 0 for lo, _ in pts) else "not reproducible here"
+    return TURNS if ahead and behind else "not reproducible here"
 
 
-def rule_lower_bound(claim, limit, **_):
-    """A lower bound ``limit`` the evidence puts on the claimed number (M6: the weights alone
-    are a floor under "weights plus KV state"): a claim at or above it is possible, never
-    confirmed (``not reproducible here``); a claim below it is a ``discrepancy``."""
-    return "discrepancy" if claim.claimed_numbers[0] < _num("limit", limit) else "not reproducible here"
+def rule_bound(claim, floor=None, ceiling=None, x=None, **_):
+    """A bound the evidence puts on the claimed numbers (or on ``x``, when the claim is words:
+    P8's "4-7k"): a ``floor`` (M6: the weights alone are a floor under "weights plus KV state"; P8:
+    a TTFT's average rate is a floor under the prefill rate) and/or a ``ceiling`` (T27: a public
+    peak caps a ratio). Inside the bounds the claim is possible, never confirmed (``not reproducible
+    here``); outside them it is a ``discrepancy``. A floor and a ceiling are judged alike (the
+    mirror of a claim below a floor is one above a ceiling)."""
+    if floor is None and ceiling is None:
+        raise ValueError(f"claim {claim.id}: rule bound needs a floor or a ceiling")
+    lo = -math.inf if floor is None else _num("floor", floor)
+    hi = math.inf if ceiling is None else _num("ceiling", ceiling)
+    if lo > hi:
+        raise ValueError(f"claim {claim.id}: rule bound: floor {lo} > ceiling {hi}")
+    xs = claim.claimed_numbers if x is None else [_num("x", v) for v in (x if isinstance(x, (list, tuple)) else [x])]
+    return "not reproducible here" if all(lo <= c <= hi for c in xs) else "discrepancy"
+
+
+def rule_magnitude(claim, values, **_):
+    """One claimed number (a multiplier) under several readings of it (``values``: T26, the
+    MI355X's lead under each pair of independent rental prices), each against the claim's
+    tolerance: every reading agrees → ``reproduced``; none → ``discrepancy``; some do and some do
+    not → :data:`TURNS` (the number holds at some prices only). The direction is another claim (T20)."""
+    vals = [_num("reading", v) for v in values]
+    if not vals:
+        raise ValueError(f"claim {claim.id}: rule magnitude needs at least one reading")
+    hits = [agrees(claim, v) for v in vals]
+    return "reproduced" if all(hits) else "discrepancy" if not any(hits) else TURNS
 
 
 def rule_unchecked(claim, **_):
@@ -359,7 +422,8 @@ RULES = {
     "validated_model": rule_validated_model,
     "cited": rule_cited,
     "direction": rule_direction,
-    "lower_bound": rule_lower_bound,
+    "bound": rule_bound,
+    "magnitude": rule_magnitude,
     "unchecked": rule_unchecked,
 }
 
@@ -373,11 +437,15 @@ CRITERIA = {
                 "consistent (rounded inputs))",
     "self_contradiction": "numeric tolerance of data/claims.yaml",
     "in_range": "the value lies inside the range the evidence gives",
-    "plausible_range": "inside the range of independent figures of the same kind (it places, never establishes)",
+    "plausible_range": "inside the range of independent rental prices (it places, never establishes; outside, it "
+                       "disagrees, never refutes)",
     "validated_model": (f"inside the serving model's validated band (its out-of-source error on public "
                         f"measurements), at most {BAND_MAX_RATIO:g}x wide, inside the validated domain"),
-    "cited": "numeric tolerance of data/claims.yaml, against third-party measurements of the same setting",
-    "direction": "every reading's lead above zero (a reading wholly below zero reverses it; one straddling zero cannot tell)",
-    "lower_bound": "at or above the evidence's lower bound (possible, never confirmed)",
+    "cited": "numeric tolerance of data/claims.yaml, against every third-party measurement of the same setting "
+             "(some agreeing, some not: undecided)",
+    "direction": "every reading's lead above zero (every one below: reversed; some above and some below: turns on "
+                 "the price; one straddling zero: cannot tell)",
+    "bound": "inside the evidence's floor / ceiling (possible, never confirmed; outside: a discrepancy)",
+    "magnitude": "numeric tolerance of data/claims.yaml under every reading (some agreeing, some not: turns on the price)",
     "unchecked": "none: nothing here checks it",
 }

@@ -266,7 +266,7 @@ def aiconfigurator_weights_table(cfg: ModelConfig, layout: str = "8xb300 tp8"):
 
 
 def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
-    """M1–M15 for Kimi K3 (the article's model), each judged by its rule (M14, M15:
+    """M1–M17 for Kimi K3 (the article's model), each judged by its rule (M14–M16:
     :mod:`k3lab.findings.conclusions`)."""
     cfg = load_model("kimi-k3") if cfg is None else cfg
     R = claims.judge
@@ -287,7 +287,11 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
                 f"gives K2 {k2.active_excluding_embeddings / 1e9:.2f}B and DeepSeek-V3 "
                 f"{ds.active_excluding_embeddings / 1e9:.2f}B against their published 32B and 37B; with both tables "
                 f"{pc.active_with_embedding / 1e9:.2f}B; public summaries say ~104B. Kept a discrepancy although the "
-                "count turns on a convention: the convention is the one the earlier models' own figures fix"),
+                "count turns on a convention: the convention is the one the earlier models' own figures fix",
+          kind="precision",
+          reply=("counting without the vocabulary tables gives 103.02B, which rounds to 103",
+                 "that convention gives Kimi K2 30.5B and DeepSeek-V3 35.7B against their published 32B and 37B; the "
+                 "one that fixes theirs gives K3 104.2B. A 1.2% difference that changes no decision: precision")),
     ]
     m3 = f"{cfg.num_experts} / {cfg.num_experts_per_token} / {cfg.num_hidden_layers} / {cfg.max_position_embeddings // 2**20}M"
     out.append(R("M3", f"config: num_experts={cfg.num_experts}, num_experts_per_token={cfg.num_experts_per_token}, "
@@ -316,13 +320,17 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
                        f"= checkpoint/8 ({ckpt / 8 / GiB:.1f} GiB) + {(w - ckpt / 8) / GiB:.1f} GiB of replicated tensors "
                        f"and runtime copies; per-tensor layout checked against sglang's real Kimi K3 module "
                        f"(tests/sglang/test_sglang_k3_rank_bytes.py)", value=round(w / GiB, 2),
-                 notes=f"'about 191' is 190.5-191.5 GiB (the about-N rule): finer than the public start-up logs' "
+                 notes=f"the setting is sglang's own MI35x recipe (its Kimi K3 cookbook cell and nightly "
+                       f"test_kimi_k3_perf_mi35x.py set SGLANG_AITER_K3_OPT=1, data/public_measurements.yaml, "
+                       f"data/public_startup_logs.yaml), not the article's: it names no switch, the study infers it "
+                       f"from the 191 GiB itself; under sglang 0.5.23's ROCm defaults the weights are "
+                       f"{mi_def.weights_bytes_per_gpu / GiB:.1f} GiB and no 1M-token request fits (M7). "
+                       f"'about 191' is 190.5-191.5 GiB (the about-N rule): finer than the public start-up logs' "
                        f"errors, which are on other quantities under unstated settings (pool sizes; memory after "
                        f"loading incl. the draft and allocator slack), because the weights are no estimate: the sum of "
-                       f"the tensors sglang 0.5.23's own module allocates, equal tensor by tensor; the one open input is "
-                       f"the setting, inferred from the 191 itself (the article names no switch): sglang 0.5.23's ROCm "
-                       f"default pads the expert intermediate 384 -> 512 and holds {mi_def.weights_bytes_per_gpu / GiB:.1f} "
-                       f"GiB; {logs}; B300 (CUDA, zero expert biases) {b3.weights_bytes_per_gpu / GiB:.1f} GiB"))
+                       f"the tensors sglang 0.5.23's own module allocates, equal tensor by tensor (the ROCm default pads "
+                       f"the expert intermediate 384 -> 512); {logs}; B300 (CUDA, zero expert biases) "
+                       f"{b3.weights_bytes_per_gpu / GiB:.1f} GiB"))
     mi = load_gpu("mi355x")
     pct = 100 * w / mi.usable_hbm_bytes
     pools = 100 * (mi_art.weights_bytes_per_gpu + mi_art.other_resident_bytes_per_gpu + mi_art.state_pool_bytes_per_gpu
@@ -335,20 +343,20 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
                        f"{mi.usable_hbm_gib:.1f} GiB: its '288 GB' is GiB), a floor under the sentence's total; "
                        f"{claimed_m6:g}% leaves {kv_implied:.1f} GiB of KV state, a size set by --mem-fraction-static, "
                        f"which neither AMD nor the article states", value=round(pct, 1),
-                 bound=f">= {pct:.1f}% (weights alone)", limit=pct,
+                 bound=f">= {pct:.1f}% (weights alone)", floor=pct,
                  notes=f"the weights alone give {mixed:.1f}% when their {w / GiB:.0f} GiB are written in GB "
                        f"({w / GB:.1f} GB) and divided by the card's {mi.hbm_label_gb:g}: a unit mix that matches "
                        f"{claimed_m6:g}% to the digit and leaves no KV state in it. Kept 'not reproducible here': "
                        f"the study cannot tell that reading from a KV pool of {kv_implied:.1f} GiB, and AMD's post is "
                        f"not available (M13); sglang sizes its pools to fill mem_fraction of the card (at 0.9 weights, "
-                       f"vision tower and pools come to {pools:.0f}%)"))
+                       f"vision tower and pools come to {pools:.0f}%). A public reading close to it: {_m6_public()}"))
     mb, mf8 = _fits_any_kv(cfg, "8xmi355x tp8", ARTICLE_MI355X_VARIANTS)
     out.append(R("M7", f"8×MI355X TP8 (SGLANG_AITER_K3_OPT=1, mem_fraction 0.9): weights {w / GiB:.1f} GiB; the pools "
                        f"hold {mb.max_kv_tokens:,} bf16 / {mf8.max_kv_tokens:,} fp8 tokens, "
                        f"{mb.max_full_context_requests} / {mf8.max_full_context_requests} 1M-token request(s)",
                  value=bool(mb.fits or mf8.fits),
-                 notes=f"only with SGLANG_AITER_K3_OPT=1, the setting inferred from the article's 191 GiB (M5; it "
-                       f"names no switch): sglang 0.5.23's ROCm default holds "
+                 notes=f"only with SGLANG_AITER_K3_OPT=1, sglang's own MI35x recipe setting, which the study infers the "
+                       f"article ran from its 191 GiB (M5; the article names no switch): sglang 0.5.23's ROCm default holds "
                        f"{mi_def.weights_bytes_per_gpu / GiB:.1f} GiB of weights and {mi_def.max_kv_tokens:,} bf16 tokens, "
                        f"no 1M-token request"))
     bb, bf8 = _fits_any_kv(cfg, "8xb300 tp8")
@@ -392,11 +400,29 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
                  notes=f"'both carry 288GB of HBM3E' is literally true; 'the same capacity' is what needs correcting. "
                        f"The gap is the KV headroom behind M7/M8: {mi_art.max_kv_tokens:,} bf16 tokens on the MI355X "
                        f"node (SGLANG_AITER_K3_OPT=1) against {bb.max_kv_tokens:,} on the B300; T10 judges the 'third "
-                       "of the hourly rate'"))
+                       "of the hourly rate'",
+                 kind="precision",
+                 reply=("both cards carry 288 GB of HBM3E, which is what a buyer compares",
+                        "the words 'the same capacity' are what a fit uses, and the MI355X exposes 7% more: a precision "
+                        "note in the MI355X's favour, not against the article's point")))
     out.append(R("M13", "AMD's enablement post is cited without a link, and no copy of it was found in any source "
                         "searched (2026-12-02); its 191 GiB and 71% are judged in M5 and M6",
                  notes="live mode cannot check it either: it is a statement about what a document says"))
+    day0 = data.load("public_measurements").sources["sglang_i32548"]
+    out.append(R("M17", "a statement about what AMD's enablement post left to others; the post was not found (M13)",
+                 notes=f"AMD's own engineers published Kimi K3 throughput on MI35x from the first day in sglang's tracker "
+                       f"({day0.title}, {day0.date}; data/public_measurements.yaml), so performance work was not left to "
+                       "Wafer alone; what the post itself said cannot be checked"))
     return out + conclusions.memory_records(cfg)
+
+
+def _m6_public() -> str:
+    """The public start-up log whose figure reads like M6's 71% (sglang PR #39029 on MI35x), said in a line."""
+    log = next((x for x in data.load("startup_logs").logs if x.id == "pr39029_mi350x_weights"), None)
+    return ("none" if log is None else
+            f"sglang PR #39029 reports '{log.quote}' on MI35x ({log.value:g} GiB per rank with the DSpark draft, "
+            f"--mem-fraction-static {log.mem_fraction:g}): there, ~71% is what the weights took after loading, with "
+            "no KV state in it")
 
 
 def _aic_b300_requests(cfg: ModelConfig) -> int | None:

@@ -1,16 +1,18 @@
-"""Finding 4, judged: claims T1–T22 — throughput, price, perf per dollar, power.
+"""Finding 4, judged: claims T1–T27 — throughput, price, perf per dollar, power.
 
-Three kinds of evidence, kept apart: arithmetic on the article's own table (T4, T6–T10,
-T16); independent sources (prices of the same kind, datasheets: T5, T12, T14, T15); and two
+Four kinds of evidence, kept apart: arithmetic on the article's own table (T4, T6–T10,
+T16, T24, T25); independent sources (rental prices, datasheets: T5, T12, T14, T15, T18);
+public measurements (T14's layouts, T23 and T27: :mod:`k3lab.findings.b200_network`); and two
 models that can bound or bracket a throughput but never measure it — k3lab's decode
 roofline (:mod:`k3lab.roofline`, an upper bound) and NVIDIA's aiconfigurator
 (:mod:`k3lab.crosscheck`, kernel timings measured on B200/B300 with sglang). :func:`records`
-judges T1–T16; the sweep functions give the notebook its tables and figures.
+judges them (T20–T22, T26: :mod:`k3lab.findings.conclusions`); the sweep functions give the
+notebook its tables and figures.
 """
 
 from __future__ import annotations
 
-from . import conclusions, field
+from . import b200_network, conclusions, field
 from .. import claims, crosscheck, data, memory, prices, roofline
 from ..specs import GiB, load_gpu, load_model, parse_layout, scale_out_link
 from ..throughput import (article_ratios, article_table, article_workload, tok_s_per_dollar_hour,
@@ -144,22 +146,34 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
     rng = {g: prices.rental_rate_range(g) for g in gpus}
     disc = prices.committed_discounts()
     below = [(g, a, rng[g]) for g, a in zip(gpus, art) if a < rng[g]["low"]]
+    inside = [g.upper() for g, a in zip(gpus, art) if rng[g]["low"] <= a <= rng[g]["high"]]
     dates = sorted({d for g in gpus for d in rng[g]["dates"]})
+
+    def low_of(r):
+        return f"${r['low']:.2f}, a {r['low_quality'].replace('_', ' ')}"
+
     out.append(R("T5", "the article's prices are rental rates (its own 'rate checks' are rental quotes), so they meet "
-                       "independent rental prices (on-demand and committed-term list prices, market indices and quotes; "
-                       "the prices price_check.csv counts), never cost-model tiers; each range runs from the lowest to "
-                       "the highest: " + "; ".join(f"{g.upper()} {a:.2f} in {rng[g]['low']:.2f}-{rng[g]['high']:.2f} "
-                                                   f"({rng[g]['n_prices']} prices)" for g, a in zip(gpus, art)),
+                       "independent rental prices (k3lab.prices.is_rental_evidence: list prices, committed terms, "
+                       "indices and quotes; never a cost model's tier or a placeholder); each range runs from the "
+                       "lowest to the highest: " + "; ".join(f"{g.upper()} {a:.2f} in {rng[g]['low']:.2f}-"
+                                                             f"{rng[g]['high']:.2f} ({rng[g]['n_prices']} prices, lowest "
+                                                             f"{low_of(rng[g])})" for g, a in zip(gpus, art)),
                  value=" / ".join(f"{rng[g]['low']:.2f}-{rng[g]['high']:.2f}" for g in gpus),
                  low=[rng[g]["low"] for g in gpus], high=[rng[g]["high"] for g in gpus],
-                 notes="below the lowest independent rental price: "
-                       + ("; ".join(f"{g.upper()} {a:.2f} by {1 - a / r['low']:.0%}" for g, a, r in below) or "none")
-                       + f". Committed terms in the same data sit {disc['discount'].min():.0%}-{disc['discount'].max():.0%} "
+                 correction="; ".join([f"{g.upper()} ${a:.2f} sits below its {r['n_prices']} rental prices "
+                                       f"(${r['low']:.2f}-${r['high']:.2f}) by {1 - a / r['low']:.0%}" for g, a, r in below]
+                                      + ([f"{', '.join(inside)} inside {'its' if len(inside) == 1 else 'theirs'}"]
+                                         if inside else [])),
+                 notes=f"committed terms in the same data sit {disc['discount'].min():.0%}-{disc['discount'].max():.0%} "
                        f"under the same provider's on-demand price ({len(disc)} GPU/provider pairs: "
                        f"{', '.join(sorted(set(disc['gpu'])))}), so a negotiated rate that low is possible, never shown; "
-                       f"no discount widens a range. The prices are dated {', '.join(dates)}, the article "
-                       f"{data.load('prices').sources['article'].date}; cost-model tiers (InferenceX) are not rental "
-                       "prices and are shown beside, not compared"))
+                       f"no discount widens a range, and a range can place a rate but neither establish nor refute it. "
+                       f"The prices are dated {', '.join(dates)}, the article {data.load('prices').sources['article'].date}",
+                 kind="substantive",
+                 reply=("$2.50 is what we pay; negotiated and committed rates sit below list prices",
+                        f"it may be: the verdict is 'inconsistent with the evidence', resting on {rng['mi355x']['n_prices']} "
+                        f"MI355X prices (the lowest {low_of(rng['mi355x'])}) and a B200 index value, not 'wrong'; the "
+                        "B300's $6.00 holds")))
     ppd = rat["perf_per_dollar"]
     out.append(R("T6", "952/(8×2.50), 1568/(8×6.00), 498/(16×4.25) from the article's own table",
                  value=" / ".join(f"{x:.1f}" for x in ppd), exact=ppd))
@@ -168,11 +182,16 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                  from_rounded=rat["lead_vs_b300_pct_rounded"], notes="the article divided its rounded 48 by 33"))
     out.append(R("T8", "the ratio from the exact tok/s/$ and from the article's rounded 48 / 7",
                  value=round(rat["vs_b200_x"], 2), exact=rat["vs_b200_x"], from_rounded=rat["vs_b200_x_rounded"],
-                 notes="exact 6.5x; 'about 7x' follows only from the rounded 48 / 7"))
+                 notes="exact 6.5x; 'about 7x' follows only from the rounded 48 / 7. The article's own arithmetic on its "
+                       "own B200 row: against two B200 nodes on a faster link (public runs) the 7x is T27"))
     out.append(R("T9", "6.00 / 2.50 from the article's own prices", value=round(rat["b300_price_over_mi355x"], 2),
                  exact=rat["b300_price_over_mi355x"]))
     out.append(R("T10", "2.50 / 6.00 from the article's own prices", value=round(rat["mi355x_price_fraction_of_b300"], 3),
-                 notes="'a third' contradicts the article's own '2.4x cheaper' (1/2.4 = 0.417)"))
+                 notes="'a third' contradicts the article's own '2.4x cheaper' (1/2.4 = 0.417)",
+                 kind="precision",
+                 reply=("'a third' is a turn of phrase for 'far cheaper'",
+                        "the article's own prices give 0.42 and it says '2.4x cheaper' three lines before; a reader "
+                        "takes a third as 0.33: the point (far cheaper) stands, the number does not")))
     out.append(R("T11", "no dated Vultr MI355X price page exists in any source found (Vultr's pricing page refused the "
                         "2026-09-19 survey); the only public MI355X list price is Oracle's 8.60",
                  notes="the article's own figure; k3lab has no independent copy to check; the B300 half of the "
@@ -183,7 +202,11 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                  values=[mi.board_power_w, b2g.board_power_w],
                  notes=f"kept a discrepancy: {load_gpu('gb200').board_power_w:,.0f} W is NVIDIA's figure for the B200 "
                        "in the liquid-cooled GB200 NVL72 (data/hardware.yaml); the article's B200 rows are 8-GPU nodes "
-                       "(2×8 over RoCE), whose HGX datasheet gives the 1,000 W"))
+                       "(2×8 over RoCE), whose HGX datasheet gives the 1,000 W",
+                 kind="precision",
+                 reply=(f"NVIDIA lists a B200 at {load_gpu('gb200').board_power_w:,.0f} W",
+                        "in the GB200 NVL72; the article's B200s are HGX nodes at 1,000 W. The point, that the MI355X "
+                        "draws more, holds either way")))
     share = roofline.comm_share(roofline.deployments()["b200_tp16"], 64)
     out.append(R("T13", "nothing here measures the article's RoCE link",
                  bound=f"roofline: communication {share['comm_fraction_of_step']:.0%} of a TP16 decode step at c64",
@@ -194,6 +217,7 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
     db = (f"aiconfigurator-core {crosscheck.TOOL_VERSION}, database "
           f"{silicon[silicon.gpu == 'b200']['database'].iloc[0]}, silicon mode")
     ratio64 = float(pp2_s[64] / per_gpu[64])
+    pub = _public_pp2_over_tp16()
     rules = data.load("serving_rules").rules
     dpp = rules["dspark_pipeline_parallel"]
     dpp_pd = rules["dspark_pipeline_parallel_pd_prefill"]
@@ -212,9 +236,14 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                  notes=f"the article does not say whether its B200 run used DSpark; the correction holds under both: "
                        f"without it TP16 is a choice, with it the reason is software (PD prefill servers may pipeline "
                        f"from sglang {', '.join(pd_ok) or 'none'}; checked against the real releases by "
-                       f"tests/sglang/test_serving_rules.py); modelled ({db}): TP8×PP2 is {ratio64:.1f}x TP16's "
-                       "throughput at c64 over 195 Gb/s per GPU; its cross-node traffic is one activation send per "
-                       "step, not two all-reduces per layer"))
+                       f"tests/sglang/test_serving_rules.py); measured by others: {pub}; an unvalidated model ({db}) "
+                       f"puts TP8×PP2 at {ratio64:.1f}x TP16 at c64 over 195 Gb/s per GPU, far beyond what the public "
+                       "runs show: a note, not evidence",
+                 kind="precision",
+                 reply=("we ran DSpark, and sglang refuses pipeline parallelism with DSpark: TP16 was forced",
+                        "then TP16 is forced by sglang's DSpark check, software, not by the model's size, which forces "
+                        "two nodes only; the public runs put the layouts within about 10-20% of each other, so the "
+                        "correction is of the cause, not of the B200's number")))
     be = prices.power_breakevens(pue_values=[1.3])
     k = float(be[be.tier == "article"]["breakeven_usd_per_kwh"].iloc[0])
     kwh = prices.electricity_assumptions()["usd_per_kwh_example"]
@@ -227,7 +256,9 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                  value=f"partly offsets: ${extra:.3f} of a ${gap:.2f} gap per GPU-hour",
                  holds=mi.board_power_w > b3g.board_power_w and k > 0,
                  notes=f"true, and trivially so: {extra / gap:.1%} of the gap at ${kwh:.2f}/kWh; the article compares "
-                       "with the B200 (1,000 W per its datasheet, T12); the rival is the B300"))
+                       "with the B200 (1,000 W per its datasheet, T12); the rival is the B300. This is the electricity-"
+                       "price half of the sentence; 'power-limited datacenters' is T24"))
+    out += _power_limited(mi, b3g, k) + [_like_for_like()]
     out.append(R("T16", f"from the article's table: {rat['throughput_given_up_pct']:.1f}% less throughput per node for "
                         f"{rat['money_saved_pct']:.1f}% less per GPU-hour",
                  value=f"{rat['throughput_given_up_pct']:.1f}% < {rat['money_saved_pct']:.1f}%",
@@ -243,17 +274,22 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                  notes=f"under the header's per-node reading the row's tok/s/$ would be "
                        f"{b2row.tok_s / (d2.gpus_per_node * b2row.usd_per_gpu_hour):.1f}, not "
                        f"{b2row.tok_s_per_dollar_hour_claimed:g}; k3lab reads the 498 as the deployment's "
-                       "(data/article_table.yaml)"))
+                       "(data/article_table.yaml)",
+                 kind="literal",
+                 reply=("the text says '498 tok/s across 16 GPUs'; the header is a slip",
+                        "a reader of the table alone reads 498 per node, twice the B200's own figure; the meaning "
+                        "(the whole deployment) holds, the header does not: a literal correction")))
     r3 = prices.rental_rate_range("b300")
-    pr = prices.prices()
-    low3 = pr[(pr["gpu"] == "b300") & pr["independent"] & pr["kind"].isin(prices.RENTAL_KINDS)].sort_values(
-        "usd_per_gpu_hour").iloc[0]
+    low3 = prices.rental_prices("b300").iloc[0]
     out.append(R("T18", f"independent B300 rental prices ({r3['n_prices']}, as T5 counts them): lowest {r3['low']:.2f} "
-                        f"({low3['note']}, {low3['source_date']}), highest list {r3['high']:.2f}",
+                        f"({r3['low_evidence']}), highest {r3['high']:.2f}",
                  value=f"{prices.price('b300', 'article_rate_check'):.2f}", low=r3["low"], high=r3["high"],
                  notes=f"the index's source ({data.load('prices').sources[low3['source']].title}) puts B300 rentals "
                        "on a range whose low end k3lab keeps; 'best rates around $6.00' sits inside it; the MI355X "
-                       "half (Vultr) is T11"))
+                       "half (Vultr) is T11",
+                 kind="substantive",
+                 reply=("the rate checks were ours, at the time",
+                        "the rental prices found put $6.00 outside; the verdict is 'inconsistent with the evidence'")))
     dcp = rules["kimi_k3_dcp"]
     dcp_rel = [v for v, h in dcp.holds.items() if h]
     b3row = article_table()["b300_tp8_dcp"]
@@ -265,4 +301,63 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                  notes="DCP shards the MLA KV over the ranks: it multiplies the B300's KV tokens (M8), which k3lab's "
                        "pool sizing and aiconfigurator (T2) leave out; only the roofline divides the KV bytes by the "
                        "DCP size"))
-    return out + conclusions.throughput_records()
+    return out + conclusions.throughput_records() + b200_network.records()
+
+
+def _public_pp2_over_tp16() -> str:
+    """TP8×PP2 ÷ TP16 output tok/s on 16×B200, the two measured in one row of one public table (same
+    source, concurrency and quote: :func:`k3lab.findings.b200_network.public_runs`), as a sentence."""
+    runs = b200_network.public_runs()
+    tp16 = {(m.source, m.concurrency, m.quote): m for m in runs if (m.pp or 1) == 1 and m.tp == 16}
+    pairs = [(m, tp16[(m.source, m.concurrency, m.quote)]) for m in runs
+             if (m.pp or 1) == 2 and (m.source, m.concurrency, m.quote) in tp16]
+    pairs.sort(key=lambda p: p[0].concurrency)
+    return ("no public pair" if not pairs else "TP8×PP2 over TP16 on 16×B200, one table of one source, "
+            + ", ".join(f"c{a.concurrency} {a.value:,.0f} / {b.value:,.0f} = {a.value / b.value:.2f}x" for a, b in pairs))
+
+
+def _power_limited(mi, b3g, breakeven_usd_per_kwh: float) -> list[claims.Record]:
+    """T24: per W of board power at the article's throughput, MI355X against the B300."""
+    t = article_table()
+    a, b = (t[k] for k in conclusions.decision.PAIR)
+    per_w = {g.name: r.tok_s / (r.num_gpus * g.board_power_w) for g, r in ((mi, a), (b3g, b))}
+    x = per_w[b3g.name] / per_w[mi.name]
+    return [claims.judge(
+        "T24", f"the article's throughput over datasheet board power: MI355X {a.tok_s:g} tok/s / ({a.num_gpus} × "
+               f"{mi.board_power_w:,.0f} W) = {per_w[mi.name]:.4f} tok/s per W; B300 {b.tok_s:g} / ({b.num_gpus} × "
+               f"{b3g.board_power_w:,.0f} W) = {per_w[b3g.name]:.4f}: the B300 serves {x:.2f}x the tokens per W",
+        value=f"B300 {x:.2f}x the tokens per W", holds=x > 1,
+        correction="the MI355X serves more tokens per W than the B300 at the article's throughput",
+        notes=f"more than narrows: where power is the limit, a site serves {x:.2f}x the tokens on B300s from the same "
+              f"watts, and the MI355X's perf/$ lead at the article's prices is gone once a kWh of the site's capacity "
+              f"is worth above ${breakeven_usd_per_kwh:.2f} (PUE 1.3, T15's break-even); board power, not measured "
+              "draw; the article's own throughput")]
+
+
+def _like_for_like() -> claims.Record:
+    """T25: the table's rows as one comparable setup each, from what the article states per row."""
+    t = article_table()
+    dcp = {r.label: r.deployment.dcp for r in t.values()}
+    spec_rows = {p.base for p in data.load("article_table").derived_points if "fix" in p.label}
+    spec = {r.label: ("DSpark (its peak is after the speculative-decoding fix)" if k in spec_rows else "unstated")
+            for k, r in t.items()}
+    same = len(set(dcp.values())) == 1 and len(set(spec.values())) == 1 and "unstated" not in spec.values()
+    pairs, _ = field.measured_spec_pairs(field.spec_pairs())
+    loaded = [(o, x) for o, _, x in pairs if o.workload.concurrency > 1]
+    gain = (f"public DSpark pairs at load of one source with the acceptance achieved: "
+            + "; ".join(f"{o.deployment.label} c{o.workload.concurrency} {x:.2f}x" for o, x in loaded)) if loaded else         "no public DSpark pair at load of one source with the acceptance achieved"
+    return claims.judge(
+        "T25", "the article's own table and text, per row: " + "; ".join(
+            f"{lab}: DCP {'x' + str(dcp[lab]) if dcp[lab] > 1 else 'no'}, speculative decoding {spec[lab]}" for lab in dcp),
+        value="one setup per row" if same else "the rows differ in DCP, and DSpark is stated for one row only",
+        holds=same,
+        correction="the rows are not one comparable setup each: decode context parallelism on the B300 row only, and "
+                   "DSpark stated for the MI355X row only; the 1.65x and the perf/$ compare tuned setups, whose settings "
+                   "the article leaves out",
+        notes=f"DSpark alone moves a row's throughput by more than the 1.65x between the rows ({gain}); DCP shards the "
+              "B300's KV cache (T19)",
+        kind="substantive",
+        reply=("each row is what each GPU does at its best, as a buyer would run it",
+               "then the table compares tuned setups, which the article never says, with DSpark stated for one row: "
+               "the direction is judged at the article's throughput (T20), but the 1.65x and the 45% carry the "
+               "settings with them"))

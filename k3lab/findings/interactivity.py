@@ -90,16 +90,13 @@ def matched_breakevens(levels, input_len: int, output_len: int) -> list[tuple[fl
 
 def paired_prices(overrides: dict | None = None) -> tuple[str, dict] | None:
     """(source, {gpu: $/GPU-hour}) the figure prices both GPUs at: your own when you price both,
-    else the first independent rental source (:data:`k3lab.prices.RENTAL_KINDS`) that prices both
-    (issue 36's price-kind rule is the one to ask here once it lands); None when none does."""
-    if overrides and set(PAIR_GPUS) <= set(overrides):
-        return "your prices", {g: float(overrides[g]) for g in PAIR_GPUS}
-    pr = prices.prices()
-    for tier, g in pr[pr["independent"] & pr["kind"].isin(prices.RENTAL_KINDS)].groupby("tier", sort=False):
-        by = g.set_index("gpu")["usd_per_gpu_hour"]
-        if set(PAIR_GPUS) <= set(by.index):
-            return f"{tier} ({g['kind'].iloc[0].replace('_', '-')}) prices", {k: float(by[k]) for k in PAIR_GPUS}
-    return None
+    else the first pair of independent rental prices of one source and date
+    (:func:`k3lab.prices.price_pairs`), else the first cross-source pair; None when none does."""
+    pairs = prices.price_pairs(*PAIR_GPUS, overrides)
+    if not pairs:
+        return None
+    p = next((p for p in pairs if p["paired"]), pairs[0])
+    return p["label"] + ("" if p["kind"] == "override" else " prices"), dict(zip(PAIR_GPUS, (p["a_usd"], p["b_usd"])))
 
 
 def curves_table(curves: list[dict]):

@@ -18,7 +18,8 @@ bench_serving JSONL, ``*.meta.json``) and :mod:`.transcripts` (the sglang transc
 from __future__ import annotations
 
 from .base import (Count, Fraction, Label, NonNegative, NonNegativeInt, Num, NumOrNone, Positive, PositiveInt, Source, Text)  # noqa: F401
-from .market import (Electricity, GpuEntry, Hardware, Link, PRICE_KINDS, PRICE_UNIT, Price, Prices, Tier)  # noqa: F401
+from .market import (Electricity, GpuEntry, Hardware, Link, PRICE_KINDS, PRICE_UNIT, Price, Prices, PublicLink,  # noqa: F401
+                     PublicLinks, Tier)
 from .article import (ArticlePrefill, ArticleTable, ClaimEntry, Claims, DerivedPoint, METHODS, Quoted, TableConfig, Tolerance,
                       Workload)  # noqa: F401
 from .public import Measurement, PublicMeasurements, PublicSource, SpecSetting  # noqa: F401

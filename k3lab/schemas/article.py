@@ -107,10 +107,10 @@ class Tolerance(_Doc):
 
 #: rules that compare the claimed number(s) themselves (``Claim.claimed_numbers``), and those
 #: that do when the claim states plain numbers (otherwise the finding hands the number over)
-NUMBER_RULES = ("within_tolerance", "rounding", "self_contradiction", "lower_bound")
-NUMBER_IF_NUMERIC_RULES = ("in_range", "plausible_range", "validated_model", "matches")
+NUMBER_RULES = ("within_tolerance", "rounding", "self_contradiction", "magnitude")
+NUMBER_IF_NUMERIC_RULES = ("in_range", "plausible_range", "validated_model", "matches", "bound")
 #: rules that need a numeric tolerance (k3lab.claims.rules.agrees)
-TOLERANCE_RULES = ("within_tolerance", "self_contradiction")
+TOLERANCE_RULES = ("within_tolerance", "self_contradiction", "magnitude")
 
 
 def claimed_numbers(claimed) -> list[float] | None:

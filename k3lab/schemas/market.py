@@ -39,6 +39,21 @@ class Link(_Doc):
     gbit_s: Num
 
 
+class PublicLink(_Doc):
+    """The link between the nodes of a public multi-node run, as its source states it (per node)."""
+
+    description: Text
+    gbit_s_per_node: Num
+
+
+class PublicLinks(_Sourced):
+    """``public_links.yaml``: the scale-out links of public multi-node runs, keyed by the source of
+    ``public_measurements.yaml`` their runs come from (kept apart from ``hardware.yaml``, an input
+    of the serving fit, since no fit reads them)."""
+
+    links: dict[str, PublicLink]
+
+
 class ShareBand(_Doc):
     """The band a vendor's usable / label capacity (both in bytes) lies in, and its source."""
 
@@ -78,6 +93,14 @@ class Hardware(_Sourced):
 
 PRICE_UNIT = "USD/GPU-hour"
 PRICE_KINDS = ("article", "on_demand", "reserved", "market", "cost_model")
+#: what one price is (its ``quality``), and the qualities each tier kind may hold: a placeholder
+#: (a figure its own source marks as a stand-in) may sit in any independent source, never in the article
+PRICE_QUALITIES = ("article", "provider_list", "committed_term", "market_index", "second_hand_quote", "cost_model",
+                   "placeholder")
+QUALITIES_OF_KIND = {"article": ("article",), "on_demand": ("provider_list", "placeholder"),
+                     "reserved": ("committed_term", "placeholder"),
+                     "market": ("market_index", "second_hand_quote", "placeholder"),
+                     "cost_model": ("cost_model", "placeholder")}
 
 
 class Tier(_Doc):
@@ -92,10 +115,17 @@ class Tier(_Doc):
 
 
 class Price(_Doc):
+    """One price: its tier (source and kind), its quality (what the number is) and the evidence
+    (where it was read; the provider, when one is named, for pairing a committed term with the
+    same provider's list price)."""
+
     tier: Text
     gpu: Text
     usd_per_gpu_hour: Positive
-    note: str | None = None
+    quality: Literal["article", "provider_list", "committed_term", "market_index", "second_hand_quote", "cost_model",
+                     "placeholder"]
+    evidence: Text
+    provider: str | None = None
 
 
 class Electricity(_Doc):
@@ -119,4 +149,8 @@ class Prices(_Sourced):
             if (p.tier, p.gpu) in seen:
                 raise ValueError(f"prices.{i}: a second price for {p.gpu} in tier {p.tier}")
             seen.add((p.tier, p.gpu))
+            kind = self.tiers[p.tier].kind
+            if p.quality not in QUALITIES_OF_KIND[kind]:
+                raise ValueError(f"prices.{i}.quality: {p.quality!r} in a {kind} tier ({p.tier}); a {kind} tier holds "
+                                 f"{' or '.join(QUALITIES_OF_KIND[kind])}")
         return self
