@@ -13,7 +13,10 @@ KIND_MARKERS = {"output_tok_s": ("o", "output tok/s"), "tpot_ms": ("s", "TPOT"),
 
 METRIC_TITLES = {"decode": "decode speed (TPOT, ITL, tok/s), no DSpark", "ttft": "time to first token",
                  "dspark": "speed with DSpark (TPOT, tok/s)"}
-SPLIT_MARKS = {"leave_one_source_out": ("o", "left out with its source"), "time_split": ("x", "later than the fit's figures")}
+SPLIT_MARKS = {"leave_one_repository_out": ("o", "left out with its repository"),
+               "leave_one_engine_out": ("s", "left out with its engine"),
+               "leave_one_harness_out": ("^", "left out with its harness"),
+               "time_split": ("x", "later than the fit's figures")}
 
 
 def validation_figure(validation_rows, observations, bands: dict, article=None):
@@ -93,15 +96,16 @@ def coverage_figure(summary):
 
     rows = list(summary)
     fig, ax = plt.subplots(figsize=(max(6.5, 1.25 * len(rows) + 2), 4.2))
-    width = 0.38
+    nsplit = len(SPLIT_MARKS)
+    width = 0.8 / nsplit
     for k, (split, (mk, label)) in enumerate(SPLIT_MARKS.items()):
-        xs = [i + (k - 0.5) * width for i in range(len(rows))]
+        xs = [i + (k - (nsplit - 1) / 2) * width for i in range(len(rows))]
         ys = [r[f"coverage_{split}"] if r[f"coverage_{split}"] == r[f"coverage_{split}"] else 0 for r in rows]
-        bars = ax.bar(xs, ys, width, color=("#37474f", "#90a4ae")[k], label=f"{label}")
+        bars = ax.bar(xs, ys, width, color=("#37474f", "#607d8b", "#90a4ae", "#cfd8dc")[k], label=f"{label}")
         for x, y, r in zip(xs, ys, rows):
             n = r[f"points_{split}"]
             ax.text(x, y + 0.01, f"{y:.0%}\nn={n}" if n and r["band_factor"] == r["band_factor"] else f"n={n}",
-                    ha="center", va="bottom", fontsize=7)
+                    ha="center", va="bottom", fontsize=6)
         del bars
     ax.axhline(0.9, color="#c62828", lw=1, ls="--", label="nominal 90%")
     ax.set_xticks(range(len(rows)), [f"{r['family']}\n{r['metric']}\n" + (f"band ×{r['band_factor']:.2f}"

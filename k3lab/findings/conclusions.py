@@ -19,6 +19,8 @@ Units: TFLOPS and TB/s per GPU, GB (1e9 B), tok/s per GPU, $/GPU-hour; a lead is
 
 from __future__ import annotations
 
+import math
+
 from .. import claims, data, decision, memory, prices
 from ..specs import ModelConfig, load_gpu, load_model
 from ..throughput import article_table
@@ -173,6 +175,23 @@ def _market_pair() -> str:
             f"{lo['b300']['source']}: ratio {r:.3f}) and are not paired here")
 
 
+def _unvalidated_pair() -> list[tuple[str, str]]:
+    """(GPU, why) for each of the article's two GPUs whose serving-model decode speed is not validated."""
+    from ..serving import committed
+    from ..serving.observations import family_of
+
+    out = []
+    for g in ("mi355x", "b300"):
+        fam = family_of(g)
+        if fam not in committed.fitted_families():
+            out.append((g, "no fit"))
+            continue
+        b = committed.fitted_bands(fam)["decode"]
+        if not b.validated:
+            out.append((g, f"decode speed not validated on {fam} ({b.why_not})"))
+    return out
+
+
 def throughput_records(d: decision.Decision | None = None) -> list[claims.Record]:
     """T20 and T21 (the bottom line, at the article's throughput and on the serving model) and
     T22 (the outlet). ``d``: :func:`k3lab.decision.decide` for Kimi K3 (computed when None)."""
@@ -204,8 +223,16 @@ def throughput_records(d: decision.Decision | None = None) -> list[claims.Record
                    + (" prices (InferenceX's B300 rows are 1.2x its B200, a placeholder as its source's code comment "
                       "says, data/prices.yaml)" if "cost_model" in reversed_by else "") + f"; {_market_pair()}")]
     b = d.breakeven
-    if b is None:
-        raise data.DataError("data/serving_fit.yaml: the serving model covers neither the MI355X nor the B300 row")
+    if b is None:  # the serving model's speed is not validated for one of the two GPUs: it decides nothing
+        why = "; ".join(f"{g.upper()}: {w}" for g, w in _unvalidated_pair())
+        out.append(R("T21", f"the serving model's peaks cannot price the pair: {why}",
+                     bound="model: not validated for the pair", leads=[(-1.0, math.inf)],
+                     notes="without a validated model on both sides the lead is unknown (recorded as the open "
+                           "interval from -100% up): the direction is judged on the article's throughput (T20) only"))
+        out.append(R("T22", "the article names no outlet, and none was found in any source searched (2026-12-02); what it "
+                            "could not re-verify is judged here: 952 (T1), $2.50 vs $6.00 (T5), 1.65x (T4)",
+                     notes="a statement about a source, like M13: live mode cannot check it either"))
+        return out
     mrows = _model_leads(b)
     mod = [(lo, hi) for *_, (lo, _, hi) in mrows]
     out.append(R("T21", f"the serving model's peaks ({b.model_setting}, {b.workload}): MI355X ÷ B300 per GPU {b.model:.3f} "

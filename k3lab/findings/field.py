@@ -20,13 +20,15 @@ from ..serving import article as A
 from ..serving import committed
 from ..serving.field import accept_lengths, matching, spec_pairs
 from ..serving.field import accept_range as field_accept_range
+from ..serving.observations import family_of
 from ..serving.predict import Prediction
 from ..specs import load_gpu
 from ..throughput import article_table, article_workload
 # what the field's figures and tables take from the committed fit lives in its own module; named here too,
 # for the notebooks' one-line calls
-from .field_figures import (aiconfigurator_table, build_table, calibration_table, coverage_rows, latency_rows,  # noqa: F401
-                            model_series, parameters_table, serving_curves, validation_inputs)
+from .field_figures import (aiconfigurator_table, build_table, calibration_table, coverage_rows, held_out_table,  # noqa: F401
+                            latency_rows, model_series, parameters_table, score_table, serving_curves, validation_inputs,
+                            write_serving_tables)
 
 #: (claim, table row, unit of the claim)
 TABLE_CLAIMS = (("T1", "mi355x_tp8", "node"), ("T2", "b300_tp8_dcp", "node"), ("T3", "b200_tp16", "deployment"))
@@ -81,7 +83,7 @@ def table_records() -> list[claims.Record]:
                       + (f"({no.low:,.0f}-{no.high:,.0f})" if no.validated else "(not validated)")
                       + f" at c{no.prediction.concurrency}" + (": the article's figure would then be below the validated band"
                                                                if no.validated and no.high < claims.get(cid).claimed_numbers[0] else ""))
-        _, *acc = field_accept_range()
+        _, *acc = field_accept_range(family_of(d.gpu))
         evidence = (f"serving model (validated on public measurements, k3lab.serving) at the article's "
                     f"{w['input_len_tokens']:,}/{w['output_len_tokens']:,} workload on {d.label}, tok/s per {per}: "
                     + _fmt_readings(rs) + f". DSpark at the 10th-90th percentile of the {acc[2]} acceptance lengths "
@@ -254,8 +256,6 @@ def prefill_table():
 
 def article_marks():
     """The article's T1–T3 against the model: (family, label, claimed, low, high, concurrency)."""
-    from ..serving.observations import family_of
-
     out = []
     for cid, row_id, per in TABLE_CLAIMS:
         rs = table_readings(row_id, per)
@@ -293,7 +293,7 @@ def curve_panels(public_workload=(8192, 1024)):
                    deployment_color(dep.label), "s" if second else "o") for o in os_]
     w = article_workload()
     aI, aO = w["input_len_tokens"], w["output_len_tokens"]
-    tau = round(statistics.median(v for _, v in accept_lengths()), 2)
+    tau = round(statistics.median(v for _, v in accept_lengths(family_of("mi355x"))), 2)
     art_series, art_marks = [], []
     for row_id, row in article_table().items():
         dep = row.deployment
