@@ -45,6 +45,16 @@ class Family(_Doc):
     note: Text
 
 
+class UsualHarness(_Doc):
+    """How an engine's own benchmark recipes load it (the reading of a figure that states none)."""
+
+    arrival: Literal["closed_loop", "ramped", "rate", "burst"]
+    lengths: Literal["fixed", "uniform", "dataset"]
+    range_ratio: Fraction | None
+    source: Text
+    note: str | None = None
+
+
 class EngineFacts(_Doc):
     """One serving engine's scheduler and admission defaults (``serving_model.yaml`` ``engines``)."""
 
@@ -54,6 +64,7 @@ class EngineFacts(_Doc):
     max_running_requests_spec: PositiveInt | None
     mem_fraction: Fraction
     source: Text
+    usual_harness: UsualHarness
 
 
 class ServingModel(_Sourced):

@@ -69,10 +69,12 @@ def _parser() -> OneLineParser:
     ap.add_argument("--mem-fraction", type=arg("fraction", "--mem-fraction"), default=None,
                     help=help_text("the engine's memory fraction (sglang --mem-fraction-static, vLLM "
                                    "--gpu-memory-utilization)", "fraction"))
-    ap.add_argument("--arrival", default="closed_loop", choices=ARRIVALS,
-                    help="how the benchmark sends requests (default closed_loop: c clients started together)")
-    ap.add_argument("--lengths", default="fixed", choices=LENGTHS,
-                    help="prompt and output lengths: fixed (default), uniform (with --range-ratio), dataset")
+    ap.add_argument("--arrival", default=None, choices=ARRIVALS,
+                    help="how the benchmark sends requests (closed_loop: c clients started together; default: the "
+                         "engine's usual harness, data/serving_model.yaml)")
+    ap.add_argument("--lengths", default=None, choices=LENGTHS,
+                    help="prompt and output lengths: fixed, uniform (with --range-ratio), dataset (default: the "
+                         "engine's usual harness: fixed for sglang and vLLM, uniform 0.8 for ATOM's recipes)")
     ap.add_argument("--range-ratio", type=arg("range_ratio", "--range-ratio"), default=None,
                     help=help_text("with --lengths uniform: the low end as a share of the stated length (e.g. 0.8)",
                                    "range_ratio"))
@@ -179,7 +181,8 @@ def cli_main(argv: list[str] | None = None) -> int:
         engine = Engine(args.engine, args.max_running_requests, args.max_batched_tokens, args.mem_fraction)
         if (args.lengths == "uniform") != (args.range_ratio is not None):
             raise ValueError("--range-ratio goes with --lengths uniform (and only with it)")
-        harness = Harness(args.arrival, args.lengths, args.range_ratio)
+        harness = (None if args.arrival is None and args.lengths is None
+                   else Harness(args.arrival or "closed_loop", args.lengths or "fixed", args.range_ratio))
         p = predict(load_model(args.model), dep, work, spec, variants, args.kv_dtype, accept_range=accept,
                     engine=engine, harness=harness)
     except (ValueError, OverflowError) as e:

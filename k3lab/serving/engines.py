@@ -82,6 +82,14 @@ class Harness:
 COHORT_HARNESS = Harness()
 
 
+def usual_harness(engine: str) -> Harness:
+    """How ``engine``'s own benchmark recipes load it (``data/serving_model.yaml``
+    ``usual_harness``): the reading of a figure, or a question, that states no harness — sglang's
+    bench_serving over fixed lengths; ATOM's benchmark_serving over lengths uniform in [0.8 L, L]."""
+    u = engine_facts(engine).usual_harness
+    return Harness(u.arrival, u.lengths, u.range_ratio)
+
+
 @dataclass(frozen=True)
 class Engine:
     """The engine a question runs on and the admission settings a run states (None: the

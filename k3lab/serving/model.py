@@ -51,7 +51,7 @@ finished per second). Three regimes (:data:`k3lab.serving.engines.REGIMES`), eac
   one step per chunk, until the budget saturates and prompts queue.
 
 A verify step (DSpark) runs ``block + 1`` rows per request through the target; sglang runs it as an
-extend batch (``ForwardMode.TARGET_VERIFY`` is an extend mode, ``forward_batch_info.py``), so its
+extend batch (``ForwardMode.is_extend`` counts ``TARGET_VERIFY``, ``model_executor/forward_batch_info.py``), so its
 attention runs in the prefill (extend) kernel over each request's prefix — the Triton fallback on a
 run that stated ``--attention-backend triton``, where it is what makes small-batch speculation a
 net loss at long context.

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from .. import data
 from ..specs import Deployment
-from .engines import ENGINES, Engine, Harness
+from .engines import ENGINES, Engine, Harness, usual_harness
 from .model import Spec, Workload
 
 #: model outputs an observation can be compared with
@@ -204,8 +204,11 @@ def normalise(m, held_out: bool = False) -> Observation | Excluded:
 
 def harness_of(m) -> Harness:
     """The :class:`~k3lab.serving.engines.Harness` of an entry: its stated arrival process and
-    length distribution; an unstated one is read as the benchmarks' usual closed loop over
-    fixed-length random requests (the reading model version 2 took for every figure)."""
+    length distribution; where it states neither, its engine's usual harness
+    (:func:`k3lab.serving.engines.usual_harness`: a closed loop over fixed lengths for sglang, vLLM
+    and TokenSpeed, ATOM's recipes' lengths uniform in [0.8 L, L])."""
+    if m.arrival is None and m.length_distribution is None:
+        return usual_harness(m.engine)
     return Harness(m.arrival or "closed_loop", m.length_distribution or "fixed", m.range_ratio)
 
 

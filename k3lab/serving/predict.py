@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from .. import data
 from ..specs import Deployment, ModelConfig
 from . import committed, domain
-from .engines import COHORT_HARNESS, SGLANG, Admission, Engine, Harness, mean_lengths, regime
+from .engines import COHORT_HARNESS, SGLANG, Admission, Engine, Harness, mean_lengths, regime, usual_harness
 from .engines import admission as engine_admission
 from .model import NO_SPEC, FamilyParams, Spec, Workload, benchmark, spans_nodes  # noqa: F401  (spans_nodes: API)
 from .observations import family_of, metric_of
@@ -205,14 +205,16 @@ def domain_gaps(gpu: str, dep: Deployment, work: Workload, metric: str = "decode
 def predict(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_SPEC, variants=(),
             kv_dtype: str = "bf16", mem_fraction: float | None = None, nics_per_node: int | None = None,
             accept_range: tuple[float, float] | None = None, prefill_attention: str = "fast",
-            engine: Engine = SGLANG, harness: Harness = COHORT_HARNESS) -> Prediction:
+            engine: Engine = SGLANG, harness: Harness | None = None) -> Prediction:
     """The model at ``work`` (see the module docstring): ``work.concurrency`` clients, of which the
     engine runs what it admits (``concurrency``; the rest queue and their wait is in the TTFT);
     ValueError when not one request fits. ``accept_range``: with DSpark, the (low, high) acceptance
     lengths the answer's intervals must span (the model runs at each; ``spec.accept_len`` stays the
     central value). ``prefill_attention``: ``fast`` (the default kernels today) or ``fallback``
     (finding 3's Triton fallback on ROCm). ``engine`` and ``harness``: :mod:`k3lab.serving.engines`
-    (default: sglang under ``bench_serving``'s closed loop over fixed lengths)."""
+    (default: sglang; the harness None: the engine's usual one, sglang's ``bench_serving`` closed loop
+    over fixed lengths)."""
+    harness = usual_harness(engine.name) if harness is None else harness
     fam, params, bands = family_params(dep.gpu)
     I, O = mean_lengths(work.input_len, work.output_len, harness)
     adm = admission(cfg, dep, I + O, spec, variants, kv_dtype, mem_fraction, engine)
@@ -254,10 +256,11 @@ def curve(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, sp
           variants=(), concurrencies=SWEEP, kv_dtype: str = "bf16", mem_fraction: float | None = None,
           nics_per_node: int | None = None, max_running: int | None = None,
           accept_range: tuple[float, float] | None = None, prefill_attention: str = "fast",
-          engine: Engine = SGLANG, harness: Harness = COHORT_HARNESS) -> list[Prediction]:
+          engine: Engine = SGLANG, harness: Harness | None = None) -> list[Prediction]:
     """:func:`predict` at each concurrency of ``concurrencies`` the engine admits (the first one
     above the admission limit is replaced by the limit itself). ``max_running``: a lower cap on
     requests in flight (whole deployment), e.g. what a state-pool setting leaves."""
+    harness = usual_harness(engine.name) if harness is None else harness
     I, O = mean_lengths(input_len, output_len, harness)
     adm = admission(cfg, dep, I + O, spec, variants, kv_dtype, mem_fraction, engine)
     limit = adm.requests if max_running is None else min(adm.requests, data.check_count("max_running", max_running))
