@@ -158,10 +158,11 @@ def curves_figure(panels):
     return fig
 
 
-def speedup_figure(curve, band: float, accepts, accept_range, claimed_single: float, claimed_peak: float):
+def speedup_figure(curve, band: float | None, accepts, accept_range, claimed_single: float, claimed_peak: float):
     """DSpark's speed-up on 8×MI355X against its acceptance length, by the serving model: one
     request (solid) and at each side's peak (dashed), shaded by the validated band of the
-    spec / no-spec ratio; the acceptance lengths public runs measured as ticks along the axis, the
+    spec / no-spec ratio (none, and "not validated" in the legend, where ``band`` is None); the
+    acceptance lengths public runs measured as ticks along the axis, the
     middle 80% shaded; the article's 2.2× and +18% as horizontal lines. ``curve``: rows of
     :func:`k3lab.serving.article.speedup_curve`; ``accepts``: measured acceptance lengths;
     ``accept_range``: (low, high) of :func:`k3lab.serving.article.accept_range`, the readings'."""
@@ -171,9 +172,11 @@ def speedup_figure(curve, band: float, accepts, accept_range, claimed_single: fl
     t = [r["tau"] for r in curve]
     for key, style, label in (("single", "-", "one request"), ("peak", "--", "at each side's peak concurrency")):
         y = [r[key] for r in curve]
-        ax.plot(t, y, style, color="#c62828", lw=1.8, label=f"model: {label}")
-        ax.fill_between(t, [v * math.exp(-band) for v in y], [v * math.exp(band) for v in y], color="#c62828",
-                        alpha=0.10, lw=0)
+        ax.plot(t, y, style, color="#c62828", lw=1.8,
+                label=f"model: {label}" + (" (not validated)" if band is None else ""))
+        if band is not None:
+            ax.fill_between(t, [v * math.exp(-band) for v in y], [v * math.exp(band) for v in y], color="#c62828",
+                            alpha=0.10, lw=0)
     ax.axhline(1.0, color="k", lw=0.8)
     ax.axhline(claimed_single, color="#1565c0", lw=1.2, ls=":", label=f"article: {claimed_single:g}x single-stream")
     ax.axhline(claimed_peak, color="#6a1b9a", lw=1.2, ls="-.", label=f"article: +{(claimed_peak - 1) * 100:.0f}% peak")

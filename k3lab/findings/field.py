@@ -104,14 +104,23 @@ def s7_claimed_gain() -> float:
     return 1 + float(m.group(1)) / 100
 
 
+def ratio_band_words(s: dict) -> str:
+    """The DSpark/no-DSpark ratio band of :func:`k3lab.serving.article.spec_speedups` in words:
+    its width and the pairs it comes from, or why it validates nothing."""
+    b, n = s["band"], s["pairs"]
+    if b is not None:
+        return f"band ±{math.expm1(b):.0%}: out-of-repository error on {n} public DSpark/no-DSpark pairs"
+    return (f"no validated band ({n} public DSpark/no-DSpark pairs: " +
+            ("9 needed)" if n < 9 else "their out-of-repository error needs a band wider than x2)"))
+
+
 def spec_records() -> list[claims.Record]:
     """S6 (single-stream speed-up) by rule ``cited``: public DSpark-vs-no-DSpark single-request
     pairs on the article's silicon (the MI355X's architecture) and TP8 node; S7 (peak gain) by
     rule ``validated_model`` (no public run measured a peak with and without DSpark)."""
     s = A.spec_speedups()
     b, peak = s["band"], s["peak"]
-    band_txt = (f"band ±{math.expm1(b):.0%}: out-of-source error on {s['pairs']} public DSpark/no-DSpark pairs"
-                if b is not None else f"no validated band ({s['pairs']} public DSpark/no-DSpark pairs; 9 needed)")
+    band_txt = ratio_band_words(s)
     arch = load_gpu("mi355x").arch
     pairs = spec_pairs(concurrency=1)
     mine = [(o, x) for o, _, x in pairs if load_gpu(o.gpu).arch == arch and o.deployment.tp == 8]

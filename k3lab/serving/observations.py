@@ -9,7 +9,8 @@ order they are applied (the first that fails names the reason):
    (``use: false`` with ``why``: prefix-reusing or trace workloads, disaggregated serving,
    duplicates, quantised checkpoints — what the fields alone cannot show);
 2. its GPU belongs to a family of ``data/serving_model.yaml`` with facts in
-   ``data/hardware.yaml``, and its engine is sglang, vLLM or ATOM;
+   ``data/hardware.yaml``, and its engine is one the model knows (sglang, vLLM, ATOM, TokenSpeed:
+   :mod:`k3lab.serving.engines`);
 3. its metric is one the model predicts: output or total tok/s, TPOT (also ITL and tok/s per
    user, = 1000 / TPOT), TTFT; not a tail statistic (p90…);
 4. its workload is stated: GPUs, TP, input and output lengths, concurrency; an ambiguous one
@@ -17,16 +18,23 @@ order they are applied (the first that fails names the reason):
    needs no output length (one request's first token comes from its prefill alone);
 5. its speculative setting is known: off, or DSpark with a stated acceptance length (a TTFT at
    concurrency 1 needs no acceptance length: it is read as the prefill, DSpark off);
-6. its layout is one the model covers: TP (× PP) replicas, EP over the TP group, DCP dividing
+6. its lengths are of a stated distribution (fixed, or uniform with its range ratio: natural-text
+   prompts are not);
+7. its layout is one the model covers: TP (× PP) replicas, EP over the TP group, DCP dividing
    TP; no DP attention or expert groups spanning replicas.
 
-Normalisation to the model's units, exact for the fixed-length random workloads the
-benchmarks use (``--random-range-ratio 1``): total tok/s × O / (I + O) = output tok/s; a
+Each observation carries its engine with the admission the run stated (``max_running_requests``,
+``max_batched_tokens``, ``mem_fraction``) and its harness (arrival process and length
+distribution; where the entry states neither, its engine's usual harness, :func:`harness_of`): the
+model times it in the regime they give (:mod:`k3lab.serving.regimes`).
+
+Normalisation to the model's units (exact for fixed lengths; for uniform ones the model takes the
+mean lengths, :func:`k3lab.serving.engines.mean_lengths`): total tok/s × O / (I + O) = output tok/s; a
 per-GPU figure × GPUs, a per-node one × nodes, a per-stream output rate × concurrency = the
 deployment's; a median inter-token latency is one decode step (``itl_ms``: the cohort's
 prefill stalls are a few long gaps that a median skips), a mean ITL is read as TPOT; tok/s per
 user → TPOT = 1000 / value.
-TTFT is ``ttft_ms`` at any concurrency (the model queues a cohort's prefills).
+TTFT is ``ttft_ms`` at any concurrency (the regime says what a request waits for).
 """
 
 from __future__ import annotations
