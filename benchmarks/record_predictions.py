@@ -24,12 +24,14 @@ def main(argv: list[str]) -> int:
     date = datetime.date.today().isoformat()
     path = data_dir() / "predictions" / f"{date}-model-v{committed.MODEL_VERSION}.yaml"
     path.parent.mkdir(exist_ok=True)
+    doc = score.record(date, git_commit(), "python benchmarks/record_predictions.py")
     try:
-        score.write_record(path, score.record(date, git_commit(), "python benchmarks/record_predictions.py"))
+        score.write_record(path, doc)
     except ValueError as e:
         print(f"record_predictions: {e}", file=sys.stderr)
         return 2
-    print(f"recorded {len(score.questions())} predictions in data/predictions/{path.name}")
+    print(f"recorded {len(doc['predictions'])} predictions in data/predictions/{path.name} (of "
+          f"{len(score.questions())} questions; the others a public run has measured)")
     return 0
 
 

@@ -62,8 +62,10 @@ def questions():
 
 
 def record(date: str, commit: str, command: str) -> dict:
-    """The document of a new recording: every :func:`questions` answered by ``predict`` on the
-    committed fit, with the public figures that already match it (none expected)."""
+    """The document of a new recording: every :func:`questions` that no public figure answers yet
+    (one that a public run already measured is no prediction), answered by ``predict`` on the
+    committed fit; ``matched_at_record`` stays in each entry (empty) for a later score to tell new
+    figures from old ones."""
     import hashlib
 
     from ..paths import data_dir
@@ -83,8 +85,10 @@ def record(date: str, commit: str, command: str) -> dict:
              "arrival": "closed_loop", "lengths": "fixed", "input_len": work.input_len, "output_len": work.output_len,
              "concurrency": work.concurrency, "spec": spec.algorithm, "accept_len": float(spec.accept_len),
              "kv_dtype": "bf16"}
-        preds.append({"id": qid, "why": why, "question": q, "values": vals,
-                      "matched_at_record": sorted({o.id for o in matches(q)})})
+        seen = sorted({o.id for o in matches(q)})
+        if seen:
+            continue
+        preds.append({"id": qid, "why": why, "question": q, "values": vals, "matched_at_record": seen})
     fit_sha = hashlib.sha256((data_dir() / "serving_fit.yaml").read_bytes()).hexdigest()
     return {"made": {"date": date, "model_version": committed.MODEL_VERSION, "commit": commit, "fit_sha256": fit_sha,
                      "command": command}, "predictions": preds}
