@@ -14,7 +14,7 @@ NBVAL_RESULTS := $(abspath build/nbval-results)
 REPORT ?= results/report.html
 SHOTS ?= build/report-screenshots
 
-.PHONY: browser serving-fit setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-unit test-sglang test-notebooks lab notebooks readme-table check-readme screenshots clean
+.PHONY: browser serving-fit record-predictions setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-unit test-sglang test-notebooks lab notebooks readme-table check-readme screenshots clean
 
 setup: $(STAMP)
 
@@ -63,6 +63,11 @@ test-release-matrix: sglang-releases
 # Refit the serving model on data/public_measurements.yaml → data/serving_fit.yaml (~1 min).
 serving-fit: setup
 	$(PY) benchmarks/serving_fit.py
+
+# Record the serving model's predictions for deployments no public run measured (data/predictions/,
+# a new dated file; a recording is never rewritten). `python -m k3lab score` scores them.
+record-predictions: setup
+	$(PY) benchmarks/record_predictions.py
 
 reproduce: setup
 	$(PY) -m k3lab reproduce --profile $(PROFILE)

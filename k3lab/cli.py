@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "band, the verdict on your prices", "k3lab.quote:cli_main"),
     "predict": ("serving-model TPOT, TTFT and tok/s for a deployment and workload, with its validated band",
                 "k3lab.serving.cli:cli_main"),
+    "score": ("the serving model's predictions on record scored against the public figures added since",
+              "k3lab.serving.score:cli_main"),
     "serve": ("apply the k3lab patches, then run sglang's server in this process", "k3lab_patches.serve:main"),
     "bench": ("drive sglang.bench_serving over a concurrency sweep (live)", "k3lab.live.bench_serving:cli_main"),
 }

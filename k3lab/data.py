@@ -40,7 +40,8 @@ from . import readers
 from .paths import DATA_DIR, REPO_ROOT, data_dir
 from .readers import DataError  # noqa: F401  (the loader's error, raised by every step)
 from .schemas import (METHODS, PRICE_KINDS, PRICE_UNIT, ArticlePrefill, ArticleTable, Claims,  # noqa: F401
-                      DraftModel, Hardware, Prices, PublicLinks, PublicMeasurements, ServingFit, ServingModel, ServingRules,
+                      DraftModel, Hardware, Predictions, Prices, PublicLinks, PublicMeasurements, ServingFit,
+                      ServingModel, ServingRules, ServingValidation,
                       Sharding, StartupLogs, StorageOverrides, UpstreamChanges)
 from .schemas.files import JsonFile, Lines, Table, adapter
 from .schemas.gpu_bench import committed as gpu_bench_files
@@ -67,6 +68,7 @@ SCHEMAS: dict[str, tuple[str, type]] = {
     "public_measurements": ("public_measurements.yaml", PublicMeasurements),
     "public_links": ("public_links.yaml", PublicLinks),
     "serving_fit": ("serving_fit.yaml", ServingFit),
+    "serving_validation": ("serving_validation.yaml", ServingValidation),
     "serving_rules": ("sglang_serving_rules.yaml", ServingRules),
     # the published model configs (k3lab.specs.MODEL_FILES)
     "kimi_k3_config": ("model/kimi_k3_config.json", ModelConfigFile),
@@ -91,6 +93,10 @@ SCHEMAS: dict[str, tuple[str, type]] = {
 }
 # the GPU benchmark's runs (benchmarks/gpu/run.py), one folder per device kind: found, not listed
 SCHEMAS.update(gpu_bench_files(DATA_DIR / "measured"))
+#: the serving model's predictions on record (k3lab.serving.score), one file per recording: found, not listed
+PREDICTIONS_DIR = "predictions"
+SCHEMAS.update({f"predictions@{p.stem}": (f"{PREDICTIONS_DIR}/{p.name}", Predictions)
+                for p in sorted((DATA_DIR / PREDICTIONS_DIR).glob("*.yaml"))})
 
 #: files under ``data/`` that k3lab never reads, and why
 NOT_INPUTS: dict[str, str] = {

@@ -19,7 +19,7 @@ from k3lab.schemas import public
 REPO = Path(__file__).resolve().parents[1]
 # written out by hand from the issue's categories, not imported
 KINDS = {"duplicate", "prefix_reuse", "trace_workload", "variable_workload", "disaggregated", "requantised",
-         "kernel_variant", "broken_run", "harness_artifact", "offline_benchmark"}
+         "kernel_variant", "broken_run", "harness_artifact", "offline_benchmark", "held_out"}
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +66,31 @@ def test_every_set_aside_entry_names_its_rule_and_no_used_entry_does(entries):
 
 
 # --------------------------------------------------------------------------- one predicate per kind
+
+
+def test_held_out_is_one_whole_repository_otherwise_usable(doc, entries):
+    """held_out: every figure of exactly one repository (the one found last), none of its figures
+    used, and each would pass the rules if it were (the model is measured on it, never fitted)."""
+    from k3lab.serving.observations import held_out, normalise
+
+    rows = kind_rows(entries, "held_out")
+    repos = {doc["sources"][m["source"]]["repo"] for m in rows}
+    assert len(repos) == 1, repos
+    every = [m for m in entries if doc["sources"][m["source"]]["repo"] in repos]
+    assert len(every) == len(rows)
+    models = {m.id: m for m in data.load("public_measurements").measurements}
+    assert {o.id for o in held_out()} == {m["id"] for m in rows}
+    assert all(normalise(models[m["id"]]).reason == m["why"] for m in rows)
+
+
+def test_new_sources_state_their_harness_and_admission(entries):
+    """The figures added for model v3 carry the harness fields; a uniform length distribution
+    states its range ratio (the schema refuses one without the other)."""
+    for m in entries:
+        if m["source"].startswith(("arist12_", "amppbc_", "mnmehta_")):
+            assert m.get("harness") and m.get("arrival") and m.get("length_distribution"), m["id"]
+            assert m.get("max_running_requests"), m["id"]
+        assert (m.get("length_distribution") == "uniform") == (m.get("range_ratio") is not None), m["id"]
 
 
 def _deployment_rate(m):

@@ -1,4 +1,5 @@
-"""The serving model's fit (k3lab.serving.calibration) and the committed data/serving_fit.yaml.
+"""The serving model's fit (k3lab.serving.calibration) and the committed data/serving_fit.yaml
+(parameters, bands) and data/serving_validation.yaml (out-of-sample rows, held-out repository).
 
 The refit is done once per module (a few seconds to half a minute): it proves the committed fit
 is what the code makes from the data today. The committed file is read independently with
@@ -22,11 +23,20 @@ from k3lab.serving import observations as O
 
 REPO = Path(__file__).resolve().parents[1]
 FIT = REPO / "data" / "serving_fit.yaml"
+VAL = REPO / "data" / "serving_validation.yaml"
+REPO_SPLIT, TIME_SPLIT = "leave_one_repository_out", "time_split"
 
 
 @pytest.fixture(scope="module")
 def committed():
-    return yaml.safe_load(FIT.read_text(encoding="utf-8"))
+    """The committed fit with each family's validation rows folded in from serving_validation.yaml."""
+    fit = yaml.safe_load(FIT.read_text(encoding="utf-8"))
+    val = yaml.safe_load(VAL.read_text(encoding="utf-8"))
+    assert val["inputs"] == fit["inputs"] and val["generated"] == fit["generated"]
+    for fam, f in fit["families"].items():
+        f["validation"] = val["validation"].get(fam, [])
+    fit["held_out"] = val["held_out"]
+    return fit
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +100,7 @@ def test_committed_counts_by_hand(committed):
         obs = [o for o in committed["observations"] if o["family"] == fam]
         assert f["sources"] == len({o["source"] for o in obs})
         assert f["calibration_points"] == len(obs)
-        loso = [r for r in f["validation"] if r["split"] == "leave_one_source_out"]
+        loso = [r for r in f["validation"] if r["split"] == REPO_SPLIT]
         # every observation is predicted out of its own source at most once (a source whose
         # removal leaves fewer points than parameters is not predicted at all)
         ids = [r["id"] for r in loso]
@@ -100,7 +110,7 @@ def test_committed_counts_by_hand(committed):
         late = sorted(o["id"] for o in obs if d is not None and (o["date"] is None or o["date"] >= d))
         assert sorted(r["id"] for r in f["validation"] if r["split"] == "time_split") == late
         for m, b in f["bands"].items():
-            for split in ("leave_one_source_out", "time_split"):
+            for split in C.SPLITS:
                 assert b["points"][split] == sum(1 for r in f["validation"] if r["metric"] == m and r["split"] == split)
 
 
@@ -125,22 +135,24 @@ def test_log_errors_are_ln_predicted_over_published(committed):
 
 
 def test_each_band_is_the_conformal_band_of_each_split_by_hand(committed):
-    """A metric's band is the leave-one-source-out conformal band (the ceil((n+1)·0.9)-th smallest
-    |error|, which promises 90% on a new point), widened to the time split's conformal band, or to
-    its largest error when it has too few points; the recorded coverage is the share inside; too
-    few points or sources, or a band wider than ×2, is not validated."""
+    """A metric's band is the leave-one-repository-out conformal band (the ceil((n+1)·0.9)-th
+    smallest |error|, which promises 90% on a new point), widened to the time split's conformal band,
+    or to its largest error when it has too few points; the recorded coverage is the share inside,
+    on every split (engine and harness ones too); too few points or repositories, or a band wider
+    than ×2, is not validated."""
+    splits = ("leave_one_repository_out", "leave_one_engine_out", "leave_one_harness_out", "time_split")
     for fam, f in committed["families"].items():
         for m, b in f["bands"].items():
             errs = {s: [abs(r["log_error"]) for r in f["validation"] if r["metric"] == m and r["split"] == s]
-                    for s in ("leave_one_source_out", "time_split")}
+                    for s in splits}
             srcs = {o["origin"] for o in committed["observations"]
                     if o["id"] in {r["id"] for r in f["validation"] if r["metric"] == m
-                                   and r["split"] == "leave_one_source_out"}}
-            want = _covering_by_hand(errs["leave_one_source_out"]) if errs["leave_one_source_out"] else None
+                                   and r["split"] == REPO_SPLIT}}
+            want = _covering_by_hand(errs[REPO_SPLIT]) if errs[REPO_SPLIT] else None
             if want is None or len(srcs) < 2:
                 assert b["band_log"] is None and not b["validated"] and b["why_not"], (fam, m)
                 continue
-            late = errs["time_split"]
+            late = errs[TIME_SPLIT]
             if late:
                 t = _covering_by_hand(late)
                 want = max(want, max(late) if t is None else t)
@@ -172,19 +184,20 @@ def test_time_split_date_is_the_median_date():
 # --------------------------------------------------------------------------- out-of-sample fits
 
 
-def test_out_of_source_prediction_is_a_fit_without_that_source(committed):
-    """Refit the MI35x family without issue #32548 and predict its points: the committed
-    out-of-source predictions; the in-sample fit (with the source) predicts otherwise."""
-    fam, src = "amd-cdna4", "sglang_i32548"
+def test_out_of_repository_prediction_is_a_fit_without_that_repository(committed):
+    """Refit the MI35x family without every sgl-project/sglang figure (issue #32548, PR #39029, the
+    cookbook: one project) and predict them: the committed out-of-repository predictions; the
+    in-sample fit (with them) predicts otherwise."""
+    fam, repo = "amd-cdna4", "sgl-project/sglang"
     obs = C.family_observations(fam)
-    mine = [o for o in obs if o.source == src]
-    rest = [o for o in obs if o.source != src]
-    assert mine and len(rest) + len(mine) == len(obs)
+    mine = [o for o in obs if o.origin == repo]
+    rest = [o for o in obs if o.origin != repo]
+    assert mine and len(rest) + len(mine) == len(obs) and {o.source for o in mine} >= {"sglang_i32548", "sglang_pr39029"}
     p = C.fit(rest, fam)
-    rows = {r["id"]: r for r in committed["families"][fam]["validation"] if r["split"] == "leave_one_source_out"}
+    rows = {r["id"]: r for r in committed["families"][fam]["validation"] if r["split"] == REPO_SPLIT}
     full = C.calibrated(fam)
     for o in mine:
-        assert rows[o.id]["source"] == src
+        assert rows[o.id]["source"] == o.source
         out = C.predict_observation(o, p)
         assert out == pytest.approx(rows[o.id]["predicted_out_of_sample"], rel=1e-6), o.id
         assert abs(math.log(out / C.predict_observation(o, full))) > 1e-4, o.id
@@ -197,7 +210,7 @@ def test_every_validation_row_was_fitted_without_its_source(refit):
         obs = C.family_observations(fam)
         by_src = {}
         for o, pred, _, split in v.rows:
-            if split == "leave_one_source_out":
+            if split == REPO_SPLIT:
                 by_src.setdefault(o.origin, []).append((o, pred))
         # an origin whose removal leaves too few points to fit is not predicted out of source
         fit_ok = {s for s in {o.origin for o in obs}
@@ -319,21 +332,21 @@ def test_a_stale_fit_is_one_line_from_the_command(data_copy, tmp_path):
 def test_a_fit_of_another_model_version_is_refused(data_copy):
     f = data_copy / "serving_fit.yaml"
     text = f.read_text(encoding="utf-8")
-    assert text.count("model_version: '2'\n") == 1 and K.MODEL_VERSION == "2"
-    f.write_text(text.replace("model_version: '2'\n", "model_version: '1'\n"), encoding="utf-8")
+    assert text.count("model_version: '3'\n") == 1 and K.MODEL_VERSION == "3"
+    f.write_text(text.replace("model_version: '3'\n", "model_version: '1'\n"), encoding="utf-8")
     data.clear_cache()
     with pytest.raises(data.DataError) as ei:
         K.fitted("amd-cdna4")
     msg = str(ei.value)
     assert "\n" not in msg and msg.startswith("data/serving_fit.yaml: made by serving model version '1'")
-    assert "this code is '2'" in msg
+    assert "this code is '3'" in msg
 
 
 def test_code_of_another_model_version_refuses_the_committed_fit(monkeypatch):
-    monkeypatch.setattr(K, "MODEL_VERSION", "3")
+    monkeypatch.setattr(K, "MODEL_VERSION", "4")
     data.clear_cache()
     try:
-        with pytest.raises(data.DataError, match=r"version '2', this code is '3'"):
+        with pytest.raises(data.DataError, match=r"version '3', this code is '4'"):
             K.fitted_families()
     finally:
         data.clear_cache()
@@ -351,5 +364,39 @@ def test_the_fit_carries_the_fields_acceptance_lengths(committed):
     from k3lab.serving import field, observations
 
     want = observations.measured_accept_lengths()
-    assert [(r["id"], r["value"]) for r in committed["accept_lengths"]] == want
-    assert field.accept_lengths() == want and len(want) >= 10
+    assert [(r["id"], r["family"], r["value"]) for r in committed["accept_lengths"]] == want
+    assert field.accept_lengths() == [(i, v) for i, _, v in want] and len(want) >= 10
+    # a family's own runs where it has any (issue 38: the B300's public run states 4.5)
+    b300 = [v for _, f, v in want if f == "nvidia-blackwell-ultra"]
+    assert b300 and field.accept_lengths("nvidia-blackwell-ultra") == [(i, v) for i, f, v in want
+                                                                        if f == "nvidia-blackwell-ultra"]
+    assert field.accept_lengths("amd-cdna3") == field.accept_lengths()   # no run of its own: every run's
+
+
+def test_engine_and_harness_rows_are_fits_without_that_engine_or_harness(refit):
+    """The engine and harness splits leave a whole engine (or harness) out: for the MI35x family
+    (sglang, vLLM and ATOM; several harnesses) the vLLM rows are predicted by a fit on the other
+    engines, and a family with one engine has no engine rows."""
+    _, v, _ = refit["amd-cdna4"]
+    obs = C.family_observations("amd-cdna4")
+    for split, key, group in (("leave_one_engine_out", lambda o: o.engine, "vllm"),
+                              ("leave_one_harness_out", lambda o: o.harness_name, "custom")):
+        rows = [(o, pred) for o, pred, _, s in v.rows if s == split and key(o) == group]
+        assert rows, split
+        p = C.fit([o for o in obs if key(o) != group], "amd-cdna4")
+        for o, pred in rows:
+            assert pred == pytest.approx(C.predict_observation(o, p), rel=1e-9)
+    _, vb, _ = refit["nvidia-blackwell-ultra"]
+    assert len({o.engine for o in C.family_observations("nvidia-blackwell-ultra")}) >= 1
+
+
+def test_held_out_rows_are_the_held_out_repository(committed):
+    """The held-out repository is predicted, never fitted: its rows are the held-out figures
+    (its family, or the proxy family where its own has no fit), and none is an observation."""
+    held = {o.id for o in O.held_out()}
+    rows = committed["held_out"]
+    assert held and {r["id"] for r in rows} == held
+    assert not held & {o["id"] for o in committed["observations"]}
+    for r in rows:
+        assert r["params"] in committed["families"]
+        assert r["log_error"] == pytest.approx(math.log(r["predicted"] / r["published"]), abs=1e-7)

@@ -17,6 +17,7 @@ import yaml
 
 from k3lab import data, memory
 from k3lab.serving import predict as P
+from k3lab.serving.engines import Engine, Harness
 from k3lab.serving.model import NO_SPEC, Spec, Workload
 from k3lab.specs import Deployment, load_model
 
@@ -167,63 +168,110 @@ def test_params_are_the_committed_fit(fit_yaml):
 
 def test_measured_domain_of_the_families(fit_yaml):
     # what the domain tests below stand on, from the committed observations
-    assert _measured(fit_yaml, "amd-cdna4") == (1024, 8192, 64)
+    assert _measured(fit_yaml, "amd-cdna4") == (1024, 131072, 192)
     assert _measured(fit_yaml, "nvidia-blackwell-ultra") == (1024, 8192, 64)
     fams = {o["family"] for o in fit_yaml["observations"] if o["spans_nodes"]}
     assert fams == {"nvidia-blackwell"}                                    # only the 16×B200 runs span nodes
 
 
 def test_input_length_beyond_twice_the_measured_max(fit_yaml):
-    lo, hi, _ = _measured(fit_yaml, "amd-cdna4")
-    assert P.domain_gaps("mi355x", MI355X, Workload(2 * hi, 128, 8)) == ()
-    assert P.domain_gaps("mi355x", MI355X, Workload(2 * hi + 1, 128, 8)) == (
+    lo, hi, _ = _measured(fit_yaml, "nvidia-blackwell-ultra")
+    assert P.domain_gaps("b300", B300, Workload(2 * hi, 128, 8)) == ()
+    assert P.domain_gaps("b300", B300, Workload(2 * hi + 1, 128, 8)) == (
         "input length 16,385 is outside the measured 1,024-8,192 (x2)",)
-    assert P.domain_gaps("mi355x", MI355X, Workload(lo // 2, 128, 8)) == ()
-    assert P.domain_gaps("mi355x", MI355X, Workload(lo // 2 - 1, 128, 8)) == (
+    assert P.domain_gaps("b300", B300, Workload(lo // 2, 128, 8)) == ()
+    assert P.domain_gaps("b300", B300, Workload(lo // 2 - 1, 128, 8)) == (
         "input length 511 is outside the measured 1,024-8,192 (x2)",)
+
+
+def test_decode_context_beyond_twice_the_measured(fit_yaml):
+    """Issue 35: a 100k-token output printed the decode band as if measured. The decode context
+    (input + output / 2) of the family's decode figures bounds it like the prompt length."""
+    obs = [o for o in fit_yaml["observations"] if o["family"] == "nvidia-blackwell-ultra" and o["metric"] == "decode"]
+    hi = max(o["input_len"] + o["output_len"] / 2 for o in obs)
+    assert P.domain_gaps("b300", B300, Workload(8192, int(2 * (2 * hi - 8192)), 8)) == ()
+    got = P.domain_gaps("b300", B300, Workload(8192, 100_000, 8))
+    assert got == (f"decode context 58,192 is outside the measured "
+                   f"{min(o['input_len'] + o['output_len'] / 2 for o in obs):,.0f}-{hi:,.0f} (x2)",)
 
 
 def test_concurrency_beyond_twice_the_measured_max(fit_yaml):
     _, _, c = _measured(fit_yaml, "amd-cdna4")
     assert P.domain_gaps("mi350x", MI355X, Workload(1024, 128, 2 * c)) == ()
     assert P.domain_gaps("mi350x", MI355X, Workload(1024, 128, 2 * c + 1)) == (
-        "concurrency 129 is outside the measured 1-64 (x2)",)
+        f"concurrency {2 * c + 1} is outside the measured 1-{c} (x2)",)
     _, _, c = _measured(fit_yaml, "nvidia-blackwell-ultra")
     assert P.domain_gaps("b300", B300, Workload(1024, 128, 2 * c + 1)) == (
         "concurrency 129 is outside the measured 1-64 (x2)",)
     both = P.domain_gaps("b300", B300, Workload(20_000, 128, 300))
-    assert len(both) == 2 and both[0].startswith("input length 20,000") and both[1].startswith("concurrency 300")
+    assert [g.split()[0] for g in both] == ["input", "decode", "concurrency"]
 
 
 def test_a_deployment_spanning_nodes_leaves_the_domain():
     tp16 = Deployment("mi355x", 16, 16)                                   # TP across two 8-GPU nodes
     assert P.spans_nodes(tp16) and not P.spans_nodes(Deployment("mi355x", 16, 8))
     assert P.domain_gaps("mi355x", tp16, Workload(1024, 128, 8)) == (
-        "it spans nodes over scale-out; no public measurement of the family does",)
+        "TP16: no public measurement of decode on this family used it",
+        "it spans nodes over scale-out; no public measurement of the family does")
     p = P.predict(CFG, tp16, Workload(1024, 128, 8))
     assert not p.in_domain and p.as_dict()["in_validated_domain"] is False
 
 
 def test_a_question_inside_is_in_domain():
-    p = P.predict(CFG, MI355X, Workload(8192, 1024, 16))
+    p = P.predict(CFG, MI355X, Workload(8192, 1024, 16), variants=("aiter-k3-opt",), prefill_attention="fallback")
     assert p.in_domain and p.outside == () and p.as_dict()["outside_validated_domain"] == []
+    assert p.ttft_in_domain and p.as_dict()["in_validated_domain"] is True
+
+
+def test_layout_settings_and_engine_leave_the_domain():
+    """Issue 35: EP, fp8 KV, TP4xPP2, another engine, a setting no public run used: each is named."""
+    w = Workload(1024, 1024, 8)
+    tp4pp2 = Deployment("mi355x", 8, 4, pp=2)
+    cases = [("expert parallelism: no public measurement of decode on this family used it", Deployment("mi355x", 8, 8, ep=True), {}),
+             ("a KV cache in fp8: no public measurement of decode on this family used it", B300, {"kv_dtype": "fp8"}),
+             ("TP4: no public measurement of decode on this family used it", tp4pp2, {}),
+             ("pipeline stages: no public measurement of decode on this family used it", tp4pp2, {}),
+             ("engine tokenspeed: no public measurement of decode on this family ran it", MI355X, {"engine": Engine("tokenspeed")}),
+             ("setting hicache: no public measurement of decode on this family ran it", MI355X, {"variants": ("hicache",)})]
+    for gap, dep, kw in cases:
+        got = P.domain_gaps(dep.gpu, dep, w, **kw)
+        assert gap in got, (gap, got)
+    assert P.domain_gaps("mi355x", MI355X, w, engine=Engine("vllm")) == ()   # vLLM decode was measured on MI355X
+
+
+def test_dspark_domain_covers_the_acceptance_and_the_block():
+    w = Workload(1024, 1024, 8)
+    assert P.domain_gaps("mi355x", MI355X, w, "dspark", spec=Spec("dspark", 3.0)) == ()
+    far = P.domain_gaps("mi355x", MI355X, w, "dspark", spec=Spec("dspark", 7.9))
+    assert far and far[0].startswith("acceptance length 7.9 is outside the measured")
+    assert P.domain_gaps("mi355x", MI355X, w, "dspark", spec=Spec("dspark", 2.0, block=4)) == (
+        "DSpark block size 4: no public measurement on this family used it",)
+
+
+def test_json_in_validated_domain_is_false_when_the_ttft_is_outside():
+    """Issue 35: `predict --json` said in_validated_domain: true beside a TTFT outside its domain."""
+    p = P.predict(CFG, MI355X, Workload(8192, 1024, 16), variants=("aiter-k3-opt",), prefill_attention="fast",
+                  harness=Harness("rate", "uniform", 0.8))
+    d = p.as_dict()
+    assert d["ttft_outside_validated_domain"] and d["ttft_in_validated_domain"] is False
+    assert d["in_validated_domain"] is False
+    assert d["speed_in_validated_domain"] == (not p.outside)
 
 
 def test_ttft_has_its_own_domain_per_prefill_kernel(fit_yaml):
-    """TTFT is validated where TTFT was measured with the same prefill kernel: the public Triton-
-    fallback runs on MI35x all used 8k prompts, so a 172k fallback prefill is outside, while the
-    decode speed of the same question is inside its own domain."""
-    fallback = [o["input_len"] for o in fit_yaml["observations"] if o["family"] == "amd-cdna4"
-                and o["metric"] == "ttft" and o["prefill_attention"] == "fallback"]
-    assert fallback and max(fallback) == 8192
-    assert P.domain_gaps("mi355x", MI355X, Workload(16384, 1, 1), "ttft", "fallback") == ()
-    assert P.domain_gaps("mi355x", MI355X, Workload(16385, 1, 1), "ttft", "fallback") == (
-        "input length 16,385 is outside the measured 8,192-8,192 (x2)",)
-    p = P.predict(CFG, MI355X, Workload(8192, 1024, 1), prefill_attention="fallback")
-    assert p.ttft_outside == () and p.gaps("ttft_ms") == ()
-    q = P.predict(CFG, Deployment("mi355x", 8, 8), Workload(1024, 1024, 1), prefill_attention="fallback")
-    assert q.in_domain and q.ttft_outside == ("input length 1,024 is outside the measured 8,192-8,192 (x2)",)
-    assert P.domain_gaps("b300", B300, Workload(1024, 128, 1), "dspark")[0].startswith("input length 1,024")
+    """TTFT is validated where TTFT was measured with the same prefill kernel: the Triton fallback's
+    on MI35x to 131,072 tokens (one long-context playbook), so a 300k fallback prefill is outside;
+    the engine is not a TTFT regime of its own (the kernel is), the harness's regime is."""
+    slow = [o["input_len"] for o in fit_yaml["observations"] if o["family"] == "amd-cdna4"
+            and o["metric"] == "ttft" and o["prefill_attention"] == "fallback"]
+    assert slow and (min(slow), max(slow)) == (1024, 131072)
+    assert P.domain_gaps("mi355x", MI355X, Workload(262144, 1, 1), "ttft", "fallback") == ()
+    assert P.domain_gaps("mi355x", MI355X, Workload(262145, 1, 1), "ttft", "fallback") == (
+        "input length 262,145 is outside the measured 1,024-131,072 (x2)",)
+    assert P.domain_gaps("mi355x", MI355X, Workload(8192, 1, 1), "ttft", "fast", engine=Engine("tokenspeed")) == ()
+    staggered = P.domain_gaps("mi355x", MI355X, Workload(8192, 1, 1), "ttft", "fast",
+                              harness=Harness("rate", "uniform", 0.8))
+    assert staggered and "the staggered regime" in staggered[0]
 
 
 def test_nearest_measurements_start_with_the_same_workload():
@@ -238,8 +286,7 @@ def test_nearest_measurements_start_with_the_same_workload():
 # --------------------------------------------------------------------------- uncalibrated GPUs
 
 
-@pytest.mark.parametrize("gpu, family", [("h100", "nvidia-hopper"), ("h200", "nvidia-hopper"),
-                                         ("mi300x", "amd-cdna3"), ("mi325x", "amd-cdna3")])
+@pytest.mark.parametrize("gpu, family", [("h100", "nvidia-hopper"), ("mi300x", "amd-cdna3")])
 def test_a_gpu_of_an_uncalibrated_family(fit_yaml, gpu, family):
     fams = yaml.safe_load((REPO / "data" / "serving_model.yaml").read_text(encoding="utf-8"))["families"]
     assert gpu in fams[family]["gpus"]
@@ -252,9 +299,21 @@ def test_a_gpu_of_an_uncalibrated_family(fit_yaml, gpu, family):
                              f"(family {family}); calibrated families: {', '.join(calibrated)}")
 
 
-def test_a_gpu_of_no_family():
-    with pytest.raises(P.NotCalibrated, match=r"for mi455x \(family none\)"):
-        P.family_params("mi455x")
+@pytest.mark.parametrize("gpu", ["gb300", "h200", "mi325x", "mi455x", "rtx_pro_6000_blackwell", "ascend_a3"])
+def test_a_gpu_public_runs_used_is_refused_by_name_with_why(gpu):
+    """Every GPU a public Kimi K3 run used is calibrated or refused by name, with the reason."""
+    why = yaml.safe_load((REPO / "data" / "serving_model.yaml").read_text(encoding="utf-8"))["refused_gpus"][gpu]
+    with pytest.raises(P.NotCalibrated) as ei:
+        P.family_params(gpu)
+    assert str(ei.value) == f"the serving model refuses {gpu}: {why}"
+
+
+def test_every_gpu_of_a_public_run_is_known_or_refused(fit_yaml):
+    pm = yaml.safe_load((REPO / "data" / "public_measurements.yaml").read_text(encoding="utf-8"))
+    sm = yaml.safe_load((REPO / "data" / "serving_model.yaml").read_text(encoding="utf-8"))
+    calibrated = {g for f in fit_yaml["families"] for g in sm["families"][f]["gpus"]}
+    used = {m["gpu"] for m in pm["measurements"] if m["gpu"]}
+    assert used - calibrated - set(sm["refused_gpus"]) == set(), used - calibrated
 
 
 # --------------------------------------------------------------------------- curve and peak
@@ -304,7 +363,8 @@ BASE = ["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--input-len", "8192", "-
 JSON_KEYS = {
     "layout", "gpu", "family", "variants", "input_len", "output_len", "concurrency_asked", "concurrency",
     "admitted_requests", "spec", "accept_len", "accept_len_range", "bands_log", "validated", "in_validated_domain",
-    "ttft_outside_validated_domain", "admission",
+    "ttft_outside_validated_domain", "admission", "engine", "regime", "arrival", "length_distribution",
+    "speed_in_validated_domain", "ttft_in_validated_domain",
     "outside_validated_domain", "params", "nearest_measurements",
     *(f"{k}{s}" for k in ("tpot_ms", "ttft_ms", "itl_ms", "output_tok_s", "output_tok_s_per_node",
                           "output_tok_s_per_gpu") for s in ("", "_low", "_high")),
@@ -324,7 +384,11 @@ BAD = {
     "concurrency not an integer": (BASE + ["--concurrency", "1.5"], "argument --concurrency: must be an integer"),
     "accept-len nan": (BASE + ["--concurrency", "4", "--spec", "dspark", "--accept-len", "nan"],
                        "argument --accept-len: must be a finite number (1 to 8 tokens per verify step), got nan"),
-    "accept-len without spec": (BASE + ["--concurrency", "4", "--accept-len", "3"], "--accept-len needs --spec dspark"),
+    "accept-len without spec": (BASE + ["--concurrency", "4", "--accept-len", "3"],
+                                "--accept-len and --block-size need --spec dspark"),
+    "unknown engine": (BASE + ["--concurrency", "4", "--engine", "trtllm"], "argument --engine: invalid choice"),
+    "range ratio without uniform": (BASE + ["--concurrency", "4", "--range-ratio", "0.8"],
+                                    "--range-ratio goes with --lengths uniform"),
     "unknown variant": (BASE + ["--concurrency", "4", "--variant", "turbo"], "unknown variant(s) ['turbo']"),
     "uncalibrated gpu": (["--gpu", "h100", "--gpus", "8", "--tp", "8", "--input-len", "1024", "--output-len", "100",
                           "--concurrency", "4"], "no public Kimi K3 measurements calibrate the serving model for h100"),
@@ -400,8 +464,10 @@ def test_cli_text_names_the_settings_and_the_admission(runs):
     assert rc == 0 and se == "", se
     a = P.admission(CFG, MI355X, 9216).requests
     lines = so.splitlines()
-    assert lines[0] == "kimi-k3 on 8×MI355X TP8 — sglang settings: defaults"
-    assert f"concurrency {a} (asked 64; the pools admit {a})" in lines[1] and "no speculative decoding" in lines[1]
+    assert lines[0] == ("kimi-k3 on 8×MI355X TP8 — sglang (cohort regime: closed_loop arrivals, fixed lengths), "
+                        "settings: defaults")
+    assert (f"concurrency {a} running (asked 64: the engine admits {a}, the rest queue and wait in the TTFT)"
+            in lines[1]) and "no speculative decoding" in lines[1]
     assert "A model, not a measurement" in so
     assert "decode speed: OUTSIDE the validated domain" not in so   # 8192/1024 c64 on 8xMI355X is inside
 
@@ -450,3 +516,16 @@ def test_the_admission_limit_is_explained():
     assert "--max-running-requests 48" in p.admission_note and "--max-mamba-cache-size" in p.admission_note
     kv = P.predict(CFG, MI355X, Workload(100_000, 1000, 64))
     assert kv.admission_note.startswith("the KV pool holds") and kv.concurrency < 64
+
+
+def test_the_committed_fit_validates_no_nvidia_decode_speed(fit_yaml):
+    """Issue 37: a band needs two independent repositories; every B300 decode figure comes from one
+    (sgl-project/sglang's PRs), the B200's from one harness project plus three GB200 figures that
+    cannot be predicted out of it. predict gives a value and no interval, and says why."""
+    for fam in ("nvidia-blackwell-ultra", "nvidia-blackwell"):
+        b = fit_yaml["families"][fam]["bands"]["decode"]
+        assert not b["validated"] and b["band_log"] is None and "repositories" in b["why_not"], fam
+    assert {o["origin"] for o in fit_yaml["observations"]
+            if o["family"] == "nvidia-blackwell-ultra" and o["metric"] == "decode"} == {"sgl-project/sglang"}
+    p = P.predict(CFG, B300, Workload(1024, 400, 16))
+    assert not p.validated() and p.interval("output_tok_s") is None and p.as_dict()["output_tok_s_low"] is None

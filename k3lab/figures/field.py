@@ -13,7 +13,10 @@ KIND_MARKERS = {"output_tok_s": ("o", "output tok/s"), "tpot_ms": ("s", "TPOT"),
 
 METRIC_TITLES = {"decode": "decode speed (TPOT, ITL, tok/s), no DSpark", "ttft": "time to first token",
                  "dspark": "speed with DSpark (TPOT, tok/s)"}
-SPLIT_MARKS = {"leave_one_source_out": ("o", "left out with its source"), "time_split": ("x", "later than the fit's figures")}
+SPLIT_MARKS = {"leave_one_repository_out": ("o", "left out with its repository"),
+               "leave_one_engine_out": ("s", "left out with its engine"),
+               "leave_one_harness_out": ("^", "left out with its harness"),
+               "time_split": ("x", "later than the fit's figures")}
 
 
 #: the ratio axis's ticks (a factor and its inverse read alike on a log axis)
@@ -132,15 +135,16 @@ def coverage_figure(summary):
 
     rows = list(summary)
     fig, ax = plt.subplots(figsize=(max(6.5, 1.25 * len(rows) + 2), 4.2))
-    width = 0.38
+    nsplit = len(SPLIT_MARKS)
+    width = 0.8 / nsplit
     for k, (split, (mk, label)) in enumerate(SPLIT_MARKS.items()):
-        xs = [i + (k - 0.5) * width for i in range(len(rows))]
+        xs = [i + (k - (nsplit - 1) / 2) * width for i in range(len(rows))]
         ys = [r[f"coverage_{split}"] if r[f"coverage_{split}"] == r[f"coverage_{split}"] else 0 for r in rows]
-        bars = ax.bar(xs, ys, width, color=("#37474f", "#90a4ae")[k], label=f"{label}")
+        bars = ax.bar(xs, ys, width, color=("#37474f", "#607d8b", "#90a4ae", "#cfd8dc")[k], label=f"{label}")
         for x, y, r in zip(xs, ys, rows):
             n = r[f"points_{split}"]
             ax.text(x, y + 0.01, f"{y:.0%}\nn={n}" if n and r["band_factor"] == r["band_factor"] else f"n={n}",
-                    ha="center", va="bottom", fontsize=7)
+                    ha="center", va="bottom", fontsize=6)
         del bars
     ax.axhline(0.9, color="#c62828", lw=1, ls="--", label="nominal 90%")
     ax.set_xticks(range(len(rows)), [f"{r['family']}\n{r['metric']}\n" + (f"band ×{r['band_factor']:.2f}"
@@ -193,10 +197,11 @@ def curves_figure(panels):
     return fig
 
 
-def speedup_figure(curve, band: float, accepts, accept_range, claimed_single: float, claimed_peak: float):
+def speedup_figure(curve, band: float | None, accepts, accept_range, claimed_single: float, claimed_peak: float):
     """DSpark's speed-up on 8×MI355X against its acceptance length, by the serving model: one
     request (solid) and at each side's peak (dashed), shaded by the validated band of the
-    spec / no-spec ratio; the acceptance lengths public runs measured as ticks along the axis, the
+    spec / no-spec ratio (none, and "not validated" in the legend, where ``band`` is None); the
+    acceptance lengths public runs measured as ticks along the axis, the
     middle 80% shaded; the article's 2.2× and +18% as horizontal lines. ``curve``: rows of
     :func:`k3lab.serving.article.speedup_curve`; ``accepts``: measured acceptance lengths;
     ``accept_range``: (low, high) of :func:`k3lab.serving.article.accept_range`, the readings'."""
@@ -207,10 +212,12 @@ def speedup_figure(curve, band: float, accepts, accept_range, claimed_single: fl
     for i, (key, style, label) in enumerate((("single", "-", "one request"),
                                              ("peak", "--", "at each side's peak concurrency"))):
         y = [r[key] for r in curve]
-        ax.plot(t, y, style, color="#c62828", lw=1.8, label=f"model: {label}")
-        ax.fill_between(t, [v * math.exp(-band) for v in y], [v * math.exp(band) for v in y], color="#c62828",
-                        alpha=0.10, lw=0, label=None if i else f"the model's band (±{math.expm1(band):.0%}, "
-                                                                  "spec / no-spec ratio)")
+        ax.plot(t, y, style, color="#c62828", lw=1.8,
+                label=f"model: {label}" + (" (not validated)" if band is None else ""))
+        if band is not None:
+            ax.fill_between(t, [v * math.exp(-band) for v in y], [v * math.exp(band) for v in y], color="#c62828",
+                            alpha=0.10, lw=0, label=None if i else f"the model's band (±{math.expm1(band):.0%}, "
+                                                                      "spec / no-spec ratio)")
     ax.axhline(1.0, color="k", lw=0.8, label="1x: DSpark gains nothing")
     ax.axhline(claimed_single, color="#1565c0", lw=1.2, ls=":", label=f"article: {claimed_single:g}x single-stream")
     ax.axhline(claimed_peak, color="#6a1b9a", lw=1.2, ls="-.", label=f"article: +{(claimed_peak - 1) * 100:.0f}% peak")

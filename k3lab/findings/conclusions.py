@@ -23,6 +23,8 @@ Units: TFLOPS and TB/s per GPU, GB (1e9 B), tok/s per GPU, $/GPU-hour; a lead is
 
 from __future__ import annotations
 
+import math
+
 from .. import claims, compare, data, decision, memory, prices, release_status
 from ..specs import ModelConfig, known_gpus, load_gpu, load_model
 from ..throughput import article_table, article_workload
@@ -263,6 +265,23 @@ def _not_rental() -> str:
                "InferenceX's code), never evidence" if ph else "")) if tiers else "no price left out"
 
 
+def _unvalidated_pair() -> list[tuple[str, str]]:
+    """(GPU, why) for each of the article's two GPUs whose serving-model decode speed is not validated."""
+    from ..serving import committed
+    from ..serving.observations import family_of
+
+    out = []
+    for g in ("mi355x", "b300"):
+        fam = family_of(g)
+        if fam not in committed.fitted_families():
+            out.append((g, "no fit"))
+            continue
+        b = committed.fitted_bands(fam)["decode"]
+        if not b.validated:
+            out.append((g, f"decode speed not validated on {fam} ({b.why_not})"))
+    return out
+
+
 def throughput_records(d: decision.Decision | None = None) -> list[claims.Record]:
     """T20 (the direction at the article's throughput), T21 (on the serving model), T22 (the outlet)
     and T26 (the ~45%, apart from the direction). ``d``: :func:`k3lab.decision.decide` for Kimi K3
@@ -307,8 +326,16 @@ def throughput_records(d: decision.Decision | None = None) -> list[claims.Record
                         f"found the lead is {_span(leads, 0)}, an order of magnitude less, which care does not cover: "
                         "the direction is judged apart (T20)")))
     b = d.breakeven
-    if b is None:
-        raise data.DataError("data/serving_fit.yaml: the serving model covers neither the MI355X nor the B300 row")
+    if b is None:  # the serving model's speed is not validated for one of the two GPUs: it decides nothing
+        why = "; ".join(f"{g.upper()}: {w}" for g, w in _unvalidated_pair())
+        out.append(R("T21", f"the serving model's peaks cannot price the pair: {why}",
+                     bound="model: not validated for the pair", leads=[(-1.0, math.inf)],
+                     notes="without a validated model on both sides the lead is unknown (recorded as the open "
+                           "interval from -100% up): the direction is judged on the article's throughput (T20) only"))
+        out.append(R("T22", "the article names no outlet, and none was found in any source searched (2026-12-02); what it "
+                            "could not re-verify is judged here: 952 (T1), $2.50 vs $6.00 (T5), 1.65x (T4)",
+                     notes="a statement about a source, like M13: live mode cannot check it either"))
+        return out
     w = article_workload()
     matched = interactivity.matched_breakevens(
         interactivity.matched_levels(interactivity.cost_curves(w["input_len_tokens"], w["output_len_tokens"],

@@ -20,13 +20,15 @@ from ..serving import article as A
 from ..serving import committed
 from ..serving.field import accept_lengths, matching, spec_pairs
 from ..serving.field import accept_range as field_accept_range
+from ..serving.observations import family_of
 from ..serving.predict import Prediction
 from ..specs import load_gpu
 from ..throughput import article_table, article_workload
 # what the field's figures and tables take from the committed fit lives in its own module; named here too,
 # for the notebooks' one-line calls
-from .field_figures import (aiconfigurator_table, build_table, calibration_table, coverage_rows, latency_rows,  # noqa: F401
-                            model_series, parameters_table, serving_curves, validation_inputs)
+from .field_figures import (aiconfigurator_table, build_table, calibration_table, coverage_rows, held_out_table,  # noqa: F401
+                            latency_rows, model_series, parameters_table, score_table, serving_curves, validation_inputs,
+                            write_serving_tables)
 
 #: (claim, table row, unit of the claim)
 TABLE_CLAIMS = (("T1", "mi355x_tp8", "node"), ("T2", "b300_tp8_dcp", "node"), ("T3", "b200_tp16", "deployment"))
@@ -81,7 +83,7 @@ def table_records() -> list[claims.Record]:
                       + (f"({no.low:,.0f}-{no.high:,.0f})" if no.validated else "(not validated)")
                       + f" at c{no.prediction.concurrency}" + (": the article's figure would then be below the validated band"
                                                                if no.validated and no.high < claims.get(cid).claimed_numbers[0] else ""))
-        _, *acc = field_accept_range()
+        _, *acc = field_accept_range(family_of(d.gpu))
         evidence = (f"serving model (validated on public measurements, k3lab.serving) at the article's "
                     f"{w['input_len_tokens']:,}/{w['output_len_tokens']:,} workload on {d.label}, tok/s per {per}: "
                     + _fmt_readings(rs) + f". DSpark at the 10th-90th percentile of the {acc[2]} acceptance lengths "
@@ -118,14 +120,23 @@ def s7_claimed_gain() -> float:
     return 1 + float(m.group(1)) / 100
 
 
+def ratio_band_words(s: dict) -> str:
+    """The DSpark/no-DSpark ratio band of :func:`k3lab.serving.article.spec_speedups` in words:
+    its width and the pairs it comes from, or why it validates nothing."""
+    b, n = s["band"], s["pairs"]
+    if b is not None:
+        return f"band ±{math.expm1(b):.0%}: out-of-repository error on {n} public DSpark/no-DSpark pairs"
+    return (f"no validated band ({n} public DSpark/no-DSpark pairs: " +
+            ("9 needed)" if n < 9 else "their out-of-repository error needs a band wider than x2)"))
+
+
 def spec_records() -> list[claims.Record]:
     """S6 (single-stream speed-up) by rule ``cited``: public DSpark-vs-no-DSpark single-request
     pairs on the article's silicon (the MI355X's architecture) and TP8 node; S7 (peak gain) by
     rule ``validated_model`` (no public run measured a peak with and without DSpark)."""
     s = A.spec_speedups()
     b, peak = s["band"], s["peak"]
-    band_txt = (f"band ±{math.expm1(b):.0%}: out-of-source error on {s['pairs']} public DSpark/no-DSpark pairs"
-                if b is not None else f"no validated band ({s['pairs']} public DSpark/no-DSpark pairs; 9 needed)")
+    band_txt = ratio_band_words(s)
     arch = load_gpu("mi355x").arch
     pairs = spec_pairs(concurrency=1)
     ok, aside = measured_spec_pairs(pairs)
@@ -277,8 +288,6 @@ def prefill_table():
 
 def article_marks():
     """The article's T1–T3 against the model: (family, label, claimed, low, high, concurrency)."""
-    from ..serving.observations import family_of
-
     out = []
     for cid, row_id, per in TABLE_CLAIMS:
         rs = table_readings(row_id, per)
@@ -316,7 +325,7 @@ def curve_panels(public_workload=(8192, 1024)):
                    deployment_color(dep.label), "s" if second else "o") for o in os_]
     w = article_workload()
     aI, aO = w["input_len_tokens"], w["output_len_tokens"]
-    tau = round(statistics.median(v for _, v in accept_lengths()), 2)
+    tau = round(statistics.median(v for _, v in accept_lengths(family_of("mi355x"))), 2)
     art_series, art_marks = [], []
     for row_id, row in article_table().items():
         dep = row.deployment

@@ -83,7 +83,7 @@ def latency_rows(kv_dtype: str = "bf16") -> list[dict]:
 
 def validation_inputs():
     """(out-of-sample rows by family, observations, bands by family and metric) of the committed
-    fit, for the figures: rows of both splits (``split``), bands as :func:`committed.fitted`
+    fit, for the figures: rows of every split (``split``), bands as :func:`committed.fitted`
     gives them (None where a metric is not validated)."""
     fams = committed.fitted_families()
     rows = {f: list(committed.fitted_validation(f)) for f in fams}
@@ -126,10 +126,12 @@ def calibration_table():
             fo = [o for o in obs if o.family == f and o.metric == m]
             errs = sorted(abs(r.log_error) for r in val if r.metric == m)
             rows.append({"family": f, "metric": m, "GPUs": ", ".join(sorted({o.gpu for o in fo})) or "—",
-                         "sources": len({o.source for o in fo}), "public figures": len(fo),
+                         "repositories": len({o.origin for o in fo}), "engines": ", ".join(sorted({o.engine for o in fo})),
+                         "public figures": len(fo),
                          "band (±)": None if b.band_log is None else math.expm1(b.band_log),
-                         "coverage, leave-one-source-out": b.coverage["leave_one_source_out"],
-                         "coverage, time split": b.coverage["time_split"], "nominal": calibration.COVERAGE,
+                         **{f"coverage, {s.replace('_', ' ').replace('leave one ', 'leave-one-').replace(' out', '-out')}":
+                            b.coverage[s] for s in calibration.SPLITS},
+                         "nominal": calibration.COVERAGE,
                          "median error": math.expm1(errs[len(errs) // 2]) if errs else None,
                          "validated": "yes" if b.validated else f"no: {b.why_not}"})
     return pd.DataFrame(rows)
@@ -187,5 +189,52 @@ def parameters_table():
                      "KV read efficiency (decode attention)": p.kv_efficiency,
                      "prefill attention efficiency": p.prefill_attention_efficiency,
                      "Triton-fallback prefill attention efficiency": p.fallback_attention_efficiency,
-                     "ms per request": p.request_overhead_ms})
+                     "ms per request": p.request_overhead_ms, "µs per collective across nodes": p.scale_out_us,
+                     "µs per decode token per layer": p.token_us, "µs per verify row per layer": p.verify_row_us})
     return pd.DataFrame(rows)
+
+
+def score_table():
+    """The predictions on record (``data/predictions/``) against the public figures that answer
+    them (:func:`k3lab.serving.score.score_rows`) → (one line for the reader, DataFrame)."""
+    from ..serving import score
+
+    t, s = score.score_rows(), score.summary()
+    line = (f"{s['predictions']} predictions on record (made {', '.join(s['made']) or 'never'}); "
+            f"{s['figures']} public figure(s) answer them"
+            + (f": inside the band {s['inside']} of {s['with_band']} with a band, median error x{s['median_error']:.2f}"
+               if s["figures"] else ": nothing to score yet"))
+    return line, t
+
+
+def held_out_table():
+    """The repository found last, kept out of the fit (``data/serving_validation.yaml``
+    ``held_out``), per layout and output: figures, the parameters that predicted them, the median
+    and the range of predicted ÷ published → DataFrame."""
+    import pandas as pd
+
+    from ..serving.observations import held_out
+
+    obs = {o.id: o for o in held_out()}
+    rows = [{"layout": obs[r.id].deployment.label, "engine": obs[r.id].engine, "kind": r.kind, "params": r.params,
+             "ratio": math.exp(r.log_error)} for r in committed.fitted_held_out() if r.id in obs]
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    g = df.groupby(["layout", "engine", "kind", "params"], sort=True)["ratio"]
+    return pd.DataFrame({"figures": g.size(), "median predicted ÷ published": g.median(),
+                         "lowest": g.min(), "highest": g.max()}).reset_index()
+
+
+def write_serving_tables(out):
+    """Write notebook 04's serving-model tables a reader opens as CSV (the fitted parameters, the
+    builds, the score of the predictions on record, the held-out repository) into ``out`` →
+    (:func:`score_table`'s line, :func:`held_out_table`)."""
+    from .. import io
+
+    line, score = score_table()
+    held = held_out_table()
+    for name, df in (("serving_model_parameters", parameters_table()), ("serving_model_builds", build_table()),
+                     ("serving_model_score", score), ("serving_model_held_out", held)):
+        io.write_csv(df, out / f"{name}.csv")
+    return line, held

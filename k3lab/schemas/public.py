@@ -31,7 +31,7 @@ from pydantic import Field, field_validator, model_validator
 
 from .base import DATE, PositiveInt, Text, _Doc, _Sourced
 
-ENGINES = ("sglang", "vllm", "atom", "trtllm", "dynamo", "other")
+ENGINES = ("sglang", "vllm", "atom", "tokenspeed", "trtllm", "dynamo", "other")
 METRICS = ("output_tok_s", "total_tok_s", "input_tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_s",
            "prefill_tok_s", "accept_length", "tok_s_per_user", "usd_per_million_tokens")
 SCOPES = ("deployment", "per_node", "per_gpu", "per_stream")
@@ -46,9 +46,23 @@ STATUSES = ("current", "withdrawn", "superseded")
 #: opt-in or emulated kernel path instead of the default; ``broken_run`` a bug, a misconfiguration,
 #: a cold run or a figure its author disowns; ``harness_artifact`` what the number measures is the
 #: harness (profiling overhead, a clock that is not the metric, a rescaled estimate);
-#: ``offline_benchmark`` a fixed-batch run instead of online serving
+#: ``offline_benchmark`` a fixed-batch run instead of online serving; ``held_out`` a figure of the repository
+#: the study found last, kept out of the fit on purpose so that the model's error on a source it never saw can be
+#: reported (``k3lab.serving.calibration.held_out_errors``)
 WHY_KINDS = ("duplicate", "prefix_reuse", "trace_workload", "variable_workload", "disaggregated", "requantised",
-             "kernel_variant", "broken_run", "harness_artifact", "offline_benchmark")
+             "kernel_variant", "broken_run", "harness_artifact", "offline_benchmark", "held_out")
+#: the benchmark client a figure came from, as the source states it: sglang's ``python -m sglang.bench_serving``,
+#: vLLM's ``vllm bench serve`` / ``benchmark_serving.py``, ATOM's ``atom.benchmarks.benchmark_serving`` (a copy of
+#: vLLM's), InferenceX's harness, guidellm, evalscope, or the source's own driver (``custom``)
+HARNESSES = ("sglang.bench_serving", "vllm bench serve", "atom benchmark_serving", "inferencex", "guidellm", "evalscope",
+             "custom")
+#: how requests arrive: ``closed_loop`` c clients started together, each sending its next request when its last
+#: ends (bench_serving's ``--max-concurrency c --request-rate inf``); ``ramped`` the same clients started one by one;
+#: ``rate`` an open loop at a request rate; ``burst`` every request at once, no concurrency cap
+ARRIVALS = ("closed_loop", "ramped", "rate", "burst")
+#: prompt and output lengths: ``fixed`` exact (``--random-range-ratio 1``); ``uniform`` random around the stated
+#: lengths (``range_ratio`` below 1); ``dataset`` natural text
+LENGTH_DISTRIBUTIONS = ("fixed", "uniform", "dataset")
 #: sglang environment switches ``sglang_env`` may record (those the serving model distinguishes)
 SGLANG_ENV = ("SGLANG_AITER_K3_OPT",)
 #: fields an ``ambiguous`` note may name
@@ -123,7 +137,7 @@ class Measurement(_Doc):
     dp: PositiveInt | None = None
     pp: PositiveInt | None = None
     dcp: PositiveInt | None = None
-    engine: Literal["sglang", "vllm", "atom", "trtllm", "dynamo", "other"] | None
+    engine: Literal[ENGINES] | None
     engine_version: str | None = None
     attention_backend: str | None = None
     moe_backend: str | None = None
@@ -138,6 +152,18 @@ class Measurement(_Doc):
     kv_dtype: Literal["bf16", "fp8", "fp8_e4m3", "fp4"] | None = None
     mem_fraction: Annotated[float, Field(strict=False, gt=0, le=1, allow_inf_nan=False)] | None = None
     dataset: str | None = None
+    #: the harness (:data:`HARNESSES`), the arrival process (:data:`ARRIVALS`) and the length distribution
+    #: (:data:`LENGTH_DISTRIBUTIONS`, with ``range_ratio`` where uniform) as the source states them; null: not stated
+    harness: Literal[HARNESSES] | None = None
+    arrival: Literal[ARRIVALS] | None = None
+    length_distribution: Literal[LENGTH_DISTRIBUTIONS] | None = None
+    range_ratio: Annotated[float, Field(strict=False, gt=0, lt=1, allow_inf_nan=False)] | None = None
+    #: the engine's admission as the run set or reported it: requests in flight at most (sglang
+    #: ``--max-running-requests`` or the limit its log prints; vLLM / ATOM / TokenSpeed ``--max-num-seqs``) and
+    #: tokens one forward pass takes (sglang ``--chunked-prefill-size``, vLLM ``--max-num-batched-tokens``); null:
+    #: the engine's default
+    max_running_requests: PositiveInt | None = None
+    max_batched_tokens: PositiveInt | None = None
     metric: Literal["output_tok_s", "total_tok_s", "input_tok_s", "ttft_ms", "tpot_ms", "itl_ms", "e2e_latency_s",
                     "prefill_tok_s", "accept_length", "tok_s_per_user", "usd_per_million_tokens"]
     statistic: Literal["mean", "median", "p50", "p90", "p95", "p99", "max", "min"] | None = None
@@ -177,6 +203,8 @@ class Measurement(_Doc):
             raise ValueError(f"{self.id}: why_kind duplicate and duplicate_of go together")
         if self.sglang_env and self.engine != "sglang":
             raise ValueError(f"{self.id}: sglang_env is for sglang entries (engine is {self.engine})")
+        if (self.length_distribution == "uniform") != (self.range_ratio is not None):
+            raise ValueError(f"{self.id}: range_ratio goes with length_distribution uniform (and only with it)")
         if bool(self.sglang_env) != bool(self.sglang_env_evidence):
             raise ValueError(f"{self.id}: sglang_env and sglang_env_evidence go together")
         return self

@@ -34,6 +34,8 @@ from .predict import Prediction, peak, predict
 
 #: the article's ROCm setting: SGLANG_AITER_K3_OPT=1 (its 191 GiB per GPU, finding 1)
 ARTICLE_AMD_VARIANTS = ("aiter-k3-opt",)
+#: the MI355X's GPU family (its public runs' DSpark acceptance: k3lab.serving.field.accept_range)
+_MI355X_FAMILY = "amd-cdna4"
 @dataclass(frozen=True)
 class Reading:
     """One way to read a claim, answered by the model: ``value`` in the claim's unit, ``band``
@@ -65,8 +67,8 @@ def variants_for(dep: Deployment) -> tuple:
     return ARTICLE_AMD_VARIANTS if dep.gpu_spec.vendor == "amd" else ()
 
 
-def _spec_settings():
-    _, lo, hi, _ = field.accept_range()
+def _spec_settings(family: str | None = None):
+    _, lo, hi, _ = field.accept_range(family)
     return [("no DSpark", NO_SPEC), (f"DSpark τ={lo:.2f}", Spec("dspark", round(lo, 2))),
             (f"DSpark τ={hi:.2f}", Spec("dspark", round(hi, 2)))]
 
@@ -87,7 +89,9 @@ def table_readings(row_id: str, per: str) -> list[Reading]:
                 (inp.scale_out_nics_per_node_pessimistic.value,
                  f", {inp.scale_out_nics_per_node_pessimistic.value} NIC/node")]
     out = []
-    for slabel, spec in _spec_settings():
+    from .observations import family_of
+
+    for slabel, spec in _spec_settings(family_of(dep.gpu)):
         for nics, nlabel in nets:
             if row.concurrency:
                 p = predict(cfg, dep, Workload(I, O, int(row.concurrency)), spec, var, nics_per_node=nics)
@@ -105,8 +109,9 @@ def ratio_band() -> tuple[float | None, int]:
     """(band, pairs): the band that promises 90% on the out-of-source error of public DSpark /
     no-DSpark ratios (:func:`k3lab.serving.calibration.covering`: None with fewer than 9 pairs) —
     pairs of one GPU, layout, workload, concurrency and kind, with and without DSpark, each predicted
-    by the fit that left its own source out (every family pooled: the ratio tests the draft and
-    verify terms, which all families share). None without enough pairs."""
+    by the fit that left its own repository out (every family pooled: the ratio tests the draft and
+    verify terms, which all families share). None without enough pairs, or where the band is wider
+    than :data:`k3lab.serving.calibration.MAX_BAND_FACTOR` (not validated, like any metric)."""
     rows = {r.id: r for f in committed.fitted_families() for r in committed.fitted_validation(f)
             if r.split == calibration.SPLITS[0]}
     obs = {o.id: o for o in committed.fitted_observations()}
@@ -120,7 +125,8 @@ def ratio_band() -> tuple[float | None, int]:
         errs.append(abs(rows[s.id].log_error - rows[o.id].log_error))
     if not errs:
         return None, 0
-    return calibration.covering(errs), len(errs)
+    b = calibration.covering(errs)
+    return (None if b is None or math.exp(b) > calibration.MAX_BAND_FACTOR else b), len(errs)
 
 
 def _article_mi355x():
@@ -152,7 +158,7 @@ def spec_speedups() -> dict:
     admitted concurrency), lists of (τ, factor) and (τ, factor, concurrency); ``band``
     (:func:`ratio_band`), ``pairs``, ``accept`` (low, high, runs), ``implied_single`` (the τ that
     gives the article's 2.2×), ``base_peak_concurrency`` (the no-DSpark peak's)."""
-    _, lo, hi, n = field.accept_range()
+    _, lo, hi, n = field.accept_range(_MI355X_FAMILY)
     rows, base_pk = _speedups((round(lo, 2), round(hi, 2)))
     band, pairs = ratio_band()
     return {"single": [(r["tau"], r["single"]) for r in rows],

@@ -6,17 +6,24 @@ what the data and the normalisation rules admit), of every kind the model predic
 (they are not in ``data/public_measurements.yaml``).
 
 **Fit**: least squares on ``ln(predicted / published)`` (every point counts by its relative error,
-whatever its unit), over :class:`~k3lab.serving.model.FamilyParams` within :data:`BOUNDS`, from the
-same start each time (scipy's trust-region reflective method: deterministic). A parameter the
+whatever its unit), each point weighted ``1/√n`` for an origin with ``n`` points
+(:func:`origin_weights`: a parameter grid of one repository counts more than one figure, not a
+hundred times more), over :class:`~k3lab.serving.model.FamilyParams` within :data:`BOUNDS`, from
+the same start each time (scipy's trust-region reflective method: deterministic). A parameter the
 family's points cannot move is not fitted (:func:`free_parameters`): the fallback prefill kernel's
-efficiency is tied to the fast kernel's where no run of the family used the fallback.
+efficiency is tied to the fast kernel's where no run of the family used the fallback, the
+scale-out latency to 0 where none spans nodes, the verify-row cost to 0 where none ran DSpark.
+Every observation is timed with its own engine, harness and admission (the run's stated limits,
+else the engine's defaults, capped by the pools: :func:`admitted`).
 
-**Validation**, on points the fit did not see, two ways:
+**Validation**, on points the fit did not see, by whole families of sources (:data:`SPLITS`):
 
-- *leave one source out*: each source (an issue, a PR, a blog; a project's documents of one run
-  together: :func:`k3lab.serving.observations.origin_of`) removed in turn, the family refitted on
-  the rest, that source's points predicted (points of one source share a setup and a build, so
-  leaving out a point at a time would flatter the model);
+- *leave one repository out*: each origin (a repository's issues, pull requests, docs and result
+  files together, :func:`k3lab.serving.observations.origin_of`) removed in turn, the family
+  refitted on the rest, its points predicted (points of one project share a setup and a build, so
+  leaving out a document at a time would flatter the model);
+- *leave one engine out* and *leave one harness out*: the same by engine and by harness, where the
+  family has two or more (how wrong the model is on an engine or a harness it has not seen);
 - *time split*: fitted on the figures dated before the family's median date, tested on the rest
   (builds move: a model fitted on July's runs must say how wrong it is on September's).
 
@@ -24,12 +31,13 @@ A family's **band per metric** (:data:`~k3lab.serving.observations.METRICS`: dec
 the band that promises :data:`COVERAGE` on a new point by split-conformal prediction's rule
 (:func:`covering`: the ⌈(n + 1)·0.9⌉-th smallest out-of-sample error, wider than the in-sample
 quantile when the points are few), on *each* split (:func:`covering_band`): a prediction ``p``
-reads ``[p·e^-band, p·e^band]``. The file records beside it the coverage it reaches on each split.
-A metric with too few out-of-source points to promise it (:data:`MIN_POINTS`) or fewer than
-:data:`MIN_SOURCES` sources, or whose band is wider than :data:`MAX_BAND_FACTOR` (``e^band``), is
+reads ``[p·e^-band, p·e^band]``. The band comes from the repository split, widened to the time
+split's; the file records beside it the coverage it reaches on every split. A metric with too few
+out-of-repository points to promise it (:data:`MIN_POINTS`) or fewer than :data:`MIN_SOURCES`
+independent repositories, or whose band is wider than :data:`MAX_BAND_FACTOR` (``e^band``), is
 **not validated**: ``predict`` and ``compare`` say so and no verdict or price uses it.
 
-The fit and its validation take about a minute, so they are made once, by ``make serving-fit``, and
+The fit and its validation take about twenty seconds, so they are made once, by ``make serving-fit``, and
 committed as ``data/serving_fit.yaml`` (:mod:`k3lab.serving.committed` writes and reads it).
 """
 
@@ -48,21 +56,21 @@ from .observations import KINDS, METRICS, Observation, observations
 #: bandwidth), fixed costs in µs / ms
 BOUNDS = {"hbm_efficiency": (0.05, 0.95), "flop_efficiency": (0.02, 0.8), "layer_overhead_us": (0.0, 400.0),
           "kv_efficiency": (0.02, 0.95), "prefill_attention_efficiency": (0.01, 0.8),
-          "fallback_attention_efficiency": (0.005, 0.8), "request_overhead_ms": (0.0, 500.0),
-          "scale_out_us": (0.0, 500.0)}
+          "fallback_attention_efficiency": (0.0005, 0.8), "request_overhead_ms": (0.0, 500.0),
+          "scale_out_us": (0.0, 500.0), "token_us": (0.0, 20.0), "verify_row_us": (0.0, 50.0)}
 #: the start of every fit, and the typical values the weak prior pulls toward
 START = {"hbm_efficiency": 0.6, "flop_efficiency": 0.3, "layer_overhead_us": 40.0, "kv_efficiency": 0.5,
          "prefill_attention_efficiency": 0.3, "fallback_attention_efficiency": 0.1, "request_overhead_ms": 20.0,
-         "scale_out_us": 20.0}
+         "scale_out_us": 20.0, "token_us": 0.5, "verify_row_us": 1.0}
 SCALE = {"hbm_efficiency": 0.1, "flop_efficiency": 0.1, "layer_overhead_us": 10.0, "kv_efficiency": 0.1,
          "prefill_attention_efficiency": 0.1, "fallback_attention_efficiency": 0.05, "request_overhead_ms": 10.0,
-         "scale_out_us": 10.0}
+         "scale_out_us": 10.0, "token_us": 0.5, "verify_row_us": 1.0}
 #: weight of the weak prior: a parameter at the far end of its bounds costs as much as one point
 #: off by this log error. It keeps a parameter the points barely move (a family without long
 #: prompts says little of prefill attention) near a typical value instead of a bound, so that
 #: leave-one-source-out refits stay comparable; where the points speak, they outweigh it.
 PRIOR_WEIGHT = 1.0
-#: sources a family (and a metric) needs before its out-of-sample error means anything
+#: independent repositories a family (and a metric) needs before its out-of-sample error means anything
 MIN_SOURCES = 2
 #: out-of-sample points a metric needs before a band can promise COVERAGE on a new point (the
 #: smallest n with ⌈(n + 1)·0.9⌉ ≤ n: :func:`covering`)
@@ -71,7 +79,12 @@ MIN_POINTS = 9
 COVERAGE = 0.9
 #: a band wider than this factor (e^band) is not usable: the metric is "not validated"
 MAX_BAND_FACTOR = 2.0
-SPLITS = ("leave_one_source_out", "time_split")
+#: the validation splits: each leaves out a whole family of sources — a repository (a project's
+#: issues, PRs, docs and result files together), an engine, a harness — or the later half in time
+SPLITS = ("leave_one_repository_out", "leave_one_engine_out", "leave_one_harness_out", "time_split")
+#: what each grouping split leaves out together
+GROUPS = {"leave_one_repository_out": lambda o: o.origin, "leave_one_engine_out": lambda o: o.engine,
+          "leave_one_harness_out": lambda o: o.harness_name}
 
 
 def predict_observation(o: Observation, params: FamilyParams) -> float:
@@ -86,9 +99,30 @@ def predict_observation(o: Observation, params: FamilyParams) -> float:
     return t.ttft_s * 1e3
 
 
+def admitted(o: Observation) -> int:
+    """Requests the observation's deployment ran at once: its engine's limit (the run's stated one,
+    else the engine's default) capped by what the KV pool holds at the run's memory fraction
+    (:func:`k3lab.serving.engines.admission`); at least one."""
+    from .engines import admission, mean_lengths
+
+    I, O = mean_lengths(o.workload.input_len, o.workload.output_len, o.harness)
+    a = admission(load_model("kimi-k3"), o.deployment, I + O, o.spec.on, tuple(o.variants), o.kv_dtype,
+                  o.engine_settings)
+    return max(1, a.requests)
+
+
 def _plan(o: Observation):
     return plan(load_model("kimi-k3"), o.deployment, o.workload, o.spec, tuple(o.variants), o.kv_dtype,
-                None, o.prefill_attention)
+                None, o.prefill_attention, o.engine_settings, o.harness, _admitted(o))
+
+
+_ADMITTED: dict = {}
+
+
+def _admitted(o: Observation) -> int:
+    if o.id not in _ADMITTED:
+        _ADMITTED[o.id] = admitted(o)
+    return _ADMITTED[o.id]
 
 
 def free_parameters(obs: list[Observation]) -> tuple[str, ...]:
@@ -100,6 +134,8 @@ def free_parameters(obs: list[Observation]) -> tuple[str, ...]:
         names.remove("fallback_attention_efficiency")
     if not any(spans_nodes(o.deployment) for o in obs):
         names.remove("scale_out_us")
+    if not any(o.spec.on and o.kind != "ttft_ms" for o in obs):
+        names.remove("verify_row_us")
     return tuple(names)
 
 
@@ -122,6 +158,7 @@ def fit(obs: list[Observation], family: str) -> FamilyParams:
     plans = [_plan(o) for o in pts]
     kinds = [o.kind for o in pts]
     logv = np.log([o.value for o in pts])
+    weight = np.array(origin_weights(pts))
 
     def residuals(x):
         p = _params(family, names, x)
@@ -131,7 +168,7 @@ def fit(obs: list[Observation], family: str) -> FamilyParams:
             v = (t.output_tok_s if k == "output_tok_s" else 1e3 * (t.tpot_s if k == "tpot_ms" else
                  t.step_s if k == "itl_ms" else t.ttft_s))
             out[i] = math.log(v)
-        return out - logv
+        return (out - logv) * weight
 
     prior = np.array([PRIOR_WEIGHT / (BOUNDS[n][1] - BOUNDS[n][0]) for n in names])
     x0 = np.array([START[n] for n in names])
@@ -139,6 +176,18 @@ def fit(obs: list[Observation], family: str) -> FamilyParams:
                                                                      [BOUNDS[n][1] for n in names]),
                       method="trf", x_scale=[SCALE[n] for n in names], xtol=1e-10, ftol=1e-10)
     return _params(family, names, r.x)
+
+
+def origin_weights(obs: list[Observation]) -> list[float]:
+    """Each point's weight in the fit: ``1/√n`` for an origin with ``n`` points, scaled so the
+    weights' squares average 1 — an origin with many figures of one setup (a parameter grid) counts
+    more than one with few, but not in proportion, so one repository cannot own the fit."""
+    n = {}
+    for o in obs:
+        n[o.origin] = n.get(o.origin, 0) + 1
+    w = [1 / math.sqrt(n[o.origin]) for o in obs]
+    scale = math.sqrt(len(w) / sum(x * x for x in w)) if w else 1.0
+    return [x * scale for x in w]
 
 
 def family_observations(family: str) -> list[Observation]:
@@ -183,7 +232,9 @@ def calibrated(family: str) -> FamilyParams:
 
 @data.cached
 def validation(family: str) -> Validation:
-    """Leave-one-source-out and time-split predictions of ``family``'s observations (cached)."""
+    """Out-of-sample predictions of ``family``'s observations on every split of :data:`SPLITS`
+    (cached): each group left out in turn (a family with one group has nothing to leave out on
+    that split), and the time split."""
     obs = family_observations(family)
     rows = []
 
@@ -195,11 +246,15 @@ def validation(family: str) -> Validation:
             pred = predict_observation(o, p)
             rows.append((o, pred, math.log(pred / o.value), split))
 
-    for s in sorted({o.origin for o in obs}):
-        held_out([o for o in obs if o.origin != s], [o for o in obs if o.origin == s], SPLITS[0])
+    for split, key in GROUPS.items():
+        groups = sorted({key(o) for o in obs})
+        if len(groups) < 2:
+            continue
+        for g in groups:
+            held_out([o for o in obs if key(o) != g], [o for o in obs if key(o) == g], split)
     d = split_date(obs)
     if d is not None:
-        held_out([o for o in obs if o.date and o.date < d], [o for o in obs if not o.date or o.date >= d], SPLITS[1])
+        held_out([o for o in obs if o.date and o.date < d], [o for o in obs if not o.date or o.date >= d], SPLITS[-1])
     rows.sort(key=lambda r: (SPLITS.index(r[3]), r[0].id))
     return Validation(family, tuple(rows), d)
 
@@ -250,10 +305,13 @@ class MetricBand:
 
 def covering_band(family: str, metric: str) -> MetricBand:
     """The band of ``family`` for ``metric`` (see the module docstring): the conformal band
-    (:func:`covering`) of the leave-one-source-out errors, widened to the time split's where that
-    split has enough points to promise one, or to its largest error where it has fewer (a floor:
-    the model erred that much on later figures). Not validated with fewer than
-    :data:`MIN_SOURCES` sources or too few points to promise :data:`COVERAGE`."""
+    (:func:`covering`) of the leave-one-repository-out errors, widened to the time split's where
+    that split has enough points to promise one, or to its largest error where it has fewer (a
+    floor: the model erred that much on later figures). Not validated with fewer than
+    :data:`MIN_SOURCES` independent repositories or too few points to promise :data:`COVERAGE`.
+    The engine and harness splits are reported beside it (their coverage), not folded in: a
+    question on an engine or harness the family never measured is outside the validated domain
+    (:func:`k3lab.serving.predict.domain_gaps`)."""
     v = validation(family)
     errs = {s: v.errors(metric, s) for s in SPLITS}
     srcs = {o.origin for o, _, _, s in v.rows if o.metric == metric and s == SPLITS[0]}
@@ -261,10 +319,10 @@ def covering_band(family: str, metric: str) -> MetricBand:
     loso = errs[SPLITS[0]]
     b = covering(loso) if loso else None
     if b is None or len(srcs) < MIN_SOURCES:
-        return MetricBand(metric, None, False, f"{len(loso)} out-of-source points from {len(srcs)} sources "
-                          f"cannot promise {COVERAGE:.0%} on a new source (needs {MIN_POINTS} from {MIN_SOURCES})",
+        return MetricBand(metric, None, False, f"{len(loso)} out-of-repository points from {len(srcs)} repositories "
+                          f"cannot promise {COVERAGE:.0%} on a new one (needs {MIN_POINTS} from {MIN_SOURCES})",
                           points, {s: math.nan for s in SPLITS})
-    later = errs[SPLITS[1]]
+    later = errs[SPLITS[-1]]
     if later:
         t = covering(later)
         b = max(b, max(later) if t is None else t)
@@ -287,7 +345,7 @@ def summary():
         for m in METRICS:
             mb = covering_band(f, m)
             e = v.errors(m)
-            rows.append({"family": f, "metric": m, "sources": len({o.source for o in obs if o.metric == m}),
+            rows.append({"family": f, "metric": m, "repositories": len({o.origin for o in obs if o.metric == m}),
                          "calibration_points": sum(1 for o in obs if o.metric == m),
                          "band_factor": mb.factor if mb.factor is not None else math.nan,
                          "nominal": COVERAGE,

@@ -20,7 +20,9 @@ from ..setting_traps import setting_traps
 from ..spelling import did_you_mean
 from ..specs import Deployment, known_gpus, load_model, parse_layout
 from . import field, slo
+from .engines import ARRIVALS, ENGINES, LENGTHS, Engine, Harness
 from .model import SPEC_ALGORITHMS, Spec, Workload
+from .observations import family_of
 from .predict import Prediction, predict
 from .slo import SLO
 
@@ -57,7 +59,30 @@ def _parser() -> OneLineParser:
                     help=help_text("tokens emitted per verify step with --spec dspark; default: the median of the "
                                    "acceptance lengths public Kimi K3 runs measured, the band spanning their "
                                    "10th-90th percentiles", "accept_len"))
+    ap.add_argument("--block-size", type=arg("requests", "--block-size"), default=None,
+                    help=help_text("DSpark draft tokens per step (sglang --speculative-dspark-block-size; default: "
+                                   "the draft's)", "requests"))
     ap.add_argument("--kv-dtype", default="bf16", choices=("bf16", "fp8"))
+    ap.add_argument("--engine", default="sglang", choices=ENGINES,
+                    help="the serving engine: its scheduler and admission defaults (default sglang)")
+    ap.add_argument("--max-running-requests", type=arg("requests", "--max-running-requests"), default=None,
+                    help=help_text("the engine's request limit as the run sets it (sglang --max-running-requests, "
+                                   "vLLM/ATOM --max-num-seqs; default: the engine's)", "requests"))
+    ap.add_argument("--max-batched-tokens", type=arg("tokens", "--max-batched-tokens"), default=None,
+                    help=help_text("tokens a forward pass takes (sglang --chunked-prefill-size, vLLM "
+                                   "--max-num-batched-tokens)", "tokens"))
+    ap.add_argument("--mem-fraction", type=arg("fraction", "--mem-fraction"), default=None,
+                    help=help_text("the engine's memory fraction (sglang --mem-fraction-static, vLLM "
+                                   "--gpu-memory-utilization)", "fraction"))
+    ap.add_argument("--arrival", default=None, choices=ARRIVALS,
+                    help="how the benchmark sends requests (closed_loop: c clients started together; default: the "
+                         "engine's usual harness, data/serving_model.yaml)")
+    ap.add_argument("--lengths", default=None, choices=LENGTHS,
+                    help="prompt and output lengths: fixed, uniform (with --range-ratio), dataset (default: the "
+                         "engine's usual harness: fixed for sglang and vLLM, uniform 0.8 for ATOM's recipes)")
+    ap.add_argument("--range-ratio", type=arg("range_ratio", "--range-ratio"), default=None,
+                    help=help_text("with --lengths uniform: the low end as a share of the stated length (e.g. 0.8)",
+                                   "range_ratio"))
     ap.add_argument("--json", action="store_true", help="print JSON")
     return ap
 
@@ -84,17 +109,21 @@ def _deployment(args) -> tuple[Deployment, tuple]:
     return Deployment(args.gpu.lower(), args.gpus, args.tp, args.pp, dcp=args.dcp), variants
 
 
-def _spec(args) -> tuple[Spec, tuple | None, str]:
-    """(the speculative setting, the acceptance range its answer spans, how it was chosen)."""
+def _spec(args, gpu: str) -> tuple[Spec, tuple | None, str]:
+    """(the speculative setting, the acceptance range its answer spans, how it was chosen): DSpark
+    without --accept-len takes the GPU family's own public runs (every run's where it has none)."""
     if args.spec == "none":
-        if args.accept_len is not None:
-            raise ValueError("--accept-len needs --spec dspark")
+        if args.accept_len is not None or args.block_size is not None:
+            raise ValueError("--accept-len and --block-size need --spec dspark")
         return Spec(), None, ""
     if args.accept_len is not None:
-        return Spec(args.spec, args.accept_len), None, f"{args.accept_len:g} tokens per verify step (--accept-len)"
-    mid, lo, hi, n = field.accept_range()
-    return (Spec(args.spec, mid), (lo, hi),
-            f"{mid:g} tokens per verify step, the median of {n} public Kimi K3 runs (band spans their "
+        return (Spec(args.spec, args.accept_len, args.block_size), None,
+                f"{args.accept_len:g} tokens per verify step (--accept-len)")
+    fam = family_of(gpu)
+    mid, lo, hi, n = field.accept_range(fam)
+    whose = f"{fam}'s own" if n < len(field.accept_lengths()) else "every family's"
+    return (Spec(args.spec, mid, args.block_size), (lo, hi),
+            f"{mid:g} tokens per verify step, the median of {n} public Kimi K3 runs ({whose}; band spans their "
             f"10th-90th percentiles, {lo:g}-{hi:g}; --accept-len sets one)")
 
 
@@ -121,10 +150,11 @@ def format_prediction(p: Prediction, accept_note: str = "") -> str:
         b = p.band_of(kind)
         return "not validated" if b is None else f"±{math.expm1(b):.0%}"
 
-    head = [f"kimi-k3 on {p.layout} — sglang settings: {', '.join(p.variants) or 'defaults'}",
+    head = [f"kimi-k3 on {p.layout} — {p.engine} ({p.regime} regime: {p.harness.arrival} arrivals, "
+            f"{p.harness.lengths} lengths), settings: {', '.join(p.variants) or 'defaults'}",
             f"  workload: {p.input_len:,} in / {p.output_len:,} out, concurrency {p.concurrency:,}"
-            + (f" (asked {p.concurrency_asked:,}; the pools admit {p.admitted:,})" if p.concurrency < p.concurrency_asked
-               else f" (the pools admit {p.admitted:,})")
+            + (f" running (asked {p.concurrency_asked:,}: the engine admits {p.admitted:,}, the rest queue and wait "
+               "in the TTFT)" if p.concurrency < p.concurrency_asked else f" (the engine admits {p.admitted:,})")
             + (f", DSpark at {accept_note}" if p.spec_on else ", no speculative decoding"),
             f"  serving model of family {p.family}; bands = the out-of-sample error that holds 90% of public runs "
             f"the fit did not see: {'DSpark' if p.spec_on else 'decode'} {band_word('output_tok_s')}, "
@@ -153,7 +183,7 @@ def format_prediction(p: Prediction, accept_note: str = "") -> str:
     tail = ["", f"  A model, not a measurement: weights stream at {pr.hbm_efficiency:.0%} of peak HBM bandwidth, "
                 f"GEMMs at {pr.flop_efficiency:.0%} of peak FLOP/s, decode attention reads KV at {pr.kv_efficiency:.0%}, "
                 f"{pr.layer_overhead_us:.0f} µs per layer per pass, {pr.request_overhead_ms:.0f} ms per request "
-                f"(fitted on public data; means of a closed-loop benchmark, no percentiles)."]
+                f"(fitted on public data; means of the benchmark, no percentiles)."]
     return "\n".join(head + body + near + tail)
 
 
@@ -169,18 +199,24 @@ def cli_main(argv: list[str] | None = None) -> int:
         if unknown:
             raise ValueError(f"unknown variant(s) {unknown}{did_you_mean(unknown[0], VARIANTS)}; known: "
                              f"{', '.join(VARIANTS)}")
-        spec, accept, accept_note = _spec(args)
+        spec, accept, accept_note = _spec(args, dep.gpu)
+        engine = Engine(args.engine, args.max_running_requests, args.max_batched_tokens, args.mem_fraction)
+        if (args.lengths == "uniform") != (args.range_ratio is not None):
+            raise ValueError("--range-ratio goes with --lengths uniform (and only with it)")
+        harness = (None if args.arrival is None and args.lengths is None
+                   else Harness(args.arrival or "closed_loop", args.lengths or "fixed", args.range_ratio))
         target, cfg = slo.from_args(args), load_model(args.model)
         if args.concurrency is None and not target.active:
             raise ValueError("give --concurrency C, or a latency target (--max-tpot MS, --max-ttft MS or "
                              "--min-tok-s-per-user N) to find the highest concurrency that meets it")
         op = slo.operating_point(cfg, dep, args.input_len, args.output_len, target, spec, variants, args.kv_dtype,
-                                 accept_range=accept) if target.active else None
+                                 args.mem_fraction, accept_range=accept, engine=engine,
+                                 harness=harness) if target.active else None
         if args.concurrency is None and op.point is None:
             raise ValueError(f"{dep.label}: {op.why}")
         c = op.point.concurrency if args.concurrency is None else args.concurrency
         p = predict(cfg, dep, Workload(args.input_len, args.output_len, c), spec, variants, args.kv_dtype,
-                    accept_range=accept)
+                    args.mem_fraction, accept_range=accept, engine=engine, harness=harness)
         traps = setting_traps(cfg, dep, args.input_len, args.output_len, variants, args.kv_dtype, slo=target)
     except (ValueError, OverflowError) as e:
         print(f"k3lab predict: error: {e}", file=sys.stderr)

@@ -1,8 +1,9 @@
-"""The committed fit, ``data/serving_fit.yaml``: what ``make serving-fit`` writes from
-:mod:`k3lab.serving.calibration` (every family's parameters, bands per metric with their coverage,
-out-of-sample predictions, the observations, the field's DSpark acceptance lengths,
-aiconfigurator beside the model) with the sha256 of every input, and what ``predict``, ``compare``
-and the findings read back. :func:`fitted` refuses the file, in one line, when an input changed since
+"""The committed fit: what ``make serving-fit`` writes from :mod:`k3lab.serving.calibration`, with
+the sha256 of every input, in two files — ``data/serving_fit.yaml`` (every family's parameters,
+bands per metric with their coverage, the observations, the field's DSpark acceptance lengths:
+what ``predict``, ``compare`` and the findings read, kept small so that ``predict`` stays under a
+second) and ``data/serving_validation.yaml`` (the out-of-sample predictions of every split,
+aiconfigurator beside the model, the held-out repository: what the notebooks and tests read). :func:`fitted` refuses the file, in one line, when an input changed since
 or another model version made it (``tests/test_serving_fit.py`` refits and compares).
 """
 
@@ -20,7 +21,7 @@ from .observations import METRICS, observations
 FIT_INPUTS = ("public_measurements.yaml", "serving_model.yaml", "hardware.yaml", "sglang_sharding.yaml",
               "model/kimi_k3_config.json", "model/storage_overrides.yaml", "model/kimi_k3_dspark_draft.yaml")
 #: bumped whenever the model's equations change (the refit test catches a forgotten bump)
-MODEL_VERSION = "2"
+MODEL_VERSION = "3"
 
 
 
@@ -43,14 +44,16 @@ def _r(x: float, nd: int = 9) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(x, nd)
 
 
-def fit_document(date: str, command: str) -> dict:
-    """The content of ``data/serving_fit.yaml``: every family's parameters, bands per metric with
-    their coverage, out-of-sample predictions, the observations, and the input hashes."""
+def fit_document(date: str, command: str) -> tuple[dict, dict]:
+    """The contents of ``data/serving_fit.yaml`` (what ``predict`` reads: every family's parameters,
+    bands per metric with their coverage, the observations, the acceptance lengths, the input
+    hashes) and ``data/serving_validation.yaml`` (what the notebooks and tests read: every family's
+    out-of-sample predictions, aiconfigurator beside the model, the held-out repository)."""
     import scipy
 
     from .observations import measured_accept_lengths
 
-    fams = {}
+    fams, rows = {}, {}
     for f in families():
         p = calibrated(f)
         obs = family_observations(f)
@@ -65,22 +68,51 @@ def fit_document(date: str, command: str) -> dict:
                    "sources": len({o.source for o in obs}),
                    "calibration_points": len(obs),
                    "time_split_date": v.split_date,
-                   "bands": bands,
-                   "validation": [{"id": o.id, "source": o.source, "gpu": o.gpu, "kind": o.kind, "metric": o.metric,
-                                   "split": s, "published": o.value, "predicted_out_of_sample": round(pred, 9),
-                                   "log_error": round(e, 9)} for o, pred, e, s in v.rows]}
-    obs = [{"id": o.id, "source": o.source, "origin": o.origin, "date": o.date, "family": o.family, "gpu": o.gpu, "engine": o.engine,
-            "build": o.build, "layout": o.deployment.label, "variants": list(o.variants),
+                   "bands": bands}
+        rows[f] = [{"id": o.id, "source": o.source, "gpu": o.gpu, "kind": o.kind, "metric": o.metric,
+                    "split": s, "published": o.value, "predicted_out_of_sample": round(pred, 9),
+                    "log_error": round(e, 9)} for o, pred, e, s in v.rows]
+    from .calibration import _admitted
+    from .engines import regime
+
+    obs = [{"id": o.id, "source": o.source, "origin": o.origin, "date": o.date, "family": o.family, "gpu": o.gpu,
+            "engine": o.engine, "harness": o.harness_name, "regime": regime(o.engine_settings, o.harness),
+            "admitted": _admitted(o), "kv_dtype": o.kv_dtype, "tp": o.deployment.tp, "pp": o.deployment.pp,
+            "dcp": o.deployment.dcp, "ep": bool(o.deployment.ep), "block": o.spec.block, "build": o.build, "layout": o.deployment.label, "variants": list(o.variants),
             "prefill_attention": o.prefill_attention, "input_len": o.workload.input_len,
             "output_len": o.workload.output_len, "concurrency": o.workload.concurrency, "spec": o.spec.algorithm,
             "accept_len": o.spec.accept_len, "kind": o.kind, "metric": o.metric, "value": o.value,
             "fitted": round(predict_observation(o, calibrated(o.family)), 6), "normalisation": o.normalisation,
             "spans_nodes": spans_nodes(o.deployment)} for o in observations()]
-    return {"generated": {"date": date, "command": command, "model_version": MODEL_VERSION,
-                          "scipy": scipy.__version__},
-            "inputs": input_hashes(), "families": fams, "observations": obs,
-            "accept_lengths": [{"id": i, "value": v} for i, v in measured_accept_lengths()],
-            "aiconfigurator": aiconfigurator_rows()}
+    gen = {"date": date, "command": command, "model_version": MODEL_VERSION, "scipy": scipy.__version__}
+    fit = {"generated": gen, "inputs": input_hashes(), "families": fams, "observations": obs,
+           "accept_lengths": [{"id": i, "family": f, "value": v} for i, f, v in measured_accept_lengths()]}
+    return fit, {"generated": gen, "inputs": input_hashes(), "validation": rows,
+                 "aiconfigurator": aiconfigurator_rows(), "held_out": held_out_rows()}
+
+
+#: where the held-out repository's figures are predicted from when their own family has no fit: the
+#: nearest fitted family of the same vendor's stack (its efficiencies on the held-out GPU's own peaks)
+HELD_OUT_PROXY = {"nvidia-hopper": "nvidia-blackwell"}
+
+
+def held_out_rows() -> list[dict]:
+    """The model on the repository found last and kept out of the fit
+    (:func:`k3lab.serving.observations.held_out`), each figure predicted with its family's fit or,
+    where its family has none, :data:`HELD_OUT_PROXY`'s → rows of id, family, params, kind, metric,
+    published, predicted, log_error."""
+    from .observations import held_out
+
+    out = []
+    for o in held_out():
+        fam = o.family if o.family in families() else HELD_OUT_PROXY.get(o.family)
+        if fam is None:
+            continue
+        p = calibrated(fam)
+        pred = predict_observation(o, FamilyParams(o.family, **{k: getattr(p, k) for k in FamilyParams.NAMES}))
+        out.append({"id": o.id, "family": o.family, "params": fam, "kind": o.kind, "metric": o.metric,
+                    "published": o.value, "predicted": round(pred, 9), "log_error": round(math.log(pred / o.value), 9)})
+    return out
 
 
 #: GPUs aiconfigurator has measured kernel data for (its "silicon" mode)
@@ -121,22 +153,37 @@ def aiconfigurator_rows(progress: bool = True) -> list[dict]:
 
 
 def write_fit(path, date: str, command: str) -> None:
-    """Write :func:`fit_document` as YAML to ``path`` (atomically)."""
+    """Write :func:`fit_document` as YAML to ``path`` and ``serving_validation.yaml`` beside it
+    (atomically each)."""
     import yaml
 
     from .. import io
 
-    text = ("# The serving model's fit (k3lab.serving.calibration), generated by `make serving-fit`.\n"
-            "# Do not edit: regenerate when an input file changes (k3lab refuses a stale fit).\n"
-            + yaml.safe_dump(fit_document(date, command), sort_keys=False, allow_unicode=True, width=120))
-    io.write_text(path, text)
+    fit, val = fit_document(date, command)
+    for p, doc, what in ((path, fit, "fit"), (path.parent / "serving_validation.yaml", val, "validation")):
+        text = (f"# The serving model's {what} (k3lab.serving.calibration), generated by `make serving-fit`.\n"
+                "# Do not edit: regenerate when an input file changes (k3lab refuses a stale fit).\n"
+                + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120))
+        io.write_text(p, text)
 
 
 @data.cached
 def _fitted_doc():
-    doc = data.load("serving_fit")
+    return _checked("serving_fit")
+
+
+@data.cached
+def _validation_doc():
+    return _checked("serving_validation")
+
+
+def _checked(name: str):
+    """The committed document ``name`` (``serving_fit`` or ``serving_validation``), refused in one
+    line when another model version made it or an input changed since."""
+    doc = data.load(name)
+    fname = data.SCHEMAS[name][0]
     if doc.generated.get("model_version") != MODEL_VERSION:
-        raise data.DataError(f"data/serving_fit.yaml: made by serving model version "
+        raise data.DataError(f"data/{fname}: made by serving model version "
                              f"{doc.generated.get('model_version')!r}, this code is {MODEL_VERSION!r}; run `make serving-fit`")
     now = input_hashes()
     stale = [k for k in FIT_INPUTS if doc.inputs.get(k) != now[k]]
@@ -150,7 +197,7 @@ def _fitted_doc():
 
             load_model(next(m for m, f in MODEL_FILES.items() if f == k.split("/", 1)[1]))
     if stale:
-        raise data.DataError(f"data/serving_fit.yaml: stale, data/{stale[0]} changed since the fit; run `make serving-fit`")
+        raise data.DataError(f"data/{fname}: stale, data/{stale[0]} changed since the fit; run `make serving-fit`")
     return doc
 
 
@@ -191,10 +238,15 @@ def fitted_observations():
 
 def fitted_aiconfigurator():
     """The committed rows of NVIDIA aiconfigurator beside the model on the same public NVIDIA
-    figures (:func:`aiconfigurator_rows`, rows of serving_fit.yaml)."""
-    return _fitted_doc().aiconfigurator
+    figures (:func:`aiconfigurator_rows`, rows of serving_validation.yaml)."""
+    return _validation_doc().aiconfigurator
 
 
 def fitted_validation(family: str):
-    """The committed out-of-sample predictions of a family (rows of serving_fit.yaml)."""
-    return _fitted_doc().families[family].validation
+    """The committed out-of-sample predictions of a family (rows of serving_validation.yaml)."""
+    return _validation_doc().validation.get(family, [])
+
+
+def fitted_held_out():
+    """The committed predictions of the held-out repository's figures (:func:`held_out_rows`)."""
+    return _validation_doc().held_out

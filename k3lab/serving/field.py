@@ -23,24 +23,28 @@ def matching(gpu: str, num_gpus: int, tp: int, input_len: int, output_len: int, 
             and (o.spec != "none") == spec_on and o.layout.startswith(f"{num_gpus}×{gpu.upper()} TP{tp}")]
 
 
-def accept_lengths() -> list[tuple[str, float]]:
+def accept_lengths(family: str | None = None) -> list[tuple[str, float]]:
     """:func:`k3lab.serving.observations.measured_accept_lengths` as the committed fit recorded them (``data/serving_fit.yaml``,
     refused when stale): the same list without parsing the 1.6 MB of public measurements, so that
-    ``predict`` stays quick."""
+    ``predict`` stays quick. ``family``: only that GPU family's runs (its kernels and its public
+    runs' prompts), where it has any; every run's otherwise."""
     from .committed import fitted_accept_lengths
 
-    return [(r.id, r.value) for r in fitted_accept_lengths()]
+    rows = fitted_accept_lengths()
+    mine = [r for r in rows if family is not None and r.family == family]
+    return [(r.id, r.value) for r in (mine or rows)]
 
 
 #: percentiles of the field's measured acceptance lengths that bound a DSpark question
 ACCEPT_PERCENTILES = (0.1, 0.9)
 
 
-def accept_range() -> tuple[float, float, float, int]:
+def accept_range(family: str | None = None) -> tuple[float, float, float, int]:
     """(median, low, high, runs): the median and the 10th / 90th percentiles of the DSpark
-    acceptance lengths public Kimi K3 runs measured (:func:`accept_lengths`), rounded to 0.01
-    token: what a DSpark question uses when it states none (the article states none either)."""
-    vals = [v for _, v in accept_lengths()]
+    acceptance lengths public Kimi K3 runs measured (:func:`accept_lengths`: the GPU family's own
+    where it has any), rounded to 0.01 token: what a DSpark question uses when it states none (the
+    article states none either)."""
+    vals = [v for _, v in accept_lengths(family)]
     if not vals:
         raise data.DataError("data/public_measurements.yaml: no measured DSpark acceptance length")
     mid, lo, hi = (round(quantile(vals, q), 2) for q in (0.5, *ACCEPT_PERCENTILES))
@@ -58,24 +62,27 @@ def figure(measurement_id: str):
 
 def spec_pairs(kind: str = "output_tok_s", concurrency: int | None = None) -> list[tuple]:
     """Public DSpark-vs-no-DSpark pairs: figures of one GPU, layout, workload, concurrency and
-    kind measured with and without DSpark (:func:`k3lab.serving.observations.observations`, read
-    from ``data/public_measurements.yaml``), optionally at one ``concurrency`` → list of
-    (no-DSpark Observation, DSpark Observation, speed-up: DSpark ÷ no-DSpark tok/s, or no-DSpark
-    ÷ DSpark ms), sorted by GPU, layout and ids."""
+    kind measured with and without DSpark by one project (the same repository: one build and
+    harness), the DSpark figure of the same source preferred (the run measured with it), optionally
+    at one ``concurrency`` (:func:`k3lab.serving.observations.observations`, read from
+    ``data/public_measurements.yaml``) → list of (no-DSpark Observation, DSpark Observation,
+    speed-up: DSpark ÷ no-DSpark tok/s, or no-DSpark ÷ DSpark ms), sorted by GPU, layout and ids."""
     from .observations import observations
 
     def key(o):
-        return (o.gpu, o.deployment.label, o.workload.input_len, o.workload.output_len, o.workload.concurrency, o.kind)
+        return (o.origin, o.gpu, o.deployment.label, o.workload.input_len, o.workload.output_len,
+                o.workload.concurrency, o.kind)
 
     obs = [o for o in observations() if o.kind == kind
            and (concurrency is None or o.workload.concurrency == concurrency)]
     spec = {}
     for o in obs:
         if o.spec.algorithm == "dspark":
-            spec.setdefault(key(o), o)
+            spec.setdefault(key(o), []).append(o)
     out = []
     for o in obs:
-        s = spec.get(key(o)) if o.spec.algorithm == "none" else None
-        if s is not None:
+        cands = spec.get(key(o), []) if o.spec.algorithm == "none" else []
+        if cands:
+            s = next((c for c in cands if c.source == o.source), cands[0])
             out.append((o, s, s.value / o.value if kind.endswith("tok_s") else o.value / s.value))
     return sorted(out, key=lambda p: (p[0].gpu, p[0].deployment.label, p[0].id, p[1].id))

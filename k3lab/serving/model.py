@@ -25,24 +25,36 @@ through the target, so its GEMMs turn compute-bound once the batch grows.
 ``request_overhead_ms`` a fixed cost per request before its first token (HTTP, tokenising,
 scheduling, the first token's sampling and detokenising).
 
-**The benchmark** is ``sglang.bench_serving``'s closed loop over a fixed-length random workload
-(``--random-range-ratio 1``): ``c`` requests in flight per replica, each of ``I`` prompt and ``O``
-output tokens. sglang's scheduler runs a waiting prefill before the next decode step ("Run
-prefill first if possible": ``Scheduler.get_next_batch_to_run``, ``sglang/srt/managers/scheduler.py``,
-0.5.16 and 0.5.23) and packs waiting prompts first-come-first-served into batches of at most
-``--chunked-prefill-size`` tokens, splitting the prompt that does not fit (``PrefillAdder``,
-``schedule_policy.py``; mixed prefill/decode batches are off by default, ``--enable-mixed-chunk``).
-Requests with equal lengths that start together finish together, so the loop runs in *cohorts*::
+**The benchmark** (model version 3) takes the engine and the harness as inputs
+(:mod:`k3lab.serving.engines`): ``c`` clients in flight per replica, each request ``I`` prompt and
+``O`` output tokens (the means, for random lengths), at most ``n = min(c, admitted)`` of them
+running (the rest queue: Little's law adds ``(c − n) / X`` to their TTFT, ``X`` the requests
+finished per second). Three regimes (:data:`k3lab.serving.engines.REGIMES`), each in
+:mod:`k3lab.serving.regimes`:
 
-    burst    = the cohort's c prompts in chunks of C tokens, one forward pass each
+- ``cohort`` (sglang's ``bench_serving`` over fixed lengths): prefill first ("Run prefill first if
+  possible": ``Scheduler.get_next_batch_to_run``, ``sglang/srt/managers/scheduler.py``, 0.5.16 and
+  0.5.23), waiting prompts packed first-come-first-served into chunks of the engine's token budget
+  (``PrefillAdder``, ``schedule_policy.py``), so equal requests started together finish together::
+
+    burst    = the cohort's n prompts in chunks, one forward pass each
     TTFT_j   = request_overhead + the chunks up to the one holding request j's last prompt token
-    cycle    = request_overhead + burst + (O − 1) / accept_len · t_step(c)
-    output tok/s (deployment) = busy replicas · c · O / cycle
+    cycle    = request_overhead + burst + (O − 1) / accept_len · t_step(n)
     TPOT_j   = (cycle − TTFT_j) / (O − 1)                      (bench_serving's definition)
 
-so one long prompt's TTFT is its whole prefill, TTFT grows with concurrency (a request waits for the
-chunks ahead of it), and TPOT carries the rest of its cohort's prefills. Fewer requests than replicas
-leave replicas idle: ``c`` is never below one request per busy replica.
+- ``staggered`` (a prefill-first engine under spread-out arrivals): in steady state each request's
+  prefill (``p``, alone) interrupts the decodes; with ``X = n / L`` requests a second, decode gets
+  ``1 − X·p`` of the time: ``TPOT = t_step / (accept_len · (1 − X·p))``, ``TTFT = overhead + t_step / 2 +
+  p`` plus the wait behind other prefills (M/D/1: ``X·p² / (2(1 − X·p))``), ``L = TTFT + (O − 1)·TPOT``;
+- ``mixed`` (vLLM): a prompt's chunks ride in the decode steps inside the token budget ``B``; a step
+  over ``D`` decodes and ``X·I·t`` prompt tokens takes ``t``; TTFT is the wait for the next step plus
+  one step per chunk, until the budget saturates and prompts queue.
+
+A verify step (DSpark) runs ``block + 1`` rows per request through the target; sglang runs it as an
+extend batch (``ForwardMode.is_extend`` counts ``TARGET_VERIFY``, ``model_executor/forward_batch_info.py``), so its
+attention runs in the prefill (extend) kernel over each request's prefix — the Triton fallback on a
+run that stated ``--attention-backend triton``, where it is what makes small-batch speculation a
+net loss at long context.
 
 Every term a parameter multiplies is computed once per question (:func:`plan`, cached), so a
 timing under new parameters (:func:`timing`) is arithmetic: the fit evaluates it many thousand times.
@@ -57,53 +69,18 @@ from dataclasses import dataclass
 
 from .. import data
 from ..model.sharding import Setting, setting_for
-from ..model.step import StepTerms, decode_terms, draft_terms, microbatches, prefill_terms
+from ..model.step import decode_terms, draft_terms, microbatches, prefill_terms
 from ..specs import Deployment, ModelConfig
+from .engines import COHORT_HARNESS, SGLANG, Engine, Harness, mean_lengths, regime
+from .passes import (IDEAL, BenchmarkPlan, FamilyParams, PassCost, Timing, pass_cost, pass_seconds,  # noqa: F401
+                     scale_out_events, spans_nodes)
+from .regimes import timing as regime_timing
 
 SPEC_ALGORITHMS = ("none", "dspark")
 #: MLA prefill attention kernels: ``fast`` (FlashInfer / TRT-LLM MLA on CUDA, AITER's ASM MLA
 #: prefill on ROCm) or ``fallback`` (the generic Triton extend-attention sglang ran on ROCm while
 #: AITER refused 12 heads per rank: finding 3)
 PREFILL_ATTENTION = ("fast", "fallback")
-
-
-@dataclass(frozen=True)
-class FamilyParams:
-    """The fitted parameters of one GPU family (every GPU of the family shares them).
-
-    ``hbm_efficiency``: achieved fraction of HBM bandwidth streaming weights (0, 1];
-    ``flop_efficiency``: achieved fraction of the dense BF16 / FP8 peaks in GEMMs (0, 1];
-    ``layer_overhead_us``: fixed µs per decoder layer per forward pass (≥ 0);
-    ``kv_efficiency``: achieved fraction of HBM bandwidth of decode attention reading the KV
-    cache and KDA state (0, 1]; ``prefill_attention_efficiency``: achieved fraction of the BF16
-    peak of the MLA prefill attention kernel (0, 1]; ``fallback_attention_efficiency``: the same
-    for the fallback kernel (families without one: equal to the fast kernel's);
-    ``request_overhead_ms``: fixed ms per request before its first token (≥ 0);
-    ``scale_out_us``: fixed µs per collective that crosses nodes (a TP group or a pipeline
-    spanning nodes over RoCE / InfiniBand: the network's small-message latency, far above
-    NCCL's per-hop constant; families without a run that spans nodes: 0, and the question is
-    outside their validated domain)."""
-
-    family: str
-    hbm_efficiency: float
-    flop_efficiency: float
-    layer_overhead_us: float
-    kv_efficiency: float = 1.0
-    prefill_attention_efficiency: float = 1.0
-    fallback_attention_efficiency: float = 1.0
-    request_overhead_ms: float = 0.0
-    scale_out_us: float = 0.0
-
-    NAMES = ("hbm_efficiency", "flop_efficiency", "layer_overhead_us", "kv_efficiency",
-             "prefill_attention_efficiency", "fallback_attention_efficiency", "request_overhead_ms",
-             "scale_out_us")
-
-    def as_tuple(self) -> tuple[float, ...]:
-        return tuple(getattr(self, k) for k in self.NAMES)
-
-
-#: the roofline as a FamilyParams: ideal kernels, no fixed cost
-IDEAL = FamilyParams("ideal", 1.0, 1.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -132,6 +109,8 @@ class Spec:
 
     algorithm: str = "none"
     accept_len: float = 1.0
+    #: draft tokens a step proposes (sglang ``--speculative-dspark-block-size``); None: the draft's own
+    block: int | None = None
 
     def __post_init__(self):
         if self.algorithm not in SPEC_ALGORITHMS:
@@ -139,14 +118,23 @@ class Spec:
         a = data.check_finite("accept_len", self.accept_len)
         if self.algorithm == "none" and a != 1.0:
             raise ValueError(f"accept_len {a:g} needs a speculative algorithm (got 'none')")
+        if self.block is not None:
+            data.check_count("block", self.block)
+            if self.algorithm == "none":
+                raise ValueError("a draft block size needs a speculative algorithm (got 'none')")
         if self.algorithm != "none":
-            top = block_tokens() + 1
+            top = self.draft_tokens + 1
             if not 1.0 <= a <= top:
                 raise ValueError(f"accept_len must be in [1, {top}] (the draft block + the bonus token), got {a:g}")
 
     @property
     def on(self) -> bool:
         return self.algorithm != "none"
+
+    @property
+    def draft_tokens(self) -> int:
+        """Draft tokens proposed per request per step: the stated block, else the draft's."""
+        return int(self.block) if self.block is not None else block_tokens()
 
 
 NO_SPEC = Spec()
@@ -161,8 +149,7 @@ def chunk_tokens(gpu) -> int:
     """sglang 0.5.23's default ``--chunked-prefill-size`` for a GPU of this capacity
     (``data/serving_model.yaml`` ``chunked_prefill``: ``arg_groups/memory_hook.py``
     ``handle_gpu_memory_settings``: 16,384 from 160 GiB up, 8,192 below)."""
-    c = data.load("serving_model").chunked_prefill
-    return int(c.tokens_large if gpu.usable_hbm_gib >= c.large_from_gib.value else c.tokens_small)
+    return SGLANG.batched_tokens(gpu)
 
 
 def setting_of(dep: Deployment, variants=()) -> Setting:
@@ -172,78 +159,6 @@ def setting_of(dep: Deployment, variants=()) -> Setting:
     v = set(variants or ()) | ({"ep"} if dep.ep and "ep-a2a" not in (variants or ()) else set())
     v |= {"dp-attention"} if dep.dp_attention else set()
     return setting_for(g.vendor, sorted(v), g.arch)
-
-
-# --------------------------------------------------------------------------- parameter-free terms
-
-
-@dataclass(frozen=True)
-class PassCost:
-    """One forward pass (or a sum of passes) as seconds at ideal efficiency, per GPU of the
-    heaviest stage: what each parameter divides or multiplies. ``gemm_mem_s``: weight bytes at
-    the HBM peak; ``gemm_flop_s``: GEMM FLOPs at the BF16/FP8 peaks; ``attn_mem_s``: KV cache +
-    KDA state bytes at the HBM peak; ``attn_flop_s``: attention FLOPs at the BF16 peak;
-    ``layer_passes``: layer executions paying the fixed cost; ``comm_s``: collectives (no
-    parameter); ``scale_out_events``: collectives that cross nodes (each pays ``scale_out_us``);
-    ``prefill``: attention runs in the prefill kernel (a chunk), not the decode one."""
-
-    gemm_mem_s: float
-    gemm_flop_s: float
-    attn_mem_s: float
-    attn_flop_s: float
-    layer_passes: float
-    comm_s: float
-    prefill: bool = False
-    scale_out_events: float = 0.0
-
-    def seconds(self, p: FamilyParams, fallback: bool = False) -> float:
-        gemm = max(self.gemm_mem_s / p.hbm_efficiency, self.gemm_flop_s / p.flop_efficiency)
-        if self.prefill:
-            eff = p.fallback_attention_efficiency if fallback else p.prefill_attention_efficiency
-            attn = self.attn_flop_s / eff
-        else:
-            attn = max(self.attn_mem_s / p.kv_efficiency, self.attn_flop_s / p.flop_efficiency)
-        return ((self.layer_passes * p.layer_overhead_us + self.scale_out_events * p.scale_out_us) * 1e-6
-                + gemm + attn + self.comm_s)
-
-
-def pass_cost(terms: StepTerms, cfg: ModelConfig, dep: Deployment, nics_per_node: int | None = None,
-              prefill: bool = False) -> PassCost:
-    """:class:`PassCost` of ``terms`` on ``dep`` (collectives by :func:`k3lab.roofline.collective_s`)."""
-    from ..roofline import collective_s
-
-    g = dep.gpu_spec
-    bw, bf16, fp8 = g.hbm_bw_tb_s * 1e12, g.dense_bf16_tflops * 1e12, g.dense_fp8_tflops * 1e12
-    t_ar, t_send = collective_s(cfg, dep, terms, nics_per_node=nics_per_node)
-    return PassCost(gemm_mem_s=(terms.bytes_weights + terms.bytes_experts) / bw,
-                    gemm_flop_s=(terms.flops_dense - terms.flops_attention) / bf16 + terms.flops_experts / fp8,
-                    attn_mem_s=(terms.bytes_kv + terms.bytes_state) / bw,
-                    attn_flop_s=terms.flops_attention / bf16,
-                    layer_passes=float(terms.layer_passes), comm_s=t_ar + t_send, prefill=prefill,
-                    scale_out_events=scale_out_events(terms, dep))
-
-
-def spans_nodes(dep: Deployment) -> bool:
-    """One replica's TP group or pipeline crosses the scale-up domain (collectives over the network)."""
-    return dep.tp_nodes > 1 or (dep.pp > 1 and dep.tp * dep.pp > dep.gpus_per_node)
-
-
-def scale_out_events(terms: StepTerms, dep: Deployment) -> float:
-    """Collectives of a pass that cross nodes: every all-reduce of every layer execution when the
-    TP group spans nodes (``data/serving_model.yaml`` ``all_reduces_per_layer``), and the stage
-    sends of a pipeline that spans nodes."""
-    n = 0.0
-    if dep.tp_nodes > 1:
-        n += data.load("serving_model").all_reduces_per_layer.value * terms.layer_passes
-    if dep.pp > 1 and spans_nodes(dep):
-        n += terms.pp_sends
-    return float(n)
-
-
-def pass_seconds(terms: StepTerms, cfg: ModelConfig, dep: Deployment, params: FamilyParams,
-                 nics_per_node: int | None = None) -> float:
-    """Seconds of the forward pass(es) ``terms`` describe on ``dep`` under ``params``."""
-    return pass_cost(terms, cfg, dep, nics_per_node, prefill=terms.kind == "prefill").seconds(params)
 
 
 def chunk_layout(prompts: int, prompt_tokens: int, chunk: int) -> tuple[list[list[tuple[int, int]]], list[int]]:
@@ -267,41 +182,37 @@ def chunk_layout(prompts: int, prompt_tokens: int, chunk: int) -> tuple[list[lis
     return chunks, last
 
 
-@dataclass(frozen=True)
-class BenchmarkPlan:
-    """Everything of a benchmark question that does not depend on the fitted parameters (per
-    replica): the decode/verify step, the draft pass, each prefill chunk of the cohort, which
-    chunk finishes each request, and the counts that turn them into a :class:`Timing`."""
-
-    workload: Workload
-    replicas: int
-    busy_replicas: int
-    cohort: float               # requests per busy replica
-    step: PassCost
-    draft: PassCost | None
-    step_repeats: float         # stage-steps a decode step costs (pipeline stages / microbatches)
-    chunks: tuple               # PassCost per prefill chunk (pipeline stages included)
-    last_chunk: tuple           # per request of the cohort: the chunk holding its last token
-    alone: tuple                # PassCost per chunk of one prompt prefilled alone
-    accept_len: float
-    fallback: bool
+def _batches(n: float) -> tuple:
+    """Batch sizes a steady regime's steps are costed at: 1, the powers of two below ``n``, ``n``."""
+    out, b = {1.0, float(n)}, 2.0
+    while b < n:
+        out.add(b)
+        b *= 2
+    return tuple(sorted(out))
 
 
 @functools.lru_cache(maxsize=4096)
 def plan(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_SPEC, variants: tuple = (),
-         kv_dtype: str = "bf16", nics_per_node: int | None = None, prefill_attention: str = "fast") -> BenchmarkPlan:
-    """The parameter-free :class:`BenchmarkPlan` of a question (cached)."""
+         kv_dtype: str = "bf16", nics_per_node: int | None = None, prefill_attention: str = "fast",
+         engine: Engine = SGLANG, harness: Harness = COHORT_HARNESS, admitted: int | None = None) -> BenchmarkPlan:
+    """The parameter-free :class:`BenchmarkPlan` of a question (cached). ``admitted``: requests the
+    deployment runs at once (whole deployment; None: all of ``work.concurrency``)."""
     if prefill_attention not in PREFILL_ATTENTION:
         raise ValueError(f"prefill_attention must be one of {PREFILL_ATTENTION}, got {prefill_attention!r}")
     setting = setting_of(dep, variants)
     reps = dep.replicas
     busy = min(reps, work.concurrency)
+    I, O = mean_lengths(work.input_len, work.output_len, harness)
+    w = Workload(I, O, work.concurrency)
     c = work.concurrency / busy
-    step, draft, repeats = _step_costs(cfg, dep, c, work.mean_context, spec, setting, kv_dtype, nics_per_node)
-    size = chunk_tokens(dep.gpu_spec)
+    n = c if admitted is None else max(1.0, min(c, admitted / busy))
+    reg = regime(engine, harness)
+    batches = (n,) if reg == "cohort" else _batches(n)
+    costs = [_step_costs(cfg, dep, b, w.mean_context, spec, setting, kv_dtype, nics_per_node) for b in batches]
+    size = engine.batched_tokens(dep.gpu_spec)
 
-    def costs(prompts):
-        layout, last = chunk_layout(prompts, work.input_len, size)
+    def chunk_costs(prompts):
+        layout, last = chunk_layout(prompts, I, size)
         out = []
         for segs in layout:
             t = prefill_terms(cfg, dep, 1, sum(s for _, s in segs), size, setting=setting, segments=tuple(segs),
@@ -309,101 +220,63 @@ def plan(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_SPEC
             out.append(_times(pass_cost(t, cfg, dep, nics_per_node, prefill=True), dep.pp))
         return tuple(out), tuple(last)
 
-    cohort = max(1, round(c))
-    chunks, last = costs(cohort)
-    alone, _ = costs(1)
-    return BenchmarkPlan(workload=work, replicas=reps, busy_replicas=busy, cohort=c, step=step, draft=draft,
-                         step_repeats=repeats, chunks=chunks, last_chunk=last, alone=alone,
-                         accept_len=spec.accept_len, fallback=prefill_attention == "fallback")
+    chunks, last = chunk_costs(max(1, round(n))) if reg == "cohort" else ((), ())
+    alone, _ = chunk_costs(1)
+    return BenchmarkPlan(workload=w, replicas=reps, busy_replicas=busy, cohort=c, running=n, regime=reg,
+                         batches=tuple(batches), steps=tuple(x[0] for x in costs),
+                         drafts=tuple(x[1] for x in costs if x[1] is not None), step_repeats=costs[-1][2],
+                         chunks=chunks, last_chunk=last, alone=alone, budget=size, accept_len=spec.accept_len,
+                         fallback=prefill_attention == "fallback", together=harness.together)
 
 
 def _times(c: PassCost, k: float) -> PassCost:
     """``c`` repeated ``k`` times in sequence (pipeline stages one after another)."""
     return PassCost(c.gemm_mem_s * k, c.gemm_flop_s * k, c.attn_mem_s * k, c.attn_flop_s * k,
-                    c.layer_passes * k, c.comm_s * k, c.prefill, c.scale_out_events * k)
-
-
-@dataclass(frozen=True)
-class Timing:
-    """The model's answer for one deployment × workload × spec (per replica unless named).
-
-    ``step_s``: one decode (or verify + draft) step over the batch; ``prefill_s``: one
-    request's prefill alone (TTFT at concurrency 1 less the request overhead);
-    ``prefill_per_request_s``: a request's share of its cohort's prefill chunks; ``cycle_s``:
-    every slot turned over once."""
-
-    concurrency: int
-    replicas: int
-    step_s: float
-    prefill_s: float
-    prefill_per_request_s: float
-    cycle_s: float
-    output_tok_s: float          # whole deployment
-    tpot_s: float
-    ttft_s: float
-    accept_len: float
-    tokens_in: int = 0
-
-    @property
-    def prefill_tok_s(self) -> float:
-        """Prompt tokens per second of one replica prefilling a single request alone."""
-        return math.nan if self.prefill_s <= 0 else self.tokens_in / self.prefill_s
+                    c.layer_passes * k, c.comm_s * k, c.extend_flop_s * k, c.scale_out_events * k,
+                    c.token_layers * k, c.verify_row_layers * k)
 
 
 def timing(pl: BenchmarkPlan, params: FamilyParams) -> Timing:
-    """:class:`Timing` of a :class:`BenchmarkPlan` under ``params`` (see the module docstring)."""
-    w = pl.workload
-    step = pl.step.seconds(params) + (pl.draft.seconds(params) if pl.draft else 0.0)
-    step *= pl.step_repeats
-    ends, t = [], 0.0
-    for ch in pl.chunks:
-        t += ch.seconds(params, pl.fallback)
-        ends.append(t)
-    burst = t
-    req = params.request_overhead_ms * 1e-3
-    ttft = req + sum(ends[k] for k in pl.last_chunk) / len(pl.last_chunk)
-    decode_tokens = max(1, w.output_len - 1)
-    cycle = req + burst + decode_tokens / pl.accept_len * step
-    alone = sum(ch.seconds(params, pl.fallback) for ch in pl.alone)
-    return Timing(concurrency=w.concurrency, replicas=pl.replicas, step_s=step, prefill_s=alone,
-                  prefill_per_request_s=burst / len(pl.last_chunk), cycle_s=cycle,
-                  output_tok_s=pl.busy_replicas * pl.cohort * w.output_len / cycle,
-                  tpot_s=(cycle - ttft) / decode_tokens, ttft_s=ttft, accept_len=pl.accept_len,
-                  tokens_in=w.input_len)
+    """:class:`Timing` of a :class:`BenchmarkPlan` under ``params`` (:mod:`k3lab.serving.regimes`)."""
+    return regime_timing(pl, params)
 
 
 def _step_costs(cfg: ModelConfig, dep: Deployment, requests: float, context_tokens: float, spec: Spec,
                 setting: Setting, kv_dtype: str, nics_per_node: int | None) -> tuple[PassCost, PassCost | None, float]:
     """(the decode or verify pass, DSpark's draft pass or None, stage-steps a step costs) of a step
     over ``requests`` requests of one replica: a request needs pp stage-steps per token, and the
-    microbatches in flight (:func:`microbatches`) share that cycle."""
+    microbatches in flight (:func:`microbatches`) share that cycle. A verify step's attention runs
+    in the extend kernel (sglang's TARGET_VERIFY is an extend batch)."""
     micro = microbatches(requests, dep.pp)
     req = requests / micro
-    rows = block_tokens() + 1 if spec.on else 1
+    rows = spec.draft_tokens + 1 if spec.on else 1
     step = pass_cost(decode_terms(cfg, dep, req, context_tokens, rows_per_request=rows, setting=setting,
-                                  kv_dtype=kv_dtype), cfg, dep, nics_per_node)
+                                  kv_dtype=kv_dtype), cfg, dep, nics_per_node, prefill=spec.on)
     draft = None
     if spec.on:
-        draft = pass_cost(draft_terms(cfg, dep, req, block_tokens(), context_tokens, data.load("dspark_draft")),
+        draft = pass_cost(draft_terms(cfg, dep, req, spec.draft_tokens, context_tokens, data.load("dspark_draft")),
                           cfg, dep, nics_per_node)
     return step, draft, max(float(dep.pp), micro)
 
 
 def decode_step_seconds(cfg: ModelConfig, dep: Deployment, requests: float, context_tokens: float,
                         params: FamilyParams, spec: Spec = NO_SPEC, setting: Setting | None = None,
-                        kv_dtype: str = "bf16", nics_per_node: int | None = None) -> float:
+                        kv_dtype: str = "bf16", nics_per_node: int | None = None, fallback: bool = False) -> float:
     """One decode step (``spec`` off) or one verify step plus one draft pass (``spec`` on)
-    over ``requests`` requests of one replica, seconds; pipeline stages in sequence."""
+    over ``requests`` requests of one replica, seconds; pipeline stages in sequence. ``fallback``:
+    a verify step's attention runs in the Triton fallback kernel."""
     step, draft, repeats = _step_costs(cfg, dep, requests, context_tokens, spec, setting or setting_of(dep),
                                        kv_dtype, nics_per_node)
-    return repeats * (step.seconds(params) + (draft.seconds(params) if draft else 0.0))
+    return repeats * (step.seconds(params, fallback) + (draft.seconds(params) if draft else 0.0))
 
 
 def benchmark(cfg: ModelConfig, dep: Deployment, work: Workload, params: FamilyParams, spec: Spec = NO_SPEC,
               variants=(), kv_dtype: str = "bf16", nics_per_node: int | None = None,
-              prefill_attention: str = "fast") -> Timing:
-    """The cohort benchmark of the module docstring → :class:`Timing`. ``work.concurrency``
-    is requests in flight over the whole deployment, split evenly over the replicas they keep
-    busy (never less than one request a busy replica)."""
-    return timing(plan(cfg, dep, work, spec, tuple(variants or ()), kv_dtype, nics_per_node, prefill_attention),
-                  params)
+              prefill_attention: str = "fast", engine: Engine = SGLANG, harness: Harness = COHORT_HARNESS,
+              admitted: int | None = None) -> Timing:
+    """The benchmark of the module docstring → :class:`Timing`. ``work.concurrency`` is clients
+    in flight over the whole deployment, split evenly over the replicas they keep busy (never less
+    than one request a busy replica); ``admitted`` the requests the deployment runs at once (the
+    rest queue; None: all)."""
+    return timing(plan(cfg, dep, work, spec, tuple(variants or ()), kv_dtype, nics_per_node, prefill_attention,
+                       engine, harness, admitted), params)

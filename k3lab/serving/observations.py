@@ -9,7 +9,8 @@ order they are applied (the first that fails names the reason):
    (``use: false`` with ``why``: prefix-reusing or trace workloads, disaggregated serving,
    duplicates, quantised checkpoints — what the fields alone cannot show);
 2. its GPU belongs to a family of ``data/serving_model.yaml`` with facts in
-   ``data/hardware.yaml``, and its engine is sglang, vLLM or ATOM;
+   ``data/hardware.yaml``, and its engine is one the model knows (sglang, vLLM, ATOM, TokenSpeed:
+   :mod:`k3lab.serving.engines`);
 3. its metric is one the model predicts: output or total tok/s, TPOT (also ITL and tok/s per
    user, = 1000 / TPOT), TTFT; not a tail statistic (p90…);
 4. its workload is stated: GPUs, TP, input and output lengths, concurrency; an ambiguous one
@@ -17,16 +18,23 @@ order they are applied (the first that fails names the reason):
    needs no output length (one request's first token comes from its prefill alone);
 5. its speculative setting is known: off, or DSpark with a stated acceptance length (a TTFT at
    concurrency 1 needs no acceptance length: it is read as the prefill, DSpark off);
-6. its layout is one the model covers: TP (× PP) replicas, EP over the TP group, DCP dividing
+6. its lengths are of a stated distribution (fixed, or uniform with its range ratio: natural-text
+   prompts are not);
+7. its layout is one the model covers: TP (× PP) replicas, EP over the TP group, DCP dividing
    TP; no DP attention or expert groups spanning replicas.
 
-Normalisation to the model's units, exact for the fixed-length random workloads the
-benchmarks use (``--random-range-ratio 1``): total tok/s × O / (I + O) = output tok/s; a
+Each observation carries its engine with the admission the run stated (``max_running_requests``,
+``max_batched_tokens``, ``mem_fraction``) and its harness (arrival process and length
+distribution; where the entry states neither, its engine's usual harness, :func:`harness_of`): the
+model times it in the regime they give (:mod:`k3lab.serving.regimes`).
+
+Normalisation to the model's units (exact for fixed lengths; for uniform ones the model takes the
+mean lengths, :func:`k3lab.serving.engines.mean_lengths`): total tok/s × O / (I + O) = output tok/s; a
 per-GPU figure × GPUs, a per-node one × nodes, a per-stream output rate × concurrency = the
 deployment's; a median inter-token latency is one decode step (``itl_ms``: the cohort's
 prefill stalls are a few long gaps that a median skips), a mean ITL is read as TPOT; tok/s per
 user → TPOT = 1000 / value.
-TTFT is ``ttft_ms`` at any concurrency (the model queues a cohort's prefills).
+TTFT is ``ttft_ms`` at any concurrency (the regime says what a request waits for).
 """
 
 from __future__ import annotations
@@ -35,9 +43,9 @@ from dataclasses import dataclass
 
 from .. import data
 from ..specs import Deployment
+from .engines import ENGINES, Engine, Harness, usual_harness
 from .model import Spec, Workload
 
-ENGINES = ("sglang", "vllm", "atom")
 #: model outputs an observation can be compared with
 KINDS = ("output_tok_s", "tpot_ms", "itl_ms", "ttft_ms")
 WORKLOAD_FIELDS = ("gpu", "num_gpus", "tp", "input_len", "output_len", "concurrency", "metric", "scope", "spec")
@@ -80,6 +88,13 @@ class Observation:
     build: str = ""
     #: who measured it (:func:`origin_of`): what leave-one-source-out leaves out together
     origin: str = ""
+    #: the engine and the admission the run stated (:class:`k3lab.serving.engines.Engine`)
+    engine_settings: Engine = Engine()
+    #: how the harness sent requests (:class:`k3lab.serving.engines.Harness`) and its name (or "not stated")
+    harness: Harness = Harness()
+    harness_name: str = "not stated"
+    #: the statistic the figure is (mean, median; None: not stated)
+    statistic: str | None = None
 
     @property
     def metric(self) -> str:
@@ -134,15 +149,16 @@ def _variants(m) -> tuple:
     return ("aiter-k3-opt",) if (m.sglang_env or {}).get("SGLANG_AITER_K3_OPT") == "1" else ()
 
 
-def normalise(m) -> Observation | Excluded:
+def normalise(m, held_out: bool = False) -> Observation | Excluded:
     """One measurement (a validated :class:`k3lab.schemas.public.Measurement`) → an
-    :class:`Observation`, or :class:`Excluded` with the first rule it fails."""
+    :class:`Observation`, or :class:`Excluded` with the first rule it fails. ``held_out``: read a
+    figure set aside as ``held_out`` as if it were usable (to measure the model on it, never to fit)."""
     def out(reason):
         return Excluded(m.id, m.source, m.gpu, m.metric, reason)
 
     if m.status != "current":
         return out(f"{m.status}: {m.status_note}")
-    if not m.use:
+    if not m.use and not (held_out and m.why_kind == "held_out"):
         return out(m.why)
     fam = family_of(m.gpu)
     if fam is None:
@@ -172,12 +188,17 @@ def normalise(m) -> Observation | Excluded:
         return out("ITL with speculative decoding (a chunk carries several tokens)")
     if alg == "dspark" and m.spec.accept_length is None:
         return out("DSpark without a stated acceptance length")
+    if m.length_distribution == "dataset":
+        return out("natural-text prompts: lengths not of a stated distribution")
     dep, why = _layout(m)
     if dep is None:
         return out(why)
     try:
-        spec = Spec(alg, float(m.spec.accept_length or 1.0) if alg != "none" else 1.0)
+        spec = Spec(alg, float(m.spec.accept_length or 1.0) if alg != "none" else 1.0,
+                    block=m.spec.draft_tokens if alg != "none" else None)
         work = Workload(m.input_len, m.output_len or 1, m.concurrency)
+        eng = Engine(m.engine, m.max_running_requests, m.max_batched_tokens, m.mem_fraction)
+        harness = harness_of(m)
     except ValueError as e:
         return out(str(e))
     kind, value, how = _to_model_units(m, dep)
@@ -185,16 +206,27 @@ def normalise(m) -> Observation | Excluded:
     src = data.load("public_measurements").sources[m.source]
     return Observation(m.id, m.source, fam, m.gpu, m.engine, dep, work, spec, kv, kind, value,
                        _variants(m), how, date=m.date or src.date, prefill_attention=_prefill_attention(m),
-                       build=m.engine_version or "", origin=origin_of(m.source))
+                       build=m.engine_version or "", origin=origin_of(m.source), engine_settings=eng, harness=harness,
+                       harness_name=m.harness or "not stated", statistic=m.statistic)
+
+
+def harness_of(m) -> Harness:
+    """The :class:`~k3lab.serving.engines.Harness` of an entry: its stated arrival process and
+    length distribution; where it states neither, its engine's usual harness
+    (:func:`k3lab.serving.engines.usual_harness`: a closed loop over fixed lengths for sglang, vLLM
+    and TokenSpeed, ATOM's recipes' lengths uniform in [0.8 L, L])."""
+    if m.arrival is None and m.length_distribution is None:
+        return usual_harness(m.engine)
+    return Harness(m.arrival or "closed_loop", m.length_distribution or "fixed", m.range_ratio)
 
 
 def origin_of(source: str) -> str:
-    """Who stands behind a source's figures: a project's own documents and configs (a README and
-    the result files behind it, a cookbook page and its config cells) are one origin, named by
-    the repository; an issue, a pull request or a blog is its own. Leaving one *source* out
-    means leaving its whole origin out: two documents of one run are not two sources."""
+    """Who stands behind a source's figures: the repository it lives in (its issues, pull
+    requests, docs, configs and commits are one family: a project's maintainers and their build),
+    or the source itself where it names none. Validation leaves a whole origin out: two documents
+    of one project are not two independent sources."""
     src = data.load("public_measurements").sources[source]
-    return src.repo if src.kind in ("doc", "config") and src.repo else source
+    return src.repo or source
 
 
 def _prefill_attention(m) -> str:
@@ -238,6 +270,15 @@ def _all():
     return tuple(obs), tuple(exc)
 
 
+@data.cached
+def held_out() -> tuple[Observation, ...]:
+    """The figures set aside as ``held_out`` (the repository found last), read as observations
+    — for measuring the model on a repository it never saw, never for fitting."""
+    doc = data.load("public_measurements")
+    rs = [normalise(m, held_out=True) for m in doc.measurements if m.why_kind == "held_out"]
+    return tuple(r for r in rs if isinstance(r, Observation))
+
+
 def observations() -> tuple[Observation, ...]:
     """Every public figure the serving model can be compared with (cached)."""
     return _all()[0]
@@ -265,11 +306,12 @@ def table():
     return pd.DataFrame(rows)
 
 
-def measured_accept_lengths(max_input_len: int = 16384) -> list[tuple[str, float]]:
+def measured_accept_lengths(max_input_len: int = 16384) -> list[tuple[str, str | None, float]]:
     """Measured (not simulated) DSpark acceptance lengths of current public Kimi K3 runs whose
-    prompts are at most ``max_input_len`` tokens (or unstated), as (id, tokens per verify step):
-    one per run and concurrency, taken from ``accept_length`` figures and from runs that state
-    the acceptance they reached. Long-context runs are left out: acceptance collapses there."""
+    prompts are at most ``max_input_len`` tokens (or unstated), as (id, GPU family or None,
+    tokens per verify step): one per run and concurrency, taken from ``accept_length`` figures and
+    from runs that state the acceptance they reached. Long-context runs are left out: acceptance
+    collapses there."""
     out = {}
     for m in data.load("public_measurements").measurements:
         if m.status != "current" or m.duplicate_of or m.spec.algorithm != "dspark":
@@ -282,5 +324,5 @@ def measured_accept_lengths(max_input_len: int = 16384) -> list[tuple[str, float
         if v is None:
             continue
         key = (m.source, m.gpu, m.input_len, m.output_len, m.concurrency, round(float(v), 3))
-        out.setdefault(key, (m.id, float(v)))
-    return sorted(out.values(), key=lambda x: (x[1], x[0]))
+        out.setdefault(key, (m.id, family_of(m.gpu), float(v)))
+    return sorted(out.values(), key=lambda x: (x[2], x[0]))

@@ -145,7 +145,7 @@ def _highest(at, limit: int, ok) -> int | None:
 
 
 def operating_point(cfg, dep, input_len: int, output_len: int, slo: SLO = NO_SLO, spec=NO_SPEC, variants=(),
-                    kv_dtype: str = "bf16", mem_fraction: float = 0.9, max_running: int | None = None,
+                    kv_dtype: str = "bf16", mem_fraction: float | None = None, max_running: int | None = None,
                     **kw) -> OperatingPoint:
     """:class:`OperatingPoint` of ``dep`` at ``input_len`` / ``output_len`` under ``slo`` (module
     docstring). ``max_running``: a lower cap on requests in flight (whole deployment), e.g. what a
@@ -155,7 +155,8 @@ def operating_point(cfg, dep, input_len: int, output_len: int, slo: SLO = NO_SLO
         return OperatingPoint(slo, peak(cfg, dep, input_len, output_len, spec, variants, kv_dtype=kv_dtype,
                                         mem_fraction=mem_fraction, max_running=max_running, **kw),
                               slow_why="no latency target")
-    limit = admission(cfg, dep, input_len + output_len, spec, variants, kv_dtype, mem_fraction).requests
+    limit = admission(cfg, dep, input_len + output_len, spec, variants, kv_dtype, mem_fraction,
+                      **{k: v for k, v in kw.items() if k == "engine"}).requests
     limit = limit if max_running is None else min(limit, max_running)
     if limit < 1:
         raise ValueError(f"{dep.label}: not one {input_len + output_len:,}-token request fits")
