@@ -124,3 +124,20 @@ def check_manifest(root: Path, profile: str, notebook_ids: list[str]) -> dict:
     for rel, digest in man["files"].items():
         assert sha256(root / rel) == digest, rel
     return man
+
+
+def processes_with_env(entry: str) -> list[int]:
+    """Live (not zombie) processes whose environment holds ``entry`` (``NAME=value``): how the
+    tests find what a k3lab run started (Linux ``/proc``)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            env = (d / "environ").read_bytes().split(b"\0")
+            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if entry.encode() in env and state != "Z":
+            out.append(int(d.name))
+    return out

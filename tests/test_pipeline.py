@@ -476,16 +476,25 @@ def test_recover_never_deletes_what_no_journal_or_manifest_names(previous):
     assert any(f".old-{RUN_ID} alone" in line for line in done) and any(".staging-mine alone" in line for line in done)
 
 
-def test_recover_removes_staging_and_temporary_files(previous):
+def test_recover_removes_staging_with_its_temporaries_and_no_look_alike(previous):
+    """A killed run's temporaries lie in its marked staging folder, which goes whole; a
+    dot-file beside the results that merely looks like a temporary (issue 35:
+    ``.report.html.v2.tmp``, ``.manifest.json.backup.tmp``) is a user's, and stays."""
     root = results_root()
     st = transaction.new_staging(root, "20990101T000000Z-1")
     (st / "01_a").mkdir()
+    (st / "01_a" / ".table_a.csv.x1y2.tmp").write_text("half")        # a write cut short by the kill
+    (st / ".commit-20990101T000000Z-1.json.abcd.tmp").write_text("{")  # the journal's, cut short
     (root / ".staging-20990101T000000Z-2").mkdir()   # made, killed before its mark
-    (root / "01_a" / ".table_a.csv.x1y2.tmp").write_text("half")
-    (root / ".manifest.json.abcd.tmp").write_text("half")
+    mine = {".report.html.v2.tmp": "my report\n", ".manifest.json.backup.tmp": "{my backup}\n",
+            ".manifest.json.abcd.tmp": "mine too\n"}
+    for name, text in mine.items():
+        (root / name).write_text(text)
     pipeline.recover(root)
     assert snapshot(root) == previous
-    assert leftovers(root) == []
+    assert not list(root.glob(".staging-*"))
+    assert {n: (root / n).read_text() for n in mine} == mine
+    assert sorted(leftovers(root)) == sorted(mine)   # the user's, not k3lab's
 
 
 # --------------------------------------------------------------------------- what-if and overrides
