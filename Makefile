@@ -14,7 +14,7 @@ NBVAL_RESULTS := $(abspath build/nbval-results)
 REPORT ?= results/report.html
 SHOTS ?= build/report-screenshots
 
-.PHONY: serving-fit setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-unit test-sglang test-notebooks lab notebooks readme-table check-readme screenshots clean
+.PHONY: serving-fit setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-deep test-unit test-sglang test-notebooks lab notebooks readme-table check-readme screenshots clean
 
 setup: $(STAMP)
 
@@ -73,6 +73,11 @@ test: setup sglang-env test-unit test-sglang test-notebooks
 
 test-unit: setup
 	$(PY) -m pytest -q -m "not sglang" tests
+
+# The property tests at ten times their CI example count, drawn afresh each run (make test draws
+# the same CI-sized set every time: tests/conftest.py's hypothesis profiles). Not part of `make test`.
+test-deep: setup
+	K3LAB_HYPOTHESIS=deep $(PY) -m pytest -q -m "not sglang" tests/test_sampling.py
 
 test-sglang: sglang-env
 	$(SGL_PY) -m pytest -q -m sglang tests/sglang -p no:cacheprovider

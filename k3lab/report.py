@@ -15,7 +15,6 @@ bottom line judged (the README's top) and the findings table (docs/findings.md).
 
 from __future__ import annotations
 
-import argparse
 import html
 import json
 import os
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from . import bottom_line, claims, io
 from .bottom_line import FINDING_TITLES
+from .cli_parser import OneLineParser
 from .compare import fit_matrix_html
 from .decision import decide
 from .manifest import MANIFEST, read_manifest, verify
@@ -304,7 +304,17 @@ def rebuild(root: Path, what_if: bool | None = None) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m k3lab.report")
+    """``python -m k3lab report`` / ``python -m k3lab.report``: exit 0; 2 with one line for a
+    mistake (a folder k3lab never made, a broken ledger, a file that cannot be read)."""
+    try:
+        return _main(argv)
+    except (ValueError, OSError) as e:  # PipelineError, DataError, a missing README: one line
+        print(f"k3lab report: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
+    ap = OneLineParser(prog="python -m k3lab report")
     ap.add_argument("--readme", type=Path, action="append", default=None,
                     help="update (or --check) this file's generated blocks (findings table, bottom line); repeatable")
     ap.add_argument("--claims", type=Path, default=None, help="ledger CSV (default results/claims.csv)")
@@ -314,11 +324,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="render as a what-if run a folder whose manifest.json does not say (one written before it did)")
     a = ap.parse_args(argv)
     if a.readme is None:
-        try:
-            print(rebuild(a.results or results_root(), what_if=True if a.what_if else None))
-        except ValueError as e:  # PipelineError, a broken ledger or data file: one line
-            print(f"k3lab report: error: {e}", file=sys.stderr)
-            return 2
+        print(rebuild(a.results or results_root(), what_if=True if a.what_if else None))
         return 0
     claims_csv = a.claims or results_root() / "claims.csv"
     if not claims_csv.exists():

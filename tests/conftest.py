@@ -1,10 +1,20 @@
 """Shared test fixtures. Every test writes its results into a temporary folder."""
 
+import os
 import shutil
 
 import pytest
+from hypothesis import settings
 
 from k3lab import data, paths
+
+#: the property tests' profiles: "ci" (``make test``) draws the same examples every run — no
+#: random seed, no example database — at each test's own count; "deep" (``make test-deep``)
+#: draws afresh, ten times as many (tests/test_sampling.py's ``examples``)
+HYPOTHESIS_PROFILE = os.environ.get("K3LAB_HYPOTHESIS", "ci")
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.register_profile("deep", derandomize=False, database=None, deadline=None, print_blob=True)
+settings.load_profile(HYPOTHESIS_PROFILE)
 
 
 @pytest.fixture(autouse=True)

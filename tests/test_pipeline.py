@@ -140,6 +140,19 @@ def test_a_billion_laughs_profile_is_refused_at_once_in_one_line(tmp_path):
     assert not results_root().exists()
 
 
+def test_a_number_too_long_to_read_names_the_profile_line_and_field(tmp_path):
+    """Issue 35: a 5,000-digit context_tokens failed with Python's digit-limit message."""
+    params = tmp_path / "params"
+    params.mkdir()
+    (params / "bad.yaml").write_text("defaults: {mode: offline, smoke: false}\nnotebooks:\n  01_memory_fit:\n"
+                                     f"    context_tokens: {'9' * 5000}\n")
+    with pytest.raises(pipeline.PipelineError) as ei:
+        pipeline.run("bad", report=False, params_dir=params)
+    assert str(ei.value) == ("params/bad.yaml: line 4: context_tokens: a number written with 5,000 digits "
+                             "(at most 100 are read; no quantity here needs more)")
+    assert not results_root().exists()
+
+
 @pytest.mark.parametrize("notebook, given, says", [
     ("05_claims_ledger", "{mode: bogus}", "parameter 'mode': unknown 'bogus'; known: offline, live"),
     ("01_memory_fit", "{mem_fraction: .nan}", "parameter 'mem_fraction' must be a finite number, got nan"),
@@ -148,6 +161,9 @@ def test_a_billion_laughs_profile_is_refused_at_once_in_one_line(tmp_path):
     ("01_memory_fit", "{layouts: ['8xmi355x tq8']}", "parameter 'layouts': layout '8xmi355x tq8': unknown part"),
     ("01_memory_fit", "{context_tokens: 104857600}", "parameter 'context_tokens' must be 0 to 10,000,000"),
     ("01_memory_fit", "{model: deepseek-v3, context_tokens: 1000000}", "exceeds deepseek-v3's maximum of 163,840"),
+    # issue 35: a 200,000-entry list ran until the kernel died
+    ("04_throughput_perf_per_dollar", "{gpus: [" + ", ".join(["mi355x"] * 200_000) + "]}",
+     "parameter 'gpus': its number of entries must be 0 to 1,000 entries"),
     ("04_throughput_perf_per_dollar", "{usd_per_gpu_hour: {mi355x: 1.0e+308}}", "at most 1,000 $/GPU-hour"),
     ("04_throughput_perf_per_dollar", "{concurrencies: '1,x'}", "concurrency 'x' is not an integer"),
 ])
@@ -538,6 +554,18 @@ def test_atomic_write_keeps_old_file_on_error(tmp_path):
             raise KeyboardInterrupt
     assert target.read_text() == "old"
     assert os.listdir(tmp_path) == ["t.csv"]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_no_json_k3lab_writes_holds_nan_or_infinity(tmp_path, bad):
+    """Issue 35: ``compare --json`` printed ``Infinity``, which no strict JSON reader takes."""
+    with pytest.raises(ValueError, match="NaN or an infinity") as ei:
+        io.json_text({"rows": [{"usd": bad}]})
+    assert "\n" not in str(ei.value)
+    with pytest.raises(ValueError):
+        io.write_json(tmp_path / "x.json", {"usd": bad})
+    assert os.listdir(tmp_path) == []   # nothing half-written, no temporary left
+    assert json.loads(io.json_text({"usd": None, "n": 1.5})) == {"usd": None, "n": 1.5}
 
 
 def test_atomic_writes_are_0644(tmp_path, umask022):

@@ -412,3 +412,17 @@ def test_open_screenshots_open_every_drop_down(study):
     assert all(re.match(r"<details open\b", t) for t in tags)
     assert report_screenshots._opened(opened) == opened              # an open one is left as it is
     assert "--hide-scrollbars" not in report_screenshots.FLAGS
+
+
+def test_report_mistakes_are_one_line_through_the_module_too(tmp_path, capsys):
+    """``python -m k3lab.report`` (the Makefile's way in) answers as ``python -m k3lab report``."""
+    _ledger(tmp_path)
+    for argv, says in ((["--readme", str(tmp_path / "missing.md"), "--claims", str(tmp_path / "claims.csv")],
+                       "missing.md"), (["--results", str(tmp_path / "nowhere")], "no such folder"),
+                       (["--bogus"], "unrecognized arguments")):
+        try:
+            rc = report.main(argv)
+        except SystemExit as e:
+            rc = e.code
+        err = capsys.readouterr().err
+        assert rc == 2 and err.count("\n") == 1 and err.startswith("k3lab report: error: ") and says in err, err

@@ -353,3 +353,63 @@ def test_the_fit_carries_the_fields_acceptance_lengths(committed):
     want = observations.measured_accept_lengths()
     assert [(r["id"], r["value"]) for r in committed["accept_lengths"]] == want
     assert field.accept_lengths() == want and len(want) >= 10
+
+
+# --------------------------------------------------------------------------- issue 35: a fit edited by hand
+
+
+def _seal_by_hand(doc: dict) -> str:
+    """The seal recomputed here: sha256 of every section but ``generated`` as sorted, compact JSON."""
+    import json
+
+    body = {k: v for k, v in doc.items() if k != "generated"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def test_the_committed_fit_carries_the_seal_of_its_own_content(committed):
+    assert committed["generated"]["content_sha256"] == _seal_by_hand(committed)
+
+
+@pytest.mark.parametrize("edit", ["hbm_efficiency: 0.622429297", "band_log: 0.375534167",
+                                  "public_measurements.yaml: 36e1d741", "value: 48.8"])
+def test_a_fit_edited_by_hand_is_refused_in_one_line(data_copy, capsys, edit):
+    """Issue 35: ``hbm_efficiency`` 0.62→0.92 moved compare's answer $3.08→$2.53/M and ``band_log``
+    ÷10 printed "decode ±4%", without notice: only the fit's inputs were hashed."""
+    from k3lab import cli
+
+    f = data_copy / "serving_fit.yaml"
+    text = f.read_text(encoding="utf-8")
+    assert text.count(edit) >= 1, edit
+    key, value = edit.split(": ")
+    changed = {"hbm_efficiency": "0.92", "band_log": "0.0375534167", "public_measurements.yaml": "0" * 8,
+               "value": "4.88"}[key]
+    f.write_text(text.replace(edit, f"{key}: {changed}", 1), encoding="utf-8")
+    data.clear_cache()
+    with pytest.raises(data.DataError) as ei:
+        K.fitted("amd-cdna4")
+    assert str(ei.value).startswith("data/serving_fit.yaml: generated.content_sha256: the fit is not what "
+                                    "`make serving-fit` wrote") and "\n" not in str(ei.value)
+    assert cli.main(["compare", "--top", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "generated.content_sha256" in err, err
+
+
+def test_a_comment_or_the_generated_date_is_no_edit_of_the_fit(data_copy):
+    f = data_copy / "serving_fit.yaml"
+    f.write_text(f.read_text(encoding="utf-8").replace("date: '", "date: '1", 1) + "# a note\n", encoding="utf-8")
+    data.clear_cache()
+    assert K.fitted("amd-cdna4")[0].hbm_efficiency == pytest.approx(0.622429297)
+
+
+def test_make_serving_fit_writes_a_sealed_fit_that_loads(data_copy, committed, monkeypatch):
+    """What ``make serving-fit`` writes carries the seal of what it wrote, and loads (the
+    aiconfigurator rows, which the seal treats as any other section, are the committed ones:
+    the tool's sweep alone takes seconds)."""
+    monkeypatch.setattr(K, "aiconfigurator_rows", lambda progress=True: committed["aiconfigurator"])
+    (data_copy / "serving_fit.yaml").unlink()
+    data.clear_cache()
+    K.write_fit(data_copy / "serving_fit.yaml", "2099-01-01", "a test")
+    doc = yaml.safe_load((data_copy / "serving_fit.yaml").read_text(encoding="utf-8"))
+    assert doc["generated"]["content_sha256"] == _seal_by_hand(doc) and doc["generated"]["command"] == "a test"
+    data.clear_cache()
+    assert K.fitted_families() == ["amd-cdna4", "nvidia-blackwell-ultra", "nvidia-blackwell"]

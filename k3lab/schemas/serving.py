@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -171,9 +173,33 @@ class FitAcceptLength(_Doc):
     value: Annotated[float, Field(strict=True, ge=1, allow_inf_nan=False)]
 
 
+#: the key of ``generated`` that holds :func:`fit_digest` of the document
+FIT_DIGEST = "content_sha256"
+
+
+def fit_digest(doc: dict) -> str:
+    """sha256 of a fit document's content — everything but ``generated`` (when and by what it
+    was made) — as sorted, compact JSON: ``make serving-fit`` records it, and a value edited by
+    hand afterwards no longer matches it."""
+    body = {k: v for k, v in doc.items() if k != "generated"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str, allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 class ServingFit(_Doc):
     """``serving_fit.yaml``: the serving model's fitted parameters and validation, generated
-    by ``make serving-fit`` from the files named in ``inputs`` (sha256 of their bytes)."""
+    by ``make serving-fit`` from the files named in ``inputs`` (sha256 of their bytes), sealed
+    by :func:`fit_digest` of its own content (``generated.content_sha256``): the inputs' hashes
+    show a stale fit, the seal a fit edited by hand."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _as_written(cls, doc, handler):
+        fit = handler(doc)  # a value the schema refuses is named by its own field first
+        if fit.generated.get(FIT_DIGEST) != fit_digest(doc):
+            raise ValueError(f"generated.{FIT_DIGEST}: the fit is not what `make serving-fit` wrote (edited by "
+                             f"hand, or written without its seal); run `make serving-fit`")
+        return fit
 
     generated: dict[str, str]
     inputs: dict[str, str]

@@ -8,12 +8,12 @@ Exit status 0; 2 with one line for a bad argument or a question the model cannot
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
 
 from ..cli_parser import OneLineParser
+from ..io import json_text
 from ..limits import arg, help_text
 from ..model.sharding import VARIANTS
 from ..specs import Deployment, known_gpus, load_model, parse_layout
@@ -64,8 +64,8 @@ def _deployment(args) -> tuple[Deployment, tuple]:
     if args.layout is not None:
         if any(getattr(args, k) is not None for k in ("gpu", "gpus", "tp")) or args.pp != 1 or args.dcp != 1:
             raise ValueError("give either --layout or --gpu/--gpus/--tp (with --pp/--dcp), not both")
-        text, _, setting = args.layout.partition("[")
-        if setting:
+        text, bracket, setting = args.layout.partition("[")
+        if bracket:  # '... [' alone is a setting left open, not none
             if not setting.rstrip().endswith("]"):
                 raise ValueError(f"--layout {args.layout!r}: a setting is written [name, ...] at the end")
             variants += tuple(v.strip() for v in setting.rstrip()[:-1].split(",") if v.strip())
@@ -153,8 +153,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         print(f"k3lab predict: error: {e}", file=sys.stderr)
         return 2
     try:
-        print(json.dumps(p.as_dict(), indent=2, sort_keys=True) if args.json else format_prediction(p, accept_note),
-              flush=True)
+        print(json_text(p.as_dict()) if args.json else format_prediction(p, accept_note), flush=True)
     except BrokenPipeError:  # `| head`: the reader has what it wanted (Python's documented recipe)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

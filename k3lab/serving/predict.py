@@ -238,6 +238,7 @@ def predict(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_S
     intervals must span (the model runs at each; ``spec.accept_len`` stays the central value).
     ``prefill_attention``: ``fast`` (sglang's default kernels today) or ``fallback`` (finding 3's
     Triton fallback on ROCm)."""
+    cfg.check_context(work.input_len + work.output_len, f"a request of {work.input_len:,} + {work.output_len:,}")
     fam, params, bands = family_params(dep.gpu)
     adm = admission(cfg, dep, work.input_len + work.output_len, spec, variants, kv_dtype, mem_fraction)
     if adm.requests < 1:
