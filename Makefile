@@ -67,9 +67,15 @@ serving-fit: setup
 reproduce: setup
 	$(PY) -m k3lab reproduce --profile $(PROFILE)
 
-# The README's test command. Unit/property tiers, the sglang tier (in .venv-sglang),
-# the README freshness check, then nbval over the committed notebooks.
-test: setup sglang-env test-unit test-sglang test-notebooks
+# The README's test command. Unit/property tiers and the sglang tier (in .venv-sglang) side by
+# side — each runs on one core, so on the 2-core box they take about the time of the longer one;
+# each tier's output is printed whole when it ends (TEST_JOBS=1: one after the other) — then
+# nbval over the committed notebooks (the README freshness check is in the unit tier).
+TEST_JOBS ?= 2
+test: setup sglang-env
+	@echo "make test: the unit and sglang tiers run side by side (TEST_JOBS=$(TEST_JOBS)); each prints when it ends"
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-unit test-sglang
+	@$(MAKE) --no-print-directory test-notebooks
 
 test-unit: setup
 	$(PY) -m pytest -q -m "not sglang" tests

@@ -48,7 +48,7 @@ CAPS: dict[str, Cap] = {
     "fraction": Cap(0, 1, "", "a fraction of the GPU's memory", open_low=True),
     "ratio": Cap(0.001, 1000, "", "the state pool's memory over the KV pool's; below 0.001 the state pool "
                  "holds no request's state"),
-    "usd_per_gpu_hour": Cap(0, 1000, "$/GPU-hour", "public prices run $1-$15 per GPU-hour", open_low=True),
+    "usd_per_gpu_hour": Cap(0.01, 1000, "$/GPU-hour", "public prices run $1-$15 per GPU-hour"),
     "usd_per_kwh": Cap(0, 10, "$/kWh", "electricity costs cents to a dollar per kWh"),
     "tok_s_per_gpu": Cap(0.01, 1_000_000, "tok/s per GPU", "slower than any decode that serves anyone, "
                          "far above any measured one"),
