@@ -24,10 +24,10 @@ def _isolated_results(tmp_path, monkeypatch):
     yield
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def baseline(tmp_path_factory):
-    """One complete study run of the fixture notebooks, made once per module; tests copy it
-    as 'the previous results' (tests/study_helpers.py)."""
+    """One complete study run of the fixture notebooks, made once per session (never written
+    to: tests copy it as 'the previous results', tests/study_helpers.py)."""
     from study_helpers import complete_run
 
     return complete_run(tmp_path_factory.mktemp("baseline"))
