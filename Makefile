@@ -14,7 +14,7 @@ NBVAL_RESULTS := $(abspath build/nbval-results)
 REPORT ?= results/report.html
 SHOTS ?= build/report-screenshots
 
-.PHONY: browser serving-fit record-predictions setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-unit test-sglang test-notebooks lab notebooks readme-table check-readme screenshots clean
+.PHONY: browser serving-fit record-predictions setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-deep test-unit test-sglang test-notebooks lab notebooks readme-table check-readme screenshots clean
 
 setup: $(STAMP)
 
@@ -72,12 +72,23 @@ record-predictions: setup
 reproduce: setup
 	$(PY) -m k3lab reproduce --profile $(PROFILE)
 
-# The README's test command. Unit/property tiers, the sglang tier (in .venv-sglang),
-# the README freshness check, then nbval over the committed notebooks.
-test: setup sglang-env test-unit test-sglang test-notebooks
+# The README's test command. Unit/property tiers and the sglang tier (in .venv-sglang) side by
+# side — each runs on one core, so on the 2-core box they take about the time of the longer one;
+# each tier's output is printed whole when it ends (TEST_JOBS=1: one after the other) — then
+# nbval over the committed notebooks (the README freshness check is in the unit tier).
+TEST_JOBS ?= 2
+test: setup sglang-env
+	@echo "make test: the unit and sglang tiers run side by side (TEST_JOBS=$(TEST_JOBS)); each prints when it ends"
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-unit test-sglang
+	@$(MAKE) --no-print-directory test-notebooks
 
 test-unit: setup
 	$(PY) -m pytest -q -m "not sglang" tests
+
+# The property tests at ten times their CI example count, drawn afresh each run (make test draws
+# the same CI-sized set every time: tests/conftest.py's hypothesis profiles). Not part of `make test`.
+test-deep: setup
+	K3LAB_HYPOTHESIS=deep $(PY) -m pytest -q -m "not sglang" tests/test_sampling.py
 
 test-sglang: sglang-env
 	$(SGL_PY) -m pytest -q -m sglang tests/sglang -p no:cacheprovider

@@ -1,29 +1,28 @@
 """The argument parser every ``python -m k3lab`` command uses: a usage mistake is one line on
-stderr and exit status 2 (argparse would print the whole usage too). Flags are never
-abbreviated (``allow_abbrev=False``: ``--price`` is not silently ``--price-tier``), and an
+stderr and exit status 2 (argparse would print the whole usage too); the operator's package
+defines that part (:mod:`k3lab_patches.oneline`, whose commands meet the same standard). Flags are
+never abbreviated (``allow_abbrev=False``: ``--price`` is not silently ``--price-tier``), and an
 unknown flag is named first, with the nearest known one — before argparse would report a
 required flag as missing because the user misspelt it (``--concurency``)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
+
+from k3lab_patches.oneline import OneLineParser as _OneLineParser
 
 from .spelling import did_you_mean
 
 
-class OneLineParser(argparse.ArgumentParser):
+class OneLineParser(_OneLineParser):
     """``hints``: flag a user may type → what to say instead (e.g. ``--price``: the two flags it
     could mean), for names too far from any flag for "did you mean"."""
 
+    prefix = "k3lab"
+
     def __init__(self, *args, hints: dict | None = None, **kw):
-        kw.setdefault("allow_abbrev", False)
         super().__init__(*args, **kw)
         self.hints = dict(hints or {})
-
-    def error(self, message):
-        print(f"k3lab {self.prog.split()[-1]}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
 
     def parse_known_args(self, args=None, namespace=None):
         argv = list(sys.argv[1:] if args is None else args)

@@ -94,17 +94,15 @@ def _check_inputs(cfg, context_tokens, kv_dtype, mem_fraction, variants, input_l
     if not isinstance(cfg, ModelConfig):
         raise ValueError(f"cfg must be a model config (k3lab.specs.load_model), got {type(cfg).__name__}")
     ctx = cfg.max_position_embeddings if context_tokens is None else context_tokens
-    data.check_count("context_tokens", ctx)
-    if ctx > cfg.max_position_embeddings:
-        raise ValueError(f"context {ctx:,} tokens exceeds {cfg.name}'s maximum of {cfg.max_position_embeddings:,}")
+    cfg.check_context(data.check_count("context_tokens", ctx), "context")
     if kv_dtype not in KV_DTYPES:
         raise ValueError(f"kv_dtype must be one of {', '.join(KV_DTYPES)}, got {kv_dtype!r}")
     data.check_finite("mem_fraction", mem_fraction)
     if not 0 < mem_fraction <= 1:
         raise ValueError(f"mem_fraction must be in (0, 1], got {mem_fraction!r}")
     setting_for("amd", variants)  # unknown names and contradictions fail here, once, not per layout
-    data.check_count("input_len", input_len)
-    data.check_count("output_len", output_len)
+    cfg.check_context(data.check_count("input_len", input_len) + data.check_count("output_len", output_len),
+                      f"a request of {input_len:,} + {output_len:,}")
     return ctx
 
 
@@ -167,6 +165,8 @@ def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fractio
                              mem_fraction=mem_fraction, max_running=max_running)
     except NotCalibrated:
         return {**NO_MODEL, "model_note": f"no public measurements calibrate the serving model for {dep.gpu.upper()}"}
+    except data.DataError:
+        raise  # a broken or stale fit is the news, never a row without a model (and exit 0)
     except ValueError as e:
         return {**NO_MODEL, "model_note": str(e)}
     p = op.point

@@ -9,13 +9,12 @@ tok/s of output per deployment unless named per GPU, $ per million output tokens
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
 import textwrap
 
-from . import limits, prices
+from . import io, limits, prices
 from .cli_parser import OneLineParser
 from .compare import HOUR_PREFIX, MODEL_NOTE, MTOK_PREFIX, SORTS, compare_rows, tier_columns
 from .compare_answers import answers, user_verdict
@@ -348,8 +347,8 @@ def cli_main(argv: list[str] | None = None) -> int:
         return 2
     warn("compare", overrides)
     if args.json:
-        text = json.dumps({"asked": {k: v for k, v in df.attrs.items()}, "answers": answers(df),
-                           "your_prices": user_verdict(df), "rows": to_records(df)}, indent=2, default=str) + "\n"
+        text = io.json_text({"asked": {k: v for k, v in df.attrs.items()}, "answers": answers(df),
+                             "your_prices": user_verdict(df), "rows": to_records(df)}, sort_keys=False) + "\n"
     elif args.csv:
         text = df.to_csv(index=False, float_format="%.6g", lineterminator="\n")
     else:

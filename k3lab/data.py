@@ -37,6 +37,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from . import readers
+from .limits import as_number
 from .paths import DATA_DIR, REPO_ROOT, data_dir
 from .readers import DataError  # noqa: F401  (the loader's error, raised by every step)
 from .schemas import (METHODS, PRICE_KINDS, PRICE_UNIT, ArticlePrefill, ArticleTable, Claims,  # noqa: F401
@@ -439,7 +440,8 @@ def clear_cache(*names: str) -> None:
 
 
 def check_finite(name: str, v, positive: bool = True) -> float:
-    """A user-given number: finite (and > 0 unless ``positive=False``) → float, else ValueError."""
+    """A user-given number (NumPy's too): finite (and > 0 unless ``positive=False``) → float."""
+    v = as_number(v)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         raise ValueError(f"{name} must be a finite number, got {v!r}")
     if positive and v <= 0:
@@ -448,7 +450,8 @@ def check_finite(name: str, v, positive: bool = True) -> float:
 
 
 def check_count(name: str, v) -> int:
-    """A user-given count: a positive int (not a bool) → int, else ValueError."""
+    """A user-given count: a positive int (not a bool; ``np.int64`` too) → int, else ValueError."""
+    v = as_number(v, integer=True)
     if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
         raise ValueError(f"{name} must be a positive integer, got {v!r}")
     return v

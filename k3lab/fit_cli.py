@@ -18,10 +18,9 @@ given and 1 when it does not; 2 for bad input (one line on stderr).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from . import data, memory
+from . import data, io, memory
 from .cli_parser import OneLineParser
 from .limits import arg, help_text
 from .model.capacity import KV_DTYPES, STATE_DTYPES
@@ -241,9 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser(gpus).parse_args(argv)
     try:
         cfg = load_model(args.model)
-        if args.context is not None and args.context > cfg.max_position_embeddings:
-            raise ValueError(f"--context {args.context:,} tokens exceeds {cfg.name}'s maximum of "
-                             f"{cfg.max_position_embeddings:,} (max_position_embeddings)")
+        if args.context is not None:
+            cfg.check_context(args.context, "--context")
         p = memory.plan(cfg, args.gpu, args.gpus, args.tp, args.mem_fraction, args.kv_dtype, pp=args.pp,
                         state_dtype=args.state_dtype, context_tokens=args.context, variants=args.variant,
                         hbm_gb=args.hbm_gb, init_overhead_bytes=int(args.init_overhead_gib * GiB),
@@ -257,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         d = p.as_dict()
         d["sglang_settings"] = settings_summary(p)
-        print(json.dumps(d, indent=2, sort_keys=True))
+        print(io.json_text(d))
     else:
         print(format_plan(p, cfg.name))
     return (0 if p.fits else 1) if args.check else 0

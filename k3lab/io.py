@@ -26,15 +26,20 @@ def _file_mode() -> int:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
+def atomic_path(path: str | os.PathLike, tmp_dir: str | os.PathLike | None = None) -> Iterator[Path]:
+    """Yield a temporary path beside ``path`` (or in ``tmp_dir``, a folder on the same file
+    system); rename it onto ``path`` on success.
 
     On any exception the temporary file is removed and ``path`` is left as it was. The
-file gets the usual permissions (0644 under umask 022), not mkstemp's 0600.
+    file gets the usual permissions (0644 under umask 022), not mkstemp's 0600. A write into
+    a results folder that a run does not stage (its journal, a failed notebook, a rebuilt
+    report) passes the run's staging folder as ``tmp_dir``: a kill mid-write then leaves its
+    temporary inside a folder k3lab marked as its own, never a dot-file beside a user's files
+    (:mod:`k3lab.transaction` removes only what it can show is its own).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=tmp_dir or path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -47,16 +52,27 @@ file gets the usual permissions (0644 under umask 022), not mkstemp's 0600.
         raise
 
 
-def write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` (UTF-8, ``\\n`` newlines) atomically; returns the path."""
-    with atomic_path(path) as tmp:
+def write_text(path: str | os.PathLike, text: str, tmp_dir: str | os.PathLike | None = None) -> Path:
+    """Write ``text`` (UTF-8, ``\\n`` newlines) atomically (:func:`atomic_path`); returns the path."""
+    with atomic_path(path, tmp_dir) as tmp:
         tmp.write_text(text, encoding="utf-8", newline="\n")
     return Path(path)
 
 
-def write_json(path: str | os.PathLike, obj: Any) -> Path:
-    """Write ``obj`` as sorted, indented JSON atomically."""
-    return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+def json_text(obj: Any, indent: int | None = 2, sort_keys: bool = True) -> str:
+    """``obj`` as standard JSON: ValueError (one line) for a NaN or an infinity anywhere in it,
+    which Python's ``json`` would write as the non-standard ``NaN`` / ``Infinity`` that other
+    readers refuse. Every JSON k3lab writes or prints goes through here."""
+    try:
+        return json.dumps(obj, indent=indent, sort_keys=sort_keys, default=str, allow_nan=False)
+    except ValueError:
+        raise ValueError("refusing to write JSON holding a NaN or an infinity (not a number any "
+                         "reader accepts); this is a bug in what computed it") from None
+
+
+def write_json(path: str | os.PathLike, obj: Any, tmp_dir: str | os.PathLike | None = None) -> Path:
+    """Write ``obj`` as sorted, indented JSON (:func:`json_text`) atomically."""
+    return write_text(path, json_text(obj) + "\n", tmp_dir)
 
 
 def write_csv(df, path: str | os.PathLike, float_format: str = FLOAT_FORMAT) -> Path:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import numbers
+import reprlib
 from dataclasses import dataclass
 
 
@@ -44,41 +46,78 @@ CAPS: dict[str, Cap] = {
     "hbm_gb": Cap(0, 4096, "GB per GPU", "the largest GPU memory today is 288 GB", open_low=True),
     "overhead_gib": Cap(0, 4096, "GiB per GPU", "no more than a GPU's memory"),
     "fraction": Cap(0, 1, "", "a fraction of the GPU's memory", open_low=True),
-    "ratio": Cap(0, 1000, "", "a ratio of two memory pools", open_low=True),
-    "usd_per_gpu_hour": Cap(0, 1000, "$/GPU-hour", "public prices run $1-$15 per GPU-hour", open_low=True),
+    "ratio": Cap(0.001, 1000, "", "the state pool's memory over the KV pool's; below 0.001 the state pool "
+                 "holds no request's state"),
+    "usd_per_gpu_hour": Cap(0.01, 1000, "$/GPU-hour", "public prices run $1-$15 per GPU-hour"),
     "usd_per_kwh": Cap(0, 10, "$/kWh", "electricity costs cents to a dollar per kWh"),
-    "tok_s_per_gpu": Cap(0, 1_000_000, "tok/s per GPU", "far above any measured decode rate", open_low=True),
+    "tok_s_per_gpu": Cap(0.01, 1_000_000, "tok/s per GPU", "slower than any decode that serves anyone, "
+                         "far above any measured one"),
     "accept_len": Cap(1, 8, "tokens per verify step", "DSpark drafts at most 8 tokens"),
     "range_ratio": Cap(0, 1, "", "bench_serving's length spread, a fraction"),
     "latency_ms": Cap(0, 600_000, "ms", "ten minutes to a token is no service", open_low=True),
     "latency_ms_or_zero": Cap(0, 600_000, "ms", "as latency_ms; 0 means no limit"),
     "tok_s_per_user": Cap(0, 100_000, "tok/s per user", "far above any one request's decode rate", open_low=True),
     "tok_s_per_user_or_zero": Cap(0, 100_000, "tok/s per user", "as tok_s_per_user; 0 means no limit"),
+    "entries": Cap(0, 1000, "entries", "far more than there are GPUs, layouts or settings to list", integer=True),
 }
+
+
+#: digits a number may be written with before it is refused unread: Python refuses to convert
+#: one of more than 4,300 digits, and none of the caps above needs more than a dozen
+MAX_DIGITS = 100
+
+
+def shown(value) -> str:
+    """``value`` for a one-line message: thousands separators, a float to 4 significant figures,
+    an integer too long to print as "a number of N digits" (never Python's digit-limit error)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() > 200:
+            return f"a number of about {int(value.bit_length() * math.log10(2)) + 1:,} digits"
+        return f"{value:,}" if abs(value) < 10**18 else f"{float(value):.4g}"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return reprlib.repr(value)
 
 
 def parse(kind: str, text: str, name: str):
     """The number ``text`` reads as, within :data:`CAPS` ``[kind]`` (:func:`check`)."""
     cap = CAPS[kind]
+    digits = sum(ch.isdigit() for ch in text)
+    if digits > MAX_DIGITS:
+        raise ValueError(f"{name} must be {cap.text()} ({cap.why}), got a number written with {digits:,} digits")
     try:
         value = int(text) if cap.integer else float(text)
     except (ValueError, OverflowError):
         raise ValueError(f"{name} must be {'an integer' if cap.integer else 'a number'}"
-                         f" ({cap.text()}), got {text!r}") from None
+                         f" ({cap.text()}), got {reprlib.repr(text)}") from None
     return check(kind, value, name)
 
 
+def as_number(value, integer: bool = False):
+    """A plain ``int`` (or ``float``) for any integer (or real) scalar, NumPy's included
+    (``np.int64(8)``); ``value`` itself when it is not one (the caller refuses it)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if not integer and isinstance(value, numbers.Real):
+        return float(value)
+    return value
+
+
 def check(kind: str, value, name: str):
-    """``value`` (an int, or a float where the kind allows) within :data:`CAPS` ``[kind]`` →
-    itself; ValueError in one line naming ``name`` and the range otherwise."""
+    """``value`` (an int, or a float where the kind allows; NumPy's scalars too) within
+    :data:`CAPS` ``[kind]`` → itself as a plain number; ValueError in one line naming ``name``
+    and the range otherwise."""
     cap = CAPS[kind]
+    value = as_number(value, cap.integer)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (cap.integer and not isinstance(value, int)):
-        raise ValueError(f"{name} must be {'an integer' if cap.integer else 'a number'} ({cap.text()}), got {value!r}")
+        raise ValueError(f"{name} must be {'an integer' if cap.integer else 'a number'} ({cap.text()}), "
+                         f"got {shown(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number ({cap.text()}), got {value!r}")
     if value > cap.high or value < cap.low or (cap.open_low and value == cap.low):
-        shown = f"{value:,}" if isinstance(value, int) and abs(value) < 10**18 else f"{value:.4g}"
-        raise ValueError(f"{name} must be {cap.text()} ({cap.why}), got {shown}")
+        raise ValueError(f"{name} must be {cap.text()} ({cap.why}), got {shown(value)}")
     return value
 
 

@@ -273,8 +273,8 @@ def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: 
         raise ValueError(f"mem_fraction must be in (0, 1], got {mem_fraction!r}")
     check_dtype("kv_dtype", kv_dtype, KV_DTYPES)
     check_dtype("state_dtype", state_dtype, STATE_DTYPES)
-    ctx = cfg.max_position_embeddings if context_tokens is None else context_tokens
-    data.check_count("context_tokens", ctx)
+    ctx = cfg.check_context(data.check_count("context_tokens", cfg.max_position_embeddings if context_tokens is None
+                                             else context_tokens), "context_tokens")
     if max_running_requests is not None:
         data.check_count("max_running_requests", max_running_requests)
     check_size("init_overhead_bytes", init_overhead_bytes)

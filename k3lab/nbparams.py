@@ -24,7 +24,7 @@ import math
 import os
 import reprlib
 
-from . import paths
+from . import limits, paths
 
 MARKER = "# k3lab parameters"
 PAPERMILL_MARKER = "# Parameters"
@@ -107,6 +107,11 @@ def validate(defaults: dict, given: dict) -> dict:
                                  f"(like its default {defaults[k]!r}), got {reprlib.repr(v)}")
         if _not_finite(v):
             raise ParameterError(f"parameter {k!r} must be a finite number, got {reprlib.repr(v)}")
+        if isinstance(v, (list, tuple, dict)):  # before anything walks it: a 200,000-entry list killed the kernel
+            try:
+                limits.check("entries", len(v), f"parameter {k!r}: its number of entries")
+            except ValueError as e:
+                raise ParameterError(str(e)) from None
         why = _shape_error(defaults[k], v)
         if why:
             raise ParameterError(f"parameter {k!r} {why}, got {reprlib.repr(v)}")
@@ -143,7 +148,7 @@ class Params(dict):
         """Where this run's outputs go: ``results/<nb>`` for the article's questions (the
         pipeline points ``results`` at its staging folder); a what-if run run by hand goes to
         ``results/runs/<name>/<nb>``, never over the study's results."""
-        if not self.what_if or os.environ.get(RUN_ENV):
+        if not self.what_if or pipeline_run():
             return paths.results_dir(notebook_id)
         d = paths.results_root() / "runs" / run_name(self.changed) / notebook_id
         d.mkdir(parents=True, exist_ok=True)
@@ -186,10 +191,22 @@ def check(namespace: dict, notebook_id: str | None = None) -> Params:
     return Params({k: namespace.get(k, v) for k, v in params.items()}, defaults)
 
 
+def pipeline_run() -> str | None:
+    """The profile of the ``reproduce`` run this kernel executes for, or None for a notebook run
+    by hand. The pipeline sets ``$K3LAB_RUN`` and points ``$K3LAB_RESULTS`` at its marked staging
+    folder; ``$K3LAB_RUN`` alone (exported in a shell) is no run, and a what-if notebook run by
+    hand under it still goes to ``results/runs/`` instead of over the study's results."""
+    from .transaction import STAGING_MARK
+
+    name = os.environ.get(RUN_ENV)
+    root = paths.results_root()
+    return name if name and root.name.startswith(".staging-") and (root / STAGING_MARK).is_file() else None
+
+
 def run_name(changed: dict) -> str:
-    """A folder name for a what-if run: the pipeline's profile (``$K3LAB_RUN``), or a short,
-    stable digest of the changed parameters when a notebook is run by hand."""
-    env = os.environ.get(RUN_ENV)
+    """A folder name for a what-if run: the pipeline's profile (:func:`pipeline_run`), or a
+    short, stable digest of the changed parameters when a notebook is run by hand."""
+    env = pipeline_run()
     if env:
         return env
     digest = hashlib.sha256(json.dumps(changed, sort_keys=True, default=str).encode()).hexdigest()[:10]

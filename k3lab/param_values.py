@@ -99,6 +99,4 @@ def check(params: dict) -> None:
     if ctx and model is not None:  # 0: the model's maximum
         from .specs import load_model
 
-        top = load_model(model).max_position_embeddings
-        if ctx > top:
-            raise ValueError(f"parameter 'context_tokens': {ctx:,} tokens exceeds {model}'s maximum of {top:,}")
+        load_model(model).check_context(ctx, "parameter 'context_tokens'")

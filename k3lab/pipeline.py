@@ -230,10 +230,12 @@ def versions() -> dict:
     return out
 
 
-def manifest(staging: Path, run_id: str, profile: str, jobs: list[Job], started: str) -> dict:
+def manifest(staging: Path, run_id: str, profile: str, jobs: list[Job], started: str, what_if: bool = False) -> dict:
+    """What ``manifest.json`` holds: the run, its profile and whether it is a what-if run (the
+    report reads that here, never from where the folder lies), and every file with its sha256."""
     files = {str(p.relative_to(staging)): sha256(p) for p in sorted(staging.rglob("*"))
              if p.is_file() and not (p.parent == staging and p.name.startswith("."))}  # not the staging mark
-    return {"run_id": run_id, "profile": profile, "started_utc": started,
+    return {"run_id": run_id, "profile": profile, "what_if": what_if, "started_utc": started,
             "finished_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "git_commit": git_commit(), "versions": versions(),
             "notebooks": {j.notebook_id: j.parameters for j in jobs}, "files": files}
@@ -276,13 +278,18 @@ def run(profile: str = "offline", kernel_name: str = KERNEL_NAME, report: bool =
         transaction.claim(folder)
     timings = []
     with run_lock(target):
-        for line in recover(target) + transaction.sweep(results_root(), skip=target):
-            print(f"[k3lab] {line}", flush=True)
+        try:
+            for line in recover(target) + transaction.sweep(results_root(), skip=target):
+                print(f"[k3lab] {line}", flush=True)
+        except KeyboardInterrupt as e:  # a recovery cut short is not "untouched": its journal finishes it
+            e.k3lab_pending = (f"it was cleaning up an earlier run's leftovers under {_shown(results_root())}, "
+                               f"which the next run of any profile finishes")
+            raise
         stray = unlisted(target)
         if stray:
             raise transaction.unlisted_error(target, stray)
         started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
+        run_id = transaction.new_run_id()
         env_before = {k: os.environ.get(k) for k in ("K3LAB_RESULTS", nbparams.RUN_ENV)}
         try:
             staging = transaction.new_staging(target, run_id)
@@ -304,7 +311,7 @@ def run(profile: str = "offline", kernel_name: str = KERNEL_NAME, report: bool =
                 from . import report as report_mod  # report imports compare/prices/notebook HTML: only when asked
 
                 report_mod.build(staging, what_if=what_if)
-            io.write_json(staging / MANIFEST, manifest(staging, run_id, profile, jobs, started))
+            io.write_json(staging / MANIFEST, manifest(staging, run_id, profile, jobs, started, what_if))
             stray = unlisted(target)  # written by hand while the notebooks ran: not ours to replace
             if stray:
                 raise transaction.unlisted_error(target, stray)
@@ -328,7 +335,7 @@ def _undo(target: Path) -> None:
     try:
         recover(target)
     except KeyboardInterrupt as e:
-        e.k3lab_pending = str(target)
+        e.k3lab_pending = f"the next run finishes undoing this one in {target}"
         raise
 
 
@@ -352,7 +359,7 @@ def _keep_failed(staging: Path, target: Path, job: Job) -> str:
     except (OSError, ValueError):
         return "(none: papermill's copy is incomplete, was the disk full?)"
     try:
-        io.write_text(dst, text)
+        io.write_text(dst, text, tmp_dir=staging)  # a kill mid-write leaves its temporary in k3lab's staging folder
     except OSError as e:
         return f"(none: it could not be written: {e.strerror or e})"
     return _shown(dst)
@@ -373,7 +380,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as e:
         pending = getattr(e, "k3lab_pending", None)
-        print("k3lab reproduce: interrupted; " + (f"the next run finishes undoing this one in {pending}" if pending
-                                                  else "the previous results are untouched"), file=sys.stderr)
+        print("k3lab reproduce: interrupted; " + (pending or "the previous results are untouched"), file=sys.stderr)
         return 130
     return 0

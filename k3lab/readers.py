@@ -29,6 +29,8 @@ from typing import Any
 
 import yaml
 
+from .limits import MAX_DIGITS
+
 
 class DataError(ValueError):
     """A data file that cannot be used as it is; the message names the file and the field."""
@@ -60,16 +62,38 @@ class _DuplicateKey(Exception):
         self.key, self.first, self.second, self.at = key, first, second, at
 
 
+class _LongNumber(Exception):
+    """A number written with more digits than :data:`k3lab.limits.MAX_DIGITS`: refused unread
+    (Python would refuse to convert one of 4,300 with a message that names no file or field)."""
+
+    def __init__(self, text: str, line: int | None = None, key=None):
+        super().__init__(text)
+        self.digits, self.line, self.key = sum(ch.isdigit() for ch in text), line, key
+
+    def message(self, where: str) -> str:
+        at = (f"line {self.line}: " if self.line else "") + (f"{self.key}: " if self.key is not None else "")
+        return (f"{where}: {at}a number written with {self.digits:,} digits (at most {MAX_DIGITS} are read; "
+                f"no quantity here needs more)")
+
+
+def _short_int(text: str, line: int | None = None) -> int:
+    if len(text) > MAX_DIGITS:
+        raise _LongNumber(text, line)
+    return int(text)
+
+
 class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml parses 5x faster
     """PyYAML's safe loader, refusing a mapping that names one key twice."""
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
             seen: dict = {}
-            for key_node, _ in node.value:
+            for key_node, value_node in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     continue
                 key = self.construct_object(key_node, deep=True)
+                if value_node.tag == "tag:yaml.org,2002:int" and len(value_node.value) > MAX_DIGITS:
+                    raise _LongNumber(value_node.value, value_node.start_mark.line + 1, key)
                 try:
                     first = seen.get(key)
                 except TypeError:  # an unhashable key: PyYAML reports it itself
@@ -79,6 +103,15 @@ class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyam
                     raise _DuplicateKey(key, first, line)
                 seen[key] = line
         return super().construct_mapping(node, deep)
+
+
+def _construct_int(loader, node):
+    if len(node.value) > MAX_DIGITS:
+        raise _LongNumber(node.value, node.start_mark.line + 1)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 #: nodes YAML aliases may add to a document beyond those written (the repository's largest
@@ -122,7 +155,11 @@ def _check_aliases(node, where: str) -> None:
 def read_yaml(path, where: str) -> Any:
     """Parse one YAML file (UTF-8, valid YAML, no duplicate keys, aliases that expand it by
     at most :data:`ALIAS_EXPANSION_LIMIT` nodes) → Python objects."""
-    text = read_text(path, where)
+    return parse_yaml(read_text(path, where), where)
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """YAML text as :func:`read_yaml` parses a file's (``where`` names it in errors)."""
     loader = _UniqueKeyLoader(text)
     try:
         node = loader.get_single_node()
@@ -133,6 +170,8 @@ def read_yaml(path, where: str) -> Any:
     except _DuplicateKey as d:
         raise DataError(f"{where}: duplicate key {d.key!r} (lines {d.first} and {d.second}); "
                         f"YAML would keep only the second") from None
+    except _LongNumber as n:
+        raise DataError(n.message(where)) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f"line {mark.line + 1}: " if mark is not None else ""
@@ -213,7 +252,10 @@ def check_numbers(obj, where: str, allow_infinity: tuple[str, ...] = (), at: str
 def parse_json(text: str, where: str, allow_infinity: tuple[str, ...] = ()) -> Any:
     """Parse JSON text (no duplicate keys, finite numbers; see the module doc)."""
     try:
-        obj = json.loads(text, object_pairs_hook=_pairs)
+        obj = json.loads(text, object_pairs_hook=_pairs, parse_int=_short_int)
+    except _LongNumber as n:  # json gives no position: the first place the digits stand
+        n.line = text.count("\n", 0, max(text.find(str(n)), 0)) + 1
+        raise DataError(n.message(where)) from None
     except _DuplicateKey:
         found = _first_duplicate(text)
         at, key, first, second = found if found else ("", "?", 0, 0)

@@ -15,17 +15,18 @@ bottom line judged (the README's top) and the findings table (docs/findings.md).
 
 from __future__ import annotations
 
-import argparse
 import html
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
 from . import bottom_line, claims, io
 from .bottom_line import FINDING_TITLES
+from .cli_parser import OneLineParser
 from .decision import QUESTION_FILE, decide, read_question
-from .manifest import MANIFEST, verify
+from .manifest import MANIFEST, read_manifest, verify
 from .nbparams import RUN_ENV
 from .paths import results_root
 from .report_cells import inline_markdown
@@ -207,8 +208,9 @@ def _question(root: Path, ask: dict) -> dict:
     return {"model": ask.get("model") or STUDY_MODEL, **kw, "context_tokens": kw.get("context_tokens") or None}
 
 
-def build(root: Path | None = None, what_if: bool = False, decision=decision_html) -> Path:
-    """Write ``<root>/report.html`` (default ``results/``), self-contained, and return its path.
+def build(root: Path | None = None, what_if: bool = False, decision=decision_html, out: Path | None = None) -> Path:
+    """Write ``<root>/report.html`` (default ``results/``; ``out`` instead when given), self-contained,
+    and return its path.
 
     The top is short: the decision box (``decision(Decision) -> HTML``,
     :func:`k3lab.report_html.decision_html` by default) and the verdict summary (a what-if run:
@@ -222,7 +224,10 @@ def build(root: Path | None = None, what_if: bool = False, decision=decision_htm
     drift = _drift(root)
     df = None
     if not what_if:
-        df = read_ledger(root / "claims.csv") if (root / "claims.csv").exists() else write_ledger(root)
+        if (root / "claims.csv").exists():
+            df = read_ledger(root / "claims.csv")
+        else:  # written only into a run being built: a committed folder holds nothing its manifest does not list
+            df = claims.ledger(root) if (root / MANIFEST).exists() else write_ledger(root)
     ids = frozenset(df["claim_id"]) if df is not None else None
     nbs, params = [], {}
     for p in sorted(root.glob("[0-9][0-9]_*/[0-9][0-9]_*.ipynb")):
@@ -271,22 +276,63 @@ def build(root: Path | None = None, what_if: bool = False, decision=decision_htm
                   + (f" … and {len(drift) - 5} more" if len(drift) > 5 else "")
                   + ". Rerun <code>make reproduce</code> for a consistent report.</p>")
     page = page_html(title, f"{intro}{box}{summary}{''.join(sections)}")
-    return io.write_text(root / "report.html", page)
+    return io.write_text(out or root / "report.html", page)
+
+
+def rebuild(root: Path, what_if: bool | None = None) -> Path:
+    """``python -m k3lab report --results DIR``: rebuild ``DIR/report.html`` of a complete run.
+
+    Only in a folder k3lab made (its marker), under the folder's lock, after finishing whatever
+    an interrupted run left (:func:`k3lab.transaction.recover`), and only with a complete run
+    there (its manifest). Whether the run is a what-if one is what its manifest says (a manifest
+    older than that field: ``what_if``, else whether the folder is ``results/runs/<its profile>/``),
+    never where the folder lies. The page is written in a staging folder of k3lab's and renamed
+    over ``report.html``. PipelineError (one line) otherwise; nothing is written then."""
+    from .transaction import claim_owned, new_run_id, new_staging, recover, run_lock
+
+    root = Path(root)
+    claim_owned(root)
+    with run_lock(root):
+        for line in recover(root):
+            print(f"[k3lab] {line}", flush=True)
+        man = read_manifest(root)
+        if isinstance(man.get("what_if"), bool):
+            what_if = man["what_if"]
+        elif what_if is None:
+            profile = man.get("profile")
+            what_if = isinstance(profile, str) and bool(profile) and \
+                root.resolve() == (results_root() / "runs" / profile).resolve()
+        staging = new_staging(root, new_run_id())
+        try:
+            page = build(root, what_if=what_if, out=staging / "report.html")
+            os.replace(page, root / "report.html")
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return root / "report.html"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m k3lab.report", allow_abbrev=False)
+    """``python -m k3lab report`` / ``python -m k3lab.report``: exit 0; 2 with one line for a
+    mistake (a folder k3lab never made, a broken ledger, a file that cannot be read)."""
+    try:
+        return _main(argv)
+    except (ValueError, OSError) as e:  # PipelineError, DataError, a missing README: one line
+        print(f"k3lab report: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
+    ap = OneLineParser(prog="python -m k3lab report")
     ap.add_argument("--readme", type=Path, action="append", default=None,
                     help="update (or --check) this file's generated blocks (findings table, bottom line); repeatable")
     ap.add_argument("--claims", type=Path, default=None, help="ledger CSV (default results/claims.csv)")
     ap.add_argument("--check", action="store_true", help="exit 1 if a generated block is stale")
     ap.add_argument("--results", type=Path, default=None, help="the run folder to render (default results/)")
     ap.add_argument("--what-if", action="store_true",
-                    help="render a what-if run (default: when the folder is under results/runs/)")
+                    help="render as a what-if run a folder whose manifest.json does not say (one written before it did)")
     a = ap.parse_args(argv)
     if a.readme is None:
-        root = a.results or results_root()
-        print(build(root, what_if=a.what_if or root.resolve().parent.name == "runs"))
+        print(rebuild(a.results or results_root(), what_if=True if a.what_if else None))
         return 0
     claims_csv = a.claims or results_root() / "claims.csv"
     if not claims_csv.exists():

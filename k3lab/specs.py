@@ -12,11 +12,12 @@ switches.
 from __future__ import annotations
 
 import re
+import reprlib
 
 import dataclasses
 from dataclasses import dataclass, field
 
-from . import data
+from . import data, limits
 from .spelling import did_you_mean
 from .model.config import ModelConfig, model_from_dict  # noqa: F401  (re-exported: specs.ModelConfig)
 
@@ -176,8 +177,8 @@ class Deployment:
 
     def __post_init__(self):
         g = load_gpu(self.gpu)  # unknown GPU → ValueError naming the known ones
-        for k in ("num_gpus", "tp", "pp", "dcp"):
-            data.check_count(f"deployment {k}", getattr(self, k))
+        for k in ("num_gpus", "tp", "pp", "dcp"):  # plain ints from here on (a DataFrame row gives np.int64)
+            object.__setattr__(self, k, data.check_count(f"deployment {k}", getattr(self, k)))
         if self.gpus_per_node is None:
             object.__setattr__(self, "gpus_per_node", g.scale_up_domain_gpus)
         data.check_count("deployment gpus_per_node", self.gpus_per_node)
@@ -242,19 +243,23 @@ def parse_layout(text: str) -> Deployment:
     head, *rest = norm.split()
     n, sep, gpu = head.partition("x")
     if not sep or not n.isdigit():
-        raise ValueError(f"layout {text!r}: cannot read '<N>x<gpu>' from {head!r}; expected {_LAYOUT_HELP}")
+        raise ValueError(f"layout {reprlib.repr(text)}: cannot read '<N>x<gpu>' from {reprlib.repr(head)}; "
+                         f"expected {_LAYOUT_HELP}")
+    # the same caps as --gpus / --tp / --hbm-gb: a layout string is no way around them
+    n = limits.parse("gpus", n, f"layout {reprlib.repr(text)}: the GPU count")
     kw: dict = {}
     for part in rest:
-        for key, field_ in (("tp", "tp"), ("pp", "pp"), ("dcp", "dcp"), ("hbm", "hbm_gb")):
+        for key, field_, kind in (("tp", "tp", "parallel"), ("pp", "pp", "parallel"), ("dcp", "dcp", "parallel"),
+                                  ("hbm", "hbm_gb", "hbm_gb")):
             if part.startswith(key) and part[len(key):].replace(".", "", 1).isdigit():
-                v = part[len(key):]
-                kw[field_] = float(v) if field_ == "hbm_gb" else int(v)
+                kw[field_] = limits.parse(kind, part[len(key):], f"layout {reprlib.repr(text)}: {key}")
                 break
         else:
             if part in ("ep", "dp-attention"):
                 kw[part.replace("-", "_")] = True
             else:
-                raise ValueError(f"layout {text!r}: unknown part {part!r}; expected {_LAYOUT_HELP}")
+                raise ValueError(f"layout {reprlib.repr(text)}: unknown part {reprlib.repr(part)}; "
+                                 f"expected {_LAYOUT_HELP}")
     if "tp" not in kw:
-        raise ValueError(f"layout {text!r}: no tp<T>; expected {_LAYOUT_HELP}")
-    return Deployment(gpu, int(n), **kw)
+        raise ValueError(f"layout {reprlib.repr(text)}: no tp<T>; expected {_LAYOUT_HELP}")
+    return Deployment(gpu, n, **kw)

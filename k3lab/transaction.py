@@ -2,17 +2,21 @@
 
 **Ownership.** k3lab writes only into a folder it made: one holding its marker file
 (:data:`MARKER`, written when k3lab creates the folder or finds it empty) or the study's own
-``results/`` that ships with the repository (and the ``runs/<name>/`` below it).
-:func:`claim` refuses the repository root (or a folder holding it), any folder holding files
-tracked by git, and a folder that is not empty and not marked. In a folder it owns, k3lab
-deletes only what a manifest of k3lab lists (``manifest.json``'s files, the manifest itself,
-:data:`~k3lab.manifest.REBUILDABLE`), its own staging folders and journals, and the temporary
-files of its atomic writer beside a listed file; :func:`k3lab.manifest.unlisted` names
+``results/`` that ships with the repository (and the ``runs/<name>/`` below it; no other
+folder inside it). :func:`claim` refuses the repository root (or a folder holding it), any
+folder holding files tracked by git, and a folder that is not empty and not marked. In a
+folder it owns, k3lab deletes only what a manifest of k3lab lists (``manifest.json``'s files,
+the manifest itself, :data:`~k3lab.manifest.REBUILDABLE`), what a commit journal names, and
+its own marked staging folders (where every temporary file of a run, its journal's and its
+report's included, is written: :func:`k3lab.io.atomic_path`'s ``tmp_dir``). A dot-file that
+merely looks like a temporary is never touched; :func:`k3lab.manifest.unlisted` names
 anything else, and a run refuses to start while there is any.
 
 **Lock.** ``<folder>/.lock`` is held with ``flock`` (exclusive, non-blocking): the kernel
 releases it when its process dies, so a stale lock is simply free, and of any number of
 contenders exactly one holds it. The holder writes its pid into it and removes it on release.
+It is opened with ``O_NOFOLLOW`` and must be a plain file with one link: a symlink or a hard
+link named ``.lock`` (to a user's file) is refused, never truncated.
 
 **Commit.** :func:`commit` writes a journal (``.commit-<run id>.json``: the entries it will
 move aside, the entries it will move in, the manifest last) before it moves anything, then
@@ -27,11 +31,14 @@ called with a label before every change on disk these functions make.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import fcntl
 import json
 import os
 import re
 import shutil
+import signal
+import stat
 import subprocess
 from pathlib import Path
 from typing import Callable
@@ -48,8 +55,6 @@ LOCK = ".lock"
 JOURNAL = ".commit-"
 #: a run id: UTC start time and pid (``20990101T000000Z-4242``)
 RUN_ID = re.compile(r"^\d{8}T\d{6}Z-\d+$")
-#: the temporary name :func:`k3lab.io.atomic_path` gives ``<name>``: ``.<name>.<random>.tmp``
-_TMP = re.compile(r"^\.(?P<base>.+)\.[A-Za-z0-9_]+\.tmp$")
 
 #: fault injection (tests): called with a label before every change on disk of commit/recover
 FAULT: Callable[[str], None] | None = None
@@ -64,12 +69,20 @@ def _step(label: str) -> None:
 
 
 def marked(folder: Path) -> bool:
-    return (Path(folder) / MARKER).is_file()
+    p = Path(folder) / MARKER
+    return p.is_file() and not p.is_symlink()
 
 
-def _in_study_results(folder: Path) -> bool:
+def _study_place(folder: Path) -> str | None:
+    """Where ``folder`` lies in the study's own ``results/``: ``"root"`` (results/ itself),
+    ``"run"`` (``results/runs/<name>/``), ``"inside"`` (any other folder below results/, such as
+    a notebook's ``results/01_memory_fit/``: never a results folder of its own), or None."""
     study = STUDY_RESULTS.resolve()
-    return folder == study or study in folder.parents
+    if folder == study:
+        return "root"
+    if folder.parent == study / "runs":
+        return "run"
+    return "inside" if study in folder.parents else None
 
 
 def _tracked(folder: Path) -> list[str]:
@@ -94,6 +107,10 @@ def claim(folder: Path) -> None:
                             f"k3lab never writes its results there; point K3LAB_RESULTS at a new or empty folder")
     if folder.exists() and not folder.is_dir():
         raise PipelineError(f"{folder} is not a folder; point K3LAB_RESULTS at a new or empty folder")
+    place = _study_place(folder)
+    if place == "inside":
+        raise PipelineError(f"{folder} lies inside the study's results folder, which k3lab owns whole: its results go "
+                            f"to results/ itself or results/runs/<name>/; point K3LAB_RESULTS at a folder outside it")
     if folder.exists():
         tracked = [t for t in _tracked(folder) if not (folder == STUDY_RESULTS.resolve() and t == "README.md")]
         if tracked:
@@ -101,34 +118,82 @@ def claim(folder: Path) -> None:
                                 f"{', ...' if len(tracked) > 3 else ''}): k3lab never writes its results there")
         if marked(folder):
             return
-        if any(folder.iterdir()) and not _in_study_results(folder):
+        if any(folder.iterdir()) and place is None:
             raise PipelineError(f"{folder} is not empty and not a k3lab results folder (no {MARKER}): k3lab writes "
                                 f"only into a folder it made; point K3LAB_RESULTS at a new or empty folder")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        io.write_text(folder / MARKER, MARKER_TEXT)
+        _write_marker(folder / MARKER)
     except PermissionError:
         raise PipelineError(f"cannot write to {folder} (permission denied)") from None
+
+
+def _write_marker(path: Path) -> None:
+    """Create the marker in place (no temporary beside it: a kill mid-write leaves a marker,
+    never a stray dot-file that would make the folder look foreign); never through a link."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    except FileExistsError:
+        return  # a concurrent claim made it; marked() checks it is a file
+    try:
+        os.write(fd, MARKER_TEXT.encode())
+    finally:
+        os.close(fd)
+
+
+def claim_owned(folder: Path) -> None:
+    """A folder k3lab made (its marker), to write into without making or marking it:
+    PipelineError (one line) for anything else, the repository and folders holding it included."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise PipelineError(f"{folder}: no such folder")
+    repo = REPO_ROOT.resolve()
+    if folder.resolve() == repo or folder.resolve() in repo.parents or not marked(folder):
+        raise PipelineError(f"{folder} is not a k3lab results folder (no {MARKER}): k3lab writes only into a folder "
+                            f"it made")
+
+
+def new_run_id() -> str:
+    """A run id (:data:`RUN_ID`): the UTC time now and this process's pid."""
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
 
 
 # --------------------------------------------------------------------------- the lock
 
 
+def _foreign_lock(folder: Path, why: str) -> PipelineError:
+    return PipelineError(f"{Path(folder) / LOCK} is {why}, not k3lab's lock file: k3lab never writes through it; "
+                         f"move it out of the way and run again")
+
+
 def try_lock(folder: Path) -> int | None:
-    """Take ``folder/.lock`` → its file descriptor, or None while another process holds it."""
+    """Take ``folder/.lock`` → its file descriptor, or None while another process holds it.
+    PipelineError (one line) when ``.lock`` is a symlink, not a plain file, or a hard link
+    (it could be a user's file): nothing is written to it."""
     lock = Path(folder) / LOCK
     while True:
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            # O_NOFOLLOW: a symlink fails (ELOOP) instead of opening its target; O_NONBLOCK:
+            # a FIFO named .lock cannot hang the open
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
         except PermissionError:
             raise PipelineError(f"cannot write to {folder} (permission denied)") from None
+        except OSError as e:
+            if lock.is_symlink():
+                raise _foreign_lock(folder, "a symbolic link") from None
+            raise PipelineError(f"cannot open {lock}: {e.strerror or e}") from None
+        mine = os.fstat(fd)
+        if not stat.S_ISREG(mine.st_mode) or mine.st_nlink > 1:
+            os.close(fd)
+            raise _foreign_lock(folder, "not a plain file" if not stat.S_ISREG(mine.st_mode)
+                                else f"a hard link ({mine.st_nlink} names for one file)")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             return None
         try:
-            st, mine = os.stat(lock), os.fstat(fd)
+            st = os.stat(lock, follow_symlinks=False)
             same = (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
         except FileNotFoundError:
             same = False
@@ -194,7 +259,7 @@ def commit(staging: Path, target: Path, run_id: str) -> None:
         raise PipelineError(f"{staging}: no {MANIFEST} staged; nothing committed")
     aside = owned_names(target)
     _step("write journal")
-    io.write_json(_journal(target, run_id), {"run_id": run_id, "old": aside, "new": new})
+    io.write_json(_journal(target, run_id), {"run_id": run_id, "old": aside, "new": new}, tmp_dir=staging)
     old = target / f".old-{run_id}"
     _step("make .old")
     old.mkdir(exist_ok=True)
@@ -238,6 +303,12 @@ def _roll_back(target: Path, run_id: str, plan: dict) -> None:
             os.replace(target / n, staging / n)
     for n in reversed(plan["old"]):
         if (old / n).exists():
+            if (target / n).exists() and n in REBUILDABLE:
+                # rebuilt (python -m k3lab report) while the commit was cut short: the old run's own
+                # copy goes back over it, as the rest of the old run does
+                _step(f"move {n} back over its rebuilt copy")
+                os.replace(old / n, target / n)
+                continue
             if (target / n).exists():
                 raise PipelineError(f"{target}: both {n} and .old-{run_id}/{n} exist; "
                                     f"look at them (the journal {_journal(target, run_id).name} is kept)")
@@ -256,10 +327,11 @@ def _roll_back(target: Path, run_id: str, plan: dict) -> None:
 def recover(target: Path) -> list[str]:
     """Clean up what interrupted runs left in ``target`` (under its lock) → what it did.
 
-    A journal → its commit is finished or rolled back; a staging folder of k3lab's
-    (:data:`STAGING_MARK`, or empty) is removed; a temporary file of the atomic writer beside
-    a listed file or one of k3lab's own files is removed. Anything else is left alone, and
-    an ``.old-*`` folder without a journal is reported, never deleted."""
+    A journal → its commit is finished or rolled back (only what the journal names moves or
+    goes); a staging folder of k3lab's (:data:`STAGING_MARK`, or empty) is removed, with any
+    temporary file a kill left in it (every write of a run has its temporary there). Anything
+    else is left alone — a dot-file that looks like a temporary too — and an ``.old-*`` folder
+    without a journal is reported, never deleted."""
     done: list[str] = []
     target = Path(target)
     if not target.is_dir():
@@ -281,6 +353,9 @@ def recover(target: Path) -> list[str]:
             done.append(f"rolled back the interrupted commit of run {run_id}")
     for st in sorted(target.glob(".staging-*")):
         if (st / STAGING_MARK).exists():
+            stopped = stop_processes_of(st)
+            if stopped:
+                done.append(f"stopped what the killed run of {st.name} left running (pid {', '.join(map(str, stopped))})")
             _step(f"remove {st.name}")
             shutil.rmtree(st)
         elif st.is_dir() and not any(st.iterdir()):
@@ -291,30 +366,39 @@ def recover(target: Path) -> list[str]:
         done.append(f"removed {st.name}")
     for old in sorted(target.glob(".old-*")):
         done.append(f"left {old.name} alone: no commit journal says what it holds")
-    for tmp in _stray_temporaries(target):
-        _step(f"remove {tmp}")
-        (target / tmp).unlink(missing_ok=True)
-        done.append(f"removed {tmp}")
     return done
 
 
-def _stray_temporaries(target: Path) -> list[str]:
-    """Temporary files of :func:`k3lab.io.atomic_path` for a file k3lab lists or owns."""
-    listed = set(listed_files(target)) | {MANIFEST, MARKER, *REBUILDABLE}
-    folders = {str(Path(rel).parent) for rel in listed}
-    out = []
-    for rel_dir in sorted(folders):
-        d = target / rel_dir
-        if not d.is_dir():
+def stop_processes_of(staging: Path) -> list[int]:
+    """Kill what a killed run left running for ``staging``: its notebook's kernel (jupyter_client
+    starts it in a session, hence a process group, of its own; ipykernel exits when its parent
+    dies, but not what it started) and everything in that kernel's process group → their pids.
+
+    A process is the run's only if its environment says ``K3LAB_RESULTS=<staging>`` (the
+    pipeline sets it for the kernel, and children inherit it): a pid reused by anything else
+    never matches. Linux (``/proc``) only; elsewhere nothing is found."""
+    proc = Path("/proc")
+    wanted = {f"K3LAB_RESULTS={p}".encode() for p in (Path(staging), Path(staging).resolve())}
+    if not proc.is_dir():
+        return []
+    found = []
+    for d in proc.iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
             continue
-        for p in d.iterdir():
-            m = _TMP.match(p.name)
-            if not m or not p.is_file():
-                continue
-            base = str(Path(rel_dir) / m.group("base")) if rel_dir != "." else m.group("base")
-            if base in listed or (rel_dir == "." and base.startswith(JOURNAL)):
-                out.append(str(p.relative_to(target)))
-    return sorted(out)
+        try:
+            env = set((d / "environ").read_bytes().split(b"\0"))
+        except OSError:  # gone, or another user's
+            continue
+        if env & wanted:
+            found.append(int(d.name))
+    own = os.getpgid(0)
+    for pid in found:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            group = os.getpgid(pid)
+            if group != own:
+                os.killpg(group, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
+    return sorted(found)
 
 
 def sweep(root: Path, skip: Path) -> list[str]:
@@ -329,7 +413,8 @@ def sweep(root: Path, skip: Path) -> list[str]:
             continue
         try:
             fd = try_lock(d)
-        except PipelineError:
+        except PipelineError as e:
+            out.append(f"{d.name}: left alone: {e}")
             continue
         if fd is None:
             continue

@@ -1,10 +1,20 @@
 """Shared test fixtures. Every test writes its results into a temporary folder."""
 
+import os
 import shutil
 
 import pytest
+from hypothesis import settings
 
 from k3lab import data, paths
+
+#: the property tests' profiles: "ci" (``make test``) draws the same examples every run — no
+#: random seed, no example database — at each test's own count; "deep" (``make test-deep``)
+#: draws afresh, ten times as many (tests/test_sampling.py's ``examples``)
+HYPOTHESIS_PROFILE = os.environ.get("K3LAB_HYPOTHESIS", "ci")
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.register_profile("deep", derandomize=False, database=None, deadline=None, print_blob=True)
+settings.load_profile(HYPOTHESIS_PROFILE)
 
 
 @pytest.fixture(autouse=True)
@@ -14,10 +24,10 @@ def _isolated_results(tmp_path, monkeypatch):
     yield
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def baseline(tmp_path_factory):
-    """One complete study run of the fixture notebooks, made once per module; tests copy it
-    as 'the previous results' (tests/study_helpers.py)."""
+    """One complete study run of the fixture notebooks, made once per session (never written
+    to: tests copy it as 'the previous results', tests/study_helpers.py)."""
     from study_helpers import complete_run
 
     return complete_run(tmp_path_factory.mktemp("baseline"))

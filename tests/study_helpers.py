@@ -145,3 +145,20 @@ def stand_in_band(family: str, metric: str = "decode", band_log: float = 0.1):
         yield
     finally:
         committed.fitted = real
+
+
+def processes_with_env(entry: str) -> list[int]:
+    """Live (not zombie) processes whose environment holds ``entry`` (``NAME=value``): how the
+    tests find what a k3lab run started (Linux ``/proc``)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            env = (d / "environ").read_bytes().split(b"\0")
+            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if entry.encode() in env and state != "Z":
+            out.append(int(d.name))
+    return out

@@ -361,3 +361,86 @@ def test_only_the_outputs_it_padded_are_sliced():
     assert same_cu is cu16 and same_scale is scale
     assert torch.equal(cu_copy, cu16)           # an integer tensor the kernel made: not a head output
     assert lse.shape == (17, 12) and torch.equal(lse[0], torch.arange(12, dtype=torch.float32))
+
+
+# --------------------------------------------------------------------------- issue 35: the wrapper's outputs and inputs
+
+
+def _padded_kernel(extra_of):
+    """A kernel that returns the reference output and ``extra_of(q)`` (q as the kernel sees it: padded)."""
+    def kern(q, k, v, cu, out=None):
+        o = K.mla_prefill_reference(q, k, v, cu)
+        if out is not None:
+            out.copy_(o)
+            o = out
+        return o, extra_of(q)
+    return kern
+
+
+def test_a_1d_float_output_as_long_as_the_padded_heads_is_refused_not_cut():
+    """Issue 35: a kernel-computed 1-D float output of 16 entries (one per sequence of a batch of
+    16, say) was cut to 12 as if it were per head. Which it is cannot be told: refused."""
+    q, k, v, cu = K.make_varlen_batch([2] * 16, heads=12)
+    with pytest.raises(ValueError, match=r"1-D of length 16, the padded head count.*cannot be told apart"):
+        A.with_head_padding(_padded_kernel(lambda q: torch.ones(16)))(q, k, v, cu)
+    # 1-D of another length (one per token here: 32) is no head output: untouched
+    _, per_token = A.with_head_padding(_padded_kernel(lambda q: torch.ones(32)))(q, k, v, cu)
+    assert per_token.shape == (32,)
+
+
+def test_a_dict_of_extras_is_sliced_and_a_namedtuple_stays_one():
+    """Issue 35: a dict extra kept its padded heads; a namedtuple came back as a plain tuple."""
+    import collections
+
+    Out = collections.namedtuple("Out", "o lse")
+    q, k, v, cu = K.make_varlen_batch([3, 2], heads=12)
+    heads_of = lambda q: torch.arange(q.shape[1], dtype=torch.float32).repeat(q.shape[0], 1)   # noqa: E731
+
+    _, extras = A.with_head_padding(_padded_kernel(lambda q: {"lse": heads_of(q), "step": 3}))(q, k, v, cu)
+    assert extras["step"] == 3 and extras["lse"].shape == (5, 12)
+    assert torch.equal(extras["lse"][0], torch.arange(12, dtype=torch.float32))
+
+    def named(q, k, v, cu):
+        return Out(K.mla_prefill_reference(q, k, v, cu), heads_of(q))
+
+    res = A.with_head_padding(named)(q, k, v, cu)
+    assert type(res) is Out and res.o.shape == (5, 12, 128) and res.lse.shape == (5, 12)
+    assert torch.equal(res.o, K.mla_prefill_reference(q, k, v, cu))
+
+
+def test_an_out_buffer_of_the_real_heads_is_filled_and_returned():
+    """Issue 35: ``with_head_padding(...)(q, k, v, out=buf)`` failed inside the kernel, which got a
+    12-head buffer for 16-head inputs. The kernel now fills a padded one; ``buf`` gets the real heads."""
+    q, k, v, cu = K.make_varlen_batch([3, 2], heads=12)
+    buf = torch.full((5, 12, 128), float("nan"))
+    o, _ = A.with_head_padding(_padded_kernel(lambda q: torch.ones(5, q.shape[1])))(q, k, v, cu, out=buf)
+    assert o is buf and torch.equal(buf, K.mla_prefill_reference(q, k, v, cu))
+
+    def fills_only(q, k, v, cu, out):
+        out.copy_(K.mla_prefill_reference(q, k, v, cu))
+
+    buf2 = torch.zeros(5, 12, 128)
+    assert A.with_head_padding(fills_only)(q, k, v, cu, out=buf2) is None
+    assert torch.equal(buf2, buf)
+    for bad, says in ((torch.zeros(5, 16, 128), r"out= must be a tensor \[5, 12, 128\]"),
+                      (torch.zeros(5, 12, 128, dtype=torch.float64), "out= is torch.float64"), ("buf", "got str")):
+        with pytest.raises(ValueError, match=says):
+            A.with_head_padding(fills_only)(q, k, v, cu, out=bad)
+
+
+@pytest.mark.parametrize("heads, says", [("16", "padded head count must be an int, got '16'"),
+                                         (10**12, "cannot pad 12 heads to 1,000,000,000,000: no AITER MLA kernel"),
+                                         (8, "cannot pad 12 heads down to 8"), (16.0, "must be an int")])
+def test_pad_heads_checks_its_count_before_it_allocates(heads, says):
+    """Issue 35: ``pad_heads(x, "16")`` was a TypeError and ``pad_heads(x, 10**12)`` asked for 32 TB."""
+    x = torch.ones(4, 12, 8)
+    with pytest.raises(ValueError, match=says):
+        A.pad_heads(x, heads)
+
+
+def test_numpy_head_counts_are_ints():
+    import numpy as np
+
+    x = torch.ones(4, 12, 8)
+    assert A.pad_heads(x, np.int64(16)).shape == (4, 16, 8)
+    assert A.padded_heads(np.int32(12)) == 16 and A.is_supported_heads(np.int64(16))

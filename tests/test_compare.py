@@ -30,7 +30,7 @@ import sys
 
 import pytest
 
-from k3lab import cli, compare, compare_answers, compare_view, decision, memory, prices, report_html
+from k3lab import cli, compare, compare_answers, compare_view, data, decision, memory, prices, report_html
 from k3lab.specs import GB, GiB, known_gpus, load_gpu, load_model
 
 DS_CHECKPOINT_GB = 688.6          # FP8 weights incl. MTP (model card / safetensors listing)
@@ -490,6 +490,47 @@ def test_bad_tok_s_is_one_line_and_exit_2_through_python_m_k3lab(capsys_module, 
     assert rc == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and err.startswith("k3lab compare: error: --tok-s"), err
     assert says in err
+
+
+def _strict_json(text: str):
+    """JSON as any strict reader takes it: NaN and Infinity are not JSON."""
+    def refuse(name):
+        raise ValueError(f"not JSON: {name}")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("argv,says", [
+    # issue 35: answered "$inf/M" and --json wrote Infinity
+    (["--tok-s", "mi355x=1e-308", "--price-tier", "quoted_rates"], "--tok-s"),
+    (["--tok-s", "mi355x=1e-308", "--price-tier", "quoted_rates", "--json"], "must be 0.01 to"),
+    # issue 35: a 10,000,000-token request priced at $513,513,585/M
+    (["--input-len", "10000000", "--output-len", "1"],
+     "a request of 10,000,000 + 1 of 10,000,001 tokens exceeds kimi-k3's maximum of 1,048,576"),
+    (["--input-len", "1048576", "--output-len", "1", "--json"], "exceeds kimi-k3's maximum of 1,048,576"),
+])
+def test_nothing_impossible_is_priced(capsys_module, argv, says):
+    rc, out, err = capsys_module(*argv)
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, (rc, out[:200], err)
+    assert err.startswith("k3lab compare: error: ") and says in err, err
+
+
+def test_the_slowest_tok_s_allowed_prices_finite_dollars_in_strict_json(capsys_module):
+    rc, out, err = capsys_module("--tok-s", "mi355x=0.01", "--price-tier", "quoted_rates", "--json", "--top", "2")
+    assert rc == 0, err
+    answer = _strict_json(out)["answers"][0]
+    # 8 GPUs × $2.95 per GPU-hour over 8 × 0.01 tok/s × 3,600 s per hour, per million tokens
+    assert answer["priced_by"] == "your --tok-s" and answer["usd_per_hour"] == 8 * 2.95
+    assert math.isclose(answer["usd_per_million_tokens"], 2.95 / (0.01 * 3600) * 1e6, rel_tol=1e-9)
+
+
+def test_a_stale_fit_is_refused_not_priced_on_a_roofline(data_copy, capsys_module):
+    """Issue 35: with a stale fit compare exited 0, every row without a model, priced on nothing."""
+    with (data_copy / "public_measurements.yaml").open("a", encoding="utf-8") as f:
+        f.write("# a typo's fix, say\n")
+    data.clear_cache()
+    rc, out, err = capsys_module("--top", "1")
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, (rc, err)
+    assert "data/serving_fit.yaml: stale, data/public_measurements.yaml changed" in err
 
 
 def test_bad_tok_s_given_twice_and_through_a_real_process(capsys_module):

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from k3lab import data, paths
+from k3lab import data, paths, readers
 
 REPO = Path(__file__).resolve().parents[1]
 # The MI355X's bandwidth line in data/hardware.yaml (the issue's `.inf` gave T1 a bound of
@@ -115,6 +115,29 @@ def test_broken_yaml_syntax_names_file_and_line(data_copy):
     hw.write_text("".join(lines), encoding="utf-8")
     msg = _one_line_error("hardware")
     assert re.match(r"data/hardware\.yaml: not valid YAML \(line \d+", msg), msg
+
+
+def _edit_line(path: Path, where: str, edit) -> int:
+    """Rewrite the first line of ``path`` holding ``where`` with ``edit(line) -> new text``
+    (lines to insert after it may follow) → its 0-based index; the loader's caches cleared."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    n = next(i for i, t in enumerate(lines) if where in t)
+    lines[n] = edit(lines[n])
+    path.write_text("".join(lines), encoding="utf-8")
+    data.clear_cache()
+    return n
+
+
+def test_a_number_too_long_to_read_names_file_line_and_field(data_copy):
+    """Issue 35: a 5,000-digit number failed with Python's digit-limit message, no file, no field."""
+    n = _edit_line(data_copy / "hardware.yaml", "board_power_w: {value: 750,",
+                   lambda t: t.replace("value: 750,", "value: " + "7" * 5000 + ","))
+    with pytest.raises(data.DataError) as ei:
+        data.load("hardware")
+    assert str(ei.value) == (f"data/hardware.yaml: line {n + 1}: value: a number written with 5,000 digits "
+                             f"(at most 100 are read; no quantity here needs more)")
+    with pytest.raises(data.DataError, match=r"^data/x\.json: line 2: a number written with 4,400 digits"):
+        readers.parse_json('{"a": 1,\n "b": ' + "1" * 4400 + "}", "data/x.json")
 
 
 def test_fit_help_with_random_bytes_in_hardware_yaml_is_one_line(data_copy, tmp_path):
@@ -269,12 +292,8 @@ def test_a_yaml_key_written_twice_names_the_file_the_key_and_both_lines(data_cop
 
 
 def test_a_json_key_written_twice_names_its_path_and_both_lines(data_copy):
-    cfg = data_copy / "model" / "kimi_k3_config.json"
-    lines = cfg.read_text(encoding="utf-8").splitlines(keepends=True)
-    n = next(i for i, l in enumerate(lines) if l.strip().startswith('"num_hidden_layers"'))
-    lines.insert(n + 1, lines[n].replace("93", "61"))
-    cfg.write_text("".join(lines), encoding="utf-8")
-    data.clear_cache()
+    n = _edit_line(data_copy / "model" / "kimi_k3_config.json", '"num_hidden_layers"',
+                   lambda t: t + t.replace("93", "61"))   # the key again on the next line
     with pytest.raises(data.DataError) as ei:
         data.load("kimi_k3_config")
     assert str(ei.value) == (f"data/model/kimi_k3_config.json: duplicate key 'text_config.num_hidden_layers' "

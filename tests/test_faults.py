@@ -23,7 +23,7 @@ import pytest
 
 from k3lab import claims, data, io, pipeline, transaction
 from k3lab.paths import results_root
-from study_helpers import REPO, check_manifest, leftovers, make_study, snapshot, write_driver
+from study_helpers import REPO, check_manifest, leftovers, make_study, processes_with_env, snapshot, write_driver
 
 
 # --------------------------------------------------------------------------- helpers
@@ -32,17 +32,7 @@ from study_helpers import REPO, check_manifest, leftovers, make_study, snapshot,
 def kernels_of(pid: int) -> list[int]:
     """Kernels a (possibly dead) k3lab process started: jupyter_client gives each one
     JPY_PARENT_PID=<its pid> and a session of its own, so they outlive a killed parent."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            env = (d / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if f"JPY_PARENT_PID={pid}".encode() in env:
-            out.append(int(d.name))
-    return out
+    return processes_with_env(f"JPY_PARENT_PID={pid}")
 
 
 def stop_kernels(pid: int) -> None:
@@ -124,9 +114,11 @@ def test_sigkill_leaves_previous_results_and_next_run_cleans_up(tmp_path, previo
     # the previous complete results, byte for byte; the kill left its staging and lock behind
     assert snapshot(root) == previous
     assert list(root.glob(".staging-*")) and (root / ".lock").exists()
-    # plus temporary files as a write cut short by the kill leaves them
-    (root / "01_a" / ".table_a.csv.k1ll3d.tmp").write_text("half a table")
-    (root / ".manifest.json.k1ll3d.tmp").write_text("{")
+    # plus temporary files as a write cut short by the kill leaves them: in its staging folder,
+    # where every write of a run has its temporary (k3lab.io.atomic_path's tmp_dir)
+    st = next(root.glob(".staging-*"))
+    (st / "01_a" / ".table_a.csv.k1ll3d.tmp").write_text("half a table")
+    (st / ".manifest.json.k1ll3d.tmp").write_text("{")
     # the next run takes the dead run's lock, removes its leftovers and succeeds
     pipeline.run("study", report=False, params_dir=params, notebooks_dir=nbs)
     assert leftovers(root) == []
@@ -279,7 +271,8 @@ def test_interrupted_commit_then_interrupted_rollback_keeps_the_previous_run(tmp
     with pytest.raises(KeyboardInterrupt) as ei:
         pipeline.run("study", report=False, params_dir=params, notebooks_dir=nbs)
     monkeypatch.setattr(transaction, "FAULT", None)
-    assert getattr(ei.value, "k3lab_pending", None) == str(root)   # says the undo is not finished
+    # says the undo is not finished, and where
+    assert getattr(ei.value, "k3lab_pending", None) == f"the next run finishes undoing this one in {root}"
     assert list(root.glob(".commit-*.json")), "the journal must survive the second interruption"
     pipeline.recover(root)
     assert snapshot(root) == previous and leftovers(root) == []

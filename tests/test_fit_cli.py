@@ -34,8 +34,10 @@ def run(*argv):
 
 
 @pytest.mark.parametrize("argv, word", [
-    ([*B300, "--mamba-full-memory-ratio", "0"], "--mamba-full-memory-ratio: must be >0"),
-    ([*B300, "--mamba-full-memory-ratio", "-0.5"], "--mamba-full-memory-ratio: must be >0"),
+    ([*B300, "--mamba-full-memory-ratio", "0"], "--mamba-full-memory-ratio: must be 0.001 to 1,000"),
+    ([*B300, "--mamba-full-memory-ratio", "-0.5"], "--mamba-full-memory-ratio: must be 0.001 to 1,000"),
+    # issue 35: a ratio that leaves the state pool nothing blamed the GPU's memory
+    ([*B300, "--mamba-full-memory-ratio", "1e-320"], "--mamba-full-memory-ratio: must be 0.001 to 1,000 (the state pool"),
     ([*B300, "--mamba-full-memory-ratio", "nan"], "--mamba-full-memory-ratio: must be a finite number"),
     ([*B300, "--mamba-full-memory-ratio", "inf"], "--mamba-full-memory-ratio: must be a finite number"),
     ([*B300, "--mamba-full-memory-ratio", "lots"], "--mamba-full-memory-ratio: must be a number"),

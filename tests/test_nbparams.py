@@ -142,6 +142,31 @@ def test_a_what_if_by_hand_never_writes_over_the_study(monkeypatch):
     assert nbparams.check(dict(ns)).results_dir("01_a") == d
 
 
+def test_an_exported_k3lab_run_is_no_run_for_a_notebook_by_hand(monkeypatch):
+    """Issue 35: with K3LAB_RUN exported in a shell, a what-if notebook run by hand wrote over
+    the study's results/01_memory_fit/. Only the pipeline's kernel (K3LAB_RESULTS at its marked
+    staging folder) is a run."""
+    monkeypatch.setenv(nbparams.RUN_ENV, "study")
+    ns = {"In": ["", PARAMS_CELL, "# Parameters\nrows = 9\n"], **DEFAULTS, "rows": 9}
+    d = nbparams.check(ns).results_dir("01_a")
+    assert d.parent.parent == results_root() / "runs" and d.parent.name.startswith("adhoc-"), d
+    assert nbparams.pipeline_run() is None
+    # the pipeline's own kernel: its staging folder, marked
+    from k3lab import transaction
+
+    staging = transaction.new_staging(Path(results_root()).parent, "20990101T000000Z-1")
+    monkeypatch.setenv("K3LAB_RESULTS", str(staging))
+    assert nbparams.pipeline_run() == "study"
+    assert nbparams.check(dict(ns)).results_dir("01_a") == staging / "01_a"
+
+
+def test_a_parameter_list_of_200000_entries_is_refused_before_it_is_walked():
+    with pytest.raises(ParameterError) as ei:
+        nbparams.validate(DEFAULTS, {"gpus": ["mi355x"] * 200_000})
+    assert "parameter 'gpus': its number of entries must be 0 to 1,000" in str(ei.value)
+    assert "200,000" in str(ei.value) and "\n" not in str(ei.value)
+
+
 # --------------------------------------------------------------------------- papermill directly
 
 

@@ -214,3 +214,41 @@ def test_status_names_the_release_that_fixed_it_and_what_kimi_k3_needs(monkeypat
     assert out[1] == ("  topk_renorm: not needed: fixed in 0.5.17 (sglang PR #32641: Triton top-k and top-p renorm "
                       "bound on HIP)")
     assert out[2].startswith("  aiter_head_pad: needed, untested (apply with --force); fixed upstream in sglang 0.5.19")
+
+
+@pytest.mark.parametrize("args, says", [
+    # issue 35: an AssertionError traceback from torch ("Torch not compiled with CUDA enabled")
+    (["--device", "cuda"], "--device cuda: this torch"),
+    (["--device", "cuda:3"], "sees no CUDA or ROCm device here"),
+    (["--device", "nonsense"], "--device 'nonsense' is not a torch device"),
+    (["--device", "meta"], "--device meta holds no values"),
+    # issue 35: no cap (a 99,999,999,999-entry vocabulary is 12.8 TB of logits)
+    (["--vocab", "99999999999"], "argument --vocab: must be an integer from 64 to 1,048,576"),
+    (["--vocab", "9" * 5000], "argument --vocab: must be an integer from 64 to 1,048,576"),
+    (["--vocab", "10"], "got 10"),
+    (["--vocab", "lots"], "got 'lots'"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_verify_refuses_at_the_door_in_one_line(capsys, args, says):
+    import torch
+
+    from k3lab_patches import verify
+
+    if torch.cuda.is_available() and args[0] == "--device" and args[1].startswith("cuda"):
+        pytest.skip("a CUDA device is here: --device cuda is usable (the CPU box is this test's case)")
+    try:
+        rc = verify.main(args)
+    except SystemExit as e:
+        rc = e.code
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and err.count("\n") == 1, (rc, out, err)
+    assert err.startswith("k3lab_patches verify: error: ") and says in err and len(err) < 300, err
+
+
+def test_the_study_and_the_package_share_one_one_line_parser():
+    from k3lab_patches import oneline
+
+    from k3lab import cli_parser
+
+    assert issubclass(cli_parser.OneLineParser, oneline.OneLineParser)
+    assert cli_parser.OneLineParser.error is oneline.OneLineParser.error and cli_parser.OneLineParser.prefix == "k3lab"

@@ -140,6 +140,19 @@ def test_a_billion_laughs_profile_is_refused_at_once_in_one_line(tmp_path):
     assert not results_root().exists()
 
 
+def test_a_number_too_long_to_read_names_the_profile_line_and_field(tmp_path):
+    """Issue 35: a 5,000-digit context_tokens failed with Python's digit-limit message."""
+    params = tmp_path / "params"
+    params.mkdir()
+    (params / "bad.yaml").write_text("defaults: {mode: offline, smoke: false}\nnotebooks:\n  01_memory_fit:\n"
+                                     f"    context_tokens: {'9' * 5000}\n")
+    with pytest.raises(pipeline.PipelineError) as ei:
+        pipeline.run("bad", report=False, params_dir=params)
+    assert str(ei.value) == ("params/bad.yaml: line 4: context_tokens: a number written with 5,000 digits "
+                             "(at most 100 are read; no quantity here needs more)")
+    assert not results_root().exists()
+
+
 @pytest.mark.parametrize("notebook, given, says", [
     ("05_claims_ledger", "{mode: bogus}", "parameter 'mode': unknown 'bogus'; known: offline, live"),
     ("01_memory_fit", "{mem_fraction: .nan}", "parameter 'mem_fraction' must be a finite number, got nan"),
@@ -148,7 +161,10 @@ def test_a_billion_laughs_profile_is_refused_at_once_in_one_line(tmp_path):
     ("01_memory_fit", "{layouts: ['8xmi355x tq8']}", "parameter 'layouts': layout '8xmi355x tq8': unknown part"),
     ("01_memory_fit", "{context_tokens: 104857600}", "parameter 'context_tokens' must be 0 to 10,000,000"),
     ("01_memory_fit", "{model: deepseek-v3, context_tokens: 1000000}", "exceeds deepseek-v3's maximum of 163,840"),
-    ("04_throughput_perf_per_dollar", "{usd_per_gpu_hour: {mi355x: 1.0e+308}}", "at most 1,000 $/GPU-hour"),
+    # issue 35: a 200,000-entry list ran until the kernel died
+    ("04_throughput_perf_per_dollar", "{gpus: [" + ", ".join(["mi355x"] * 200_000) + "]}",
+     "parameter 'gpus': its number of entries must be 0 to 1,000 entries"),
+    ("04_throughput_perf_per_dollar", "{usd_per_gpu_hour: {mi355x: 1.0e+308}}", "0.01 to 1,000 $/GPU-hour"),
     ("04_throughput_perf_per_dollar", "{concurrencies: '1,x'}", "concurrency 'x' is not an integer"),
 ])
 def test_every_parameter_of_every_notebook_is_checked_before_the_first_runs(tmp_path, notebook, given, says):
@@ -476,16 +492,25 @@ def test_recover_never_deletes_what_no_journal_or_manifest_names(previous):
     assert any(f".old-{RUN_ID} alone" in line for line in done) and any(".staging-mine alone" in line for line in done)
 
 
-def test_recover_removes_staging_and_temporary_files(previous):
+def test_recover_removes_staging_with_its_temporaries_and_no_look_alike(previous):
+    """A killed run's temporaries lie in its marked staging folder, which goes whole; a
+    dot-file beside the results that merely looks like a temporary (issue 35:
+    ``.report.html.v2.tmp``, ``.manifest.json.backup.tmp``) is a user's, and stays."""
     root = results_root()
     st = transaction.new_staging(root, "20990101T000000Z-1")
     (st / "01_a").mkdir()
+    (st / "01_a" / ".table_a.csv.x1y2.tmp").write_text("half")        # a write cut short by the kill
+    (st / ".commit-20990101T000000Z-1.json.abcd.tmp").write_text("{")  # the journal's, cut short
     (root / ".staging-20990101T000000Z-2").mkdir()   # made, killed before its mark
-    (root / "01_a" / ".table_a.csv.x1y2.tmp").write_text("half")
-    (root / ".manifest.json.abcd.tmp").write_text("half")
+    mine = {".report.html.v2.tmp": "my report\n", ".manifest.json.backup.tmp": "{my backup}\n",
+            ".manifest.json.abcd.tmp": "mine too\n"}
+    for name, text in mine.items():
+        (root / name).write_text(text)
     pipeline.recover(root)
     assert snapshot(root) == previous
-    assert leftovers(root) == []
+    assert not list(root.glob(".staging-*"))
+    assert {n: (root / n).read_text() for n in mine} == mine
+    assert sorted(leftovers(root)) == sorted(mine)   # the user's, not k3lab's
 
 
 # --------------------------------------------------------------------------- what-if and overrides
@@ -529,6 +554,18 @@ def test_atomic_write_keeps_old_file_on_error(tmp_path):
             raise KeyboardInterrupt
     assert target.read_text() == "old"
     assert os.listdir(tmp_path) == ["t.csv"]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_no_json_k3lab_writes_holds_nan_or_infinity(tmp_path, bad):
+    """Issue 35: ``compare --json`` printed ``Infinity``, which no strict JSON reader takes."""
+    with pytest.raises(ValueError, match="NaN or an infinity") as ei:
+        io.json_text({"rows": [{"usd": bad}]})
+    assert "\n" not in str(ei.value)
+    with pytest.raises(ValueError):
+        io.write_json(tmp_path / "x.json", {"usd": bad})
+    assert os.listdir(tmp_path) == []   # nothing half-written, no temporary left
+    assert json.loads(io.json_text({"usd": None, "n": 1.5})) == {"usd": None, "n": 1.5}
 
 
 def test_atomic_writes_are_0644(tmp_path, umask022):

@@ -386,9 +386,14 @@ def test_insufficient_memory_is_a_value_error():
     with pytest.raises(ps.InsufficientMemoryError, match="raise it above"):
         ps.profile_rest_memory_gib(pre_model_load_free_bytes=100 * GiB,
                                    post_load_free_bytes=5 * GiB, mem_fraction_static=0.9)
-    # a 0.5 GiB rest cannot hold a 1 GiB slot
-    with pytest.raises(ps.InsufficientMemoryError, match="state pool"):
+    # a 0.5 GiB rest cannot hold a 1 GiB slot: the memory is short
+    with pytest.raises(ps.InsufficientMemoryError, match="not enough GPU memory for the hybrid state pool"):
         ps.split_state_pool(0.5, state_bytes_per_slot=GiB)
+    # issue 35: 10 GiB hold ten 1 GiB slots, but a ratio of 0.01 gives the pool 0.1 GiB: the
+    # ratio is named, not the memory (10 × 0.01 / 1.01 GiB = 101.4 MiB)
+    with pytest.raises(ps.InsufficientMemoryError, match=r"^--mamba-full-memory-ratio 0.01 leaves the hybrid state "
+                                                         r"pool 101.39 MiB of the 10.00 GiB left.*raise it"):
+        ps.split_state_pool(10.0, state_bytes_per_slot=GiB, mamba_full_memory_ratio=0.01)
     with pytest.raises(ps.InsufficientMemoryError, match="KV page"):
         ps.max_total_num_tokens_from_budget(10, cell_bytes_per_token=7, page_size=4)
     with pytest.raises(ps.InsufficientMemoryError, match="exceed"):

@@ -54,11 +54,12 @@ def test_overrides_appear_as_their_own_tier():
 
 @pytest.mark.parametrize("over, match", [
     ({"a100": 2.0}, "price override for unknown GPU 'a100'"),
-    ({"mi355x": 0}, r"usd_per_gpu_hour\[mi355x\] must be >0, at most 1,000 \$/GPU-hour"),
-    ({"mi355x": -1.0}, "must be >0"),
+    ({"mi355x": 0}, r"usd_per_gpu_hour\[mi355x\] must be 0.01 to 1,000 \$/GPU-hour"),
+    ({"mi355x": -1.0}, "must be 0.01 to 1,000"),
+    ({"mi355x": 1e-320}, r"must be 0.01 to 1,000 \$/GPU-hour .*got 1e-320"),   # a price of nothing
     ({"mi355x": float("nan")}, "must be a finite number"),
     ({"mi355x": "2.0"}, "must be a number"),
-    ({"mi355x": 1e308}, r"at most 1,000 \$/GPU-hour .*got 1e\+308"),   # the issue's $inf/M
+    ({"mi355x": 1e308}, r"0.01 to 1,000 \$/GPU-hour .*got 1e\+308"),   # the issue's $inf/M
 ])
 def test_bad_overrides(over, match):
     with pytest.raises(ValueError, match=match):

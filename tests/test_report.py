@@ -7,6 +7,7 @@ output that tries to load a script from the network).
 
 import base64
 import html
+import json
 import re
 
 import nbformat
@@ -14,7 +15,8 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from k3lab import claims, report, report_html, report_notebooks
+from k3lab import claims, io, manifest, report, report_html, report_notebooks, transaction
+from k3lab.paths import results_root
 
 PNG_1PX = base64.b64encode(bytes.fromhex(
     "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
@@ -150,12 +152,79 @@ def test_what_if_build_has_no_ledger(tmp_path):
     assert "<th>MI300X</th>" in matrix and "<th>H200</th>" in matrix and "B300" not in matrix
 
 
+def _k3lab_folder(root, what_if=None, profile="offline"):
+    """A complete run as k3lab leaves one: marked, a ledger (study) or a what-if notebook, and a
+    manifest listing them (``what_if`` left out: a manifest written before it said)."""
+    transaction.claim(root)
+    if what_if:
+        _notebook(root, parameters={"model": "deepseek-v3", "gpus": ["mi300x", "h200"]})
+    else:
+        _ledger(root)
+    files = {str(p.relative_to(root)): manifest.sha256(p) for p in root.rglob("*")
+             if p.is_file() and p.name != transaction.MARKER}
+    man = {"run_id": "20990101T000000Z-1", "profile": profile, "files": files}
+    if what_if is not None:
+        man["what_if"] = what_if
+    io.write_json(root / "manifest.json", man)
+    return root
+
+
 def test_main_renders_a_results_folder(tmp_path, capsys):
-    root = tmp_path / "elsewhere"
-    root.mkdir()
-    _ledger(root)
+    root = _k3lab_folder(tmp_path / "elsewhere", what_if=False)
     assert report.main(["--results", str(root)]) == 0
-    assert (root / "report.html").exists()
+    page = (root / "report.html").read_text(encoding="utf-8")
+    assert 'id="ledger"' in page
+    # written in a staging folder of k3lab's and renamed: nothing else is left beside it
+    assert sorted(p.name for p in root.iterdir()) == [transaction.MARKER, "claims.csv", "manifest.json", "report.html"]
+    assert manifest.verify(root) == []
+
+
+@pytest.mark.parametrize("kind", ["a user's folder", "a folder named runs/x", "a notebook's folder of a run"])
+def test_main_refuses_a_folder_k3lab_never_made_in_one_line(tmp_path, capsys, kind):
+    """Issue 35: ``report --results DIR`` replaced DIR/report.html in any folder (exit 0)."""
+    if kind == "a notebook's folder of a run":
+        root = _k3lab_folder(tmp_path / "run", what_if=False) / "01_memory_fit"
+        root.mkdir()
+    else:
+        root = tmp_path / ("mine" if kind == "a user's folder" else "runs/x")
+        root.mkdir(parents=True)
+        _ledger(root)
+    (root / "report.html").write_text("my own page\n")
+    before = sorted(p.name for p in root.iterdir())
+    assert report.main(["--results", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("k3lab report: error: ") and err.count("\n") == 1 and "not a k3lab results folder" in err
+    assert (root / "report.html").read_text() == "my own page\n" and sorted(p.name for p in root.iterdir()) == before
+
+
+def test_main_refuses_a_marked_folder_without_a_complete_run(tmp_path, capsys):
+    root = tmp_path / "fresh"
+    transaction.claim(root)
+    assert report.main(["--results", str(root)]) == 2
+    assert "no complete run there" in capsys.readouterr().err
+    assert sorted(p.name for p in root.iterdir()) == [transaction.MARKER]
+
+
+@pytest.mark.parametrize("where,what_if", [("runs/study-run", False), ("not-runs/whatif-run", True),
+                                           ("runs/legacy-study", None)])
+def test_what_if_comes_from_the_manifest_not_a_parent_named_runs(tmp_path, where, what_if):
+    """Issue 35: the what-if mode was inferred from a parent folder named ``runs``. Now the
+    manifest says; one written before it did is a study run unless it lies at
+    ``<results>/runs/<its profile>/`` (here it does not: ``tmp/runs`` is not the results folder)."""
+    root = _k3lab_folder(tmp_path / where, what_if=what_if)
+    assert report.main(["--results", str(root)]) == 0
+    page = (root / "report.html").read_text(encoding="utf-8")
+    assert ('id="ledger"' not in page) is bool(what_if)
+    assert ("claims ledger here" in page) is bool(what_if)
+
+
+def test_a_legacy_what_if_run_under_the_results_runs_folder_renders_as_one(tmp_path):
+    root = _k3lab_folder(results_root() / "runs" / "buyer", what_if=True, profile="buyer")
+    man = json.loads((root / "manifest.json").read_text())
+    del man["what_if"]
+    io.write_json(root / "manifest.json", man)
+    assert report.main(["--results", str(root)]) == 0
+    assert "claims ledger here" in (root / "report.html").read_text(encoding="utf-8")
 
 
 def test_bad_ledger_is_one_clear_error(tmp_path):
@@ -391,3 +460,17 @@ def test_open_screenshots_open_every_drop_down(study):
     assert all(re.match(r"<details open\b", t) for t in tags)
     assert report_screenshots._opened(opened) == opened              # an open one is left as it is
     assert "--hide-scrollbars" not in report_screenshots.FLAGS
+
+
+def test_report_mistakes_are_one_line_through_the_module_too(tmp_path, capsys):
+    """``python -m k3lab.report`` (the Makefile's way in) answers as ``python -m k3lab report``."""
+    _ledger(tmp_path)
+    for argv, says in ((["--readme", str(tmp_path / "missing.md"), "--claims", str(tmp_path / "claims.csv")],
+                       "missing.md"), (["--results", str(tmp_path / "nowhere")], "no such folder"),
+                       (["--bogus"], "unknown flag --bogus")):
+        try:
+            rc = report.main(argv)
+        except SystemExit as e:
+            rc = e.code
+        err = capsys.readouterr().err
+        assert rc == 2 and err.count("\n") == 1 and err.startswith("k3lab report: error: ") and says in err, err

@@ -5,6 +5,7 @@ here (a Python loop with a full sort per row), never from the code under test.
 """
 
 import math
+import os
 
 import pytest
 import torch
@@ -12,6 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from k3lab import sampling as S
+
+#: ``make test-deep`` (K3LAB_HYPOTHESIS=deep, tests/conftest.py): ten times the CI example count
+DEEP_FACTOR = 10
+
+
+def examples(ci: int) -> int:
+    """A property's example count: ``ci`` under ``make test`` (the same examples every run),
+    :data:`DEEP_FACTOR` × ``ci`` drawn afresh under ``make test-deep``."""
+    return ci * DEEP_FACTOR if os.environ.get("K3LAB_HYPOTHESIS") == "deep" else ci
 
 
 def naive_top_k(probs, ks):
@@ -81,7 +91,7 @@ def test_normaliser_floor_is_1e_minus_8():
     assert got[0, 0].item() == pytest.approx(1e-10 / 1e-8)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(rows=st.integers(1, 6), vocab=st.integers(1, 40), levels=st.integers(1, 6),
        seed=st.integers(0, 10_000), dtype=st.sampled_from([torch.float32, torch.bfloat16, torch.float16]))
 def test_top_k_matches_naive_reference_with_many_ties(rows, vocab, levels, seed, dtype):
@@ -126,7 +136,7 @@ def test_top_p_hand_example_and_ties():
     torch.testing.assert_close(S.top_p_renorm_prob(p, 1.0), p)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40))
 @given(rows=st.integers(1, 5), vocab=st.integers(2, 30), seed=st.integers(0, 10_000))
 def test_top_p_matches_naive_reference(rows, vocab, seed):
     g = torch.Generator().manual_seed(seed)
@@ -259,7 +269,7 @@ def test_top_k_equals_reference_at_large_vocabulary(vocab, kind, dtype):
         assert_matches_reference(got, p, ks)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80))
 @given(rows=st.integers(1, 5), vocab=st.integers(1, 70), kind=st.sampled_from(["random", "bf16", "levels"]),
        seed=st.integers(0, 10_000), dtype=st.sampled_from([torch.float32, torch.bfloat16, torch.float16]),
        uniform=st.booleans())
@@ -331,7 +341,7 @@ def strided(p, layout):
     return wide[:, ::2]
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80))
 @given(rows=st.integers(1, 6), vocab=st.integers(1, 70), kind=st.sampled_from(["random", "bf16", "levels"]),
        seed=st.integers(0, 10_000), dtype=st.sampled_from([torch.float32, torch.bfloat16, torch.float16]),
        layout=st.sampled_from(["column-major", "every-other-column"]), per_row=st.booleans())
@@ -385,3 +395,16 @@ def test_meta_tensors_are_one_line_value_errors(call):
     """They have shapes but no values: NotImplementedError before; a ValueError naming it now."""
     with pytest.raises(ValueError, match="meta device: it holds no values"):
         call()
+
+
+def test_numpy_scalars_are_a_k_and_a_p():
+    """Issue 35: ``np.int64`` k (what a batch built with NumPy hands over) was refused."""
+    import numpy as np
+
+    probs = torch.tensor([[0.1, 0.4, 0.2, 0.3], [0.25, 0.25, 0.3, 0.2]])
+    assert torch.equal(S.top_k_renorm_prob(probs, np.int64(2)), S.top_k_renorm_prob(probs, 2))
+    assert torch.equal(S.top_p_renorm_prob(probs, np.float32(0.5)), S.top_p_renorm_prob(probs, float(np.float32(0.5))))
+    assert torch.equal(S.top_p_renorm_prob(probs, np.int64(1)), S.top_p_renorm_prob(probs, 1))
+    for bad in (np.int64(0), np.bool_(True)):
+        with pytest.raises(ValueError, match="top_k must be"):
+            S.top_k_renorm_prob(probs, bad)

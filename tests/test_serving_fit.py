@@ -32,7 +32,8 @@ def committed():
     """The committed fit with each family's validation rows folded in from serving_validation.yaml."""
     fit = yaml.safe_load(FIT.read_text(encoding="utf-8"))
     val = yaml.safe_load(VAL.read_text(encoding="utf-8"))
-    assert val["inputs"] == fit["inputs"] and val["generated"] == fit["generated"]
+    seal = {k: v for k, v in fit["generated"].items() if k != "content_sha256"}   # the fit's own seal
+    assert val["inputs"] == fit["inputs"] and val["generated"] == seal
     for fam, f in fit["families"].items():
         f["validation"] = val["validation"].get(fam, [])
     fit["held_out"] = val["held_out"]
@@ -276,7 +277,7 @@ def test_fitted_reads_the_committed_fit(committed):
         p, bands = K.fitted(fam)
         assert p.as_tuple() == tuple(f["params"][k] for k in p.NAMES)
         assert bands == {m: (b["band_log"] if b["validated"] else None) for m, b in f["bands"].items()}
-    assert K.fitted_families() == ["amd-cdna4", "nvidia-blackwell-ultra", "nvidia-blackwell"]
+    assert K.fitted_families() == list(committed["families"])   # the same inputs: the same families
     with pytest.raises(data.DataError, match=r"^data/serving_fit\.yaml: no fit for family 'nvidia-hopper' "
                                              r"\(fitted: amd-cdna4, nvidia-blackwell-ultra, nvidia-blackwell\)$"):
         K.fitted("nvidia-hopper")
@@ -302,7 +303,7 @@ def test_a_file_the_fit_does_not_read_leaves_it_current(data_copy):
     assert "prices.yaml" not in K.FIT_INPUTS
     _append_comment(data_copy / "prices.yaml")
     data.clear_cache()
-    assert K.fitted_families() == ["amd-cdna4", "nvidia-blackwell-ultra", "nvidia-blackwell"]
+    assert K.fitted_families() == list(committed["families"])   # the same inputs: the same families
 
 
 def test_a_stale_fit_refuses_predictions_too(data_copy):
@@ -400,3 +401,80 @@ def test_held_out_rows_are_the_held_out_repository(committed):
     for r in rows:
         assert r["params"] in committed["families"]
         assert r["log_error"] == pytest.approx(math.log(r["predicted"] / r["published"]), abs=1e-7)
+
+
+# --------------------------------------------------------------------------- issue 35: a fit edited by hand
+
+
+def _seal_by_hand(doc: dict) -> str:
+    """The seal recomputed here: sha256 of every section but ``generated`` as sorted, compact JSON."""
+    import json
+
+    body = {k: v for k, v in doc.items() if k != "generated"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def test_the_committed_fit_carries_the_seal_of_its_own_content():
+    fit = yaml.safe_load(FIT.read_text(encoding="utf-8"))
+    assert fit["generated"]["content_sha256"] == _seal_by_hand(fit)
+
+
+def _edit_hbm(doc):
+    doc["families"]["amd-cdna4"]["params"]["hbm_efficiency"] = 0.92
+
+
+def _edit_band(doc):
+    doc["families"]["amd-cdna4"]["bands"]["decode"]["band_log"] /= 10
+
+
+def _edit_input_hash(doc):
+    doc["inputs"]["public_measurements.yaml"] = "0" * 64
+
+
+def _edit_observation(doc):
+    doc["observations"][0]["value"] /= 10
+
+
+@pytest.mark.parametrize("edit", [_edit_hbm, _edit_band, _edit_input_hash, _edit_observation])
+def test_a_fit_edited_by_hand_is_refused_in_one_line(data_copy, capsys, edit):
+    """Issue 35: ``hbm_efficiency`` 0.62→0.92 moved compare's answer $3.08→$2.53/M and ``band_log``
+    ÷10 printed "decode ±4%", without notice: only the fit's inputs were hashed. Each edit here is
+    made to the committed fit's values, whatever they are, and the file written back as YAML."""
+    import yaml
+
+    from k3lab import cli
+
+    f = data_copy / "serving_fit.yaml"
+    doc = yaml.safe_load(f.read_text(encoding="utf-8"))
+    edit(doc)
+    f.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    data.clear_cache()
+    with pytest.raises(data.DataError) as ei:
+        K.fitted("amd-cdna4")
+    assert str(ei.value).startswith("data/serving_fit.yaml: generated.content_sha256: the fit is not what "
+                                    "`make serving-fit` wrote") and "\n" not in str(ei.value)
+    assert cli.main(["compare", "--top", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "generated.content_sha256" in err, err
+
+
+def test_a_comment_or_the_generated_date_is_no_edit_of_the_fit(data_copy, committed):
+    f = data_copy / "serving_fit.yaml"
+    f.write_text(f.read_text(encoding="utf-8").replace("date: '", "date: '1", 1) + "# a note\n", encoding="utf-8")
+    data.clear_cache()
+    assert K.fitted("amd-cdna4")[0].hbm_efficiency == pytest.approx(committed["families"]["amd-cdna4"]["params"]["hbm_efficiency"])
+
+
+def test_make_serving_fit_writes_a_sealed_fit_that_loads(data_copy, committed, monkeypatch):
+    """What ``make serving-fit`` writes carries the seal of what it wrote, and loads (the
+    aiconfigurator rows, which the seal treats as any other section, are the committed ones:
+    the tool's sweep alone takes seconds)."""
+    aic = yaml.safe_load(VAL.read_text(encoding="utf-8"))["aiconfigurator"]   # they live beside the fit
+    monkeypatch.setattr(K, "aiconfigurator_rows", lambda progress=True: aic)
+    (data_copy / "serving_fit.yaml").unlink()
+    data.clear_cache()
+    K.write_fit(data_copy / "serving_fit.yaml", "2099-01-01", "a test")
+    doc = yaml.safe_load((data_copy / "serving_fit.yaml").read_text(encoding="utf-8"))
+    assert doc["generated"]["content_sha256"] == _seal_by_hand(doc) and doc["generated"]["command"] == "a test"
+    data.clear_cache()
+    assert K.fitted_families() == list(committed["families"])   # the same inputs: the same families

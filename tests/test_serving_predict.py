@@ -80,16 +80,31 @@ def test_concurrency_above_the_pools_is_lowered_to_them():
 
 
 def test_a_request_longer_than_the_pools_hold():
-    ctx = 10_000_000 + 100
+    ctx = 1_000_000 + 100   # within Kimi K3's 1,048,576-token context
     plan = memory.fit(CFG, MI355X, 0.9, "bf16", context_tokens=ctx)
     assert plan.weights_fit and plan.max_kv_tokens < ctx                # the weights load, the pool is short
     assert P.admission(CFG, MI355X, ctx).requests == 0
-    with pytest.raises(ValueError, match=r"^8×MI355X TP8: not one 10,000,100-token request fits "
+    with pytest.raises(ValueError, match=r"^8×MI355X TP8: not one 1,000,100-token request fits "
                                          r"\(weights load, pools hold none\)$"):
-        P.predict(CFG, MI355X, Workload(10_000_000, 100, 1))
-    assert P.curve(CFG, MI355X, 10_000_000, 100) == []
-    with pytest.raises(ValueError, match=r"not one 10,000,100-token request fits"):
-        P.peak(CFG, MI355X, 10_000_000, 100)
+        P.predict(CFG, MI355X, Workload(1_000_000, 100, 1))
+    assert P.curve(CFG, MI355X, 1_000_000, 100) == []
+    with pytest.raises(ValueError, match=r"not one 1,000,100-token request fits"):
+        P.peak(CFG, MI355X, 1_000_000, 100)
+
+
+@pytest.mark.parametrize("input_len, output_len", [(9_999_999, 1), (1_048_576, 1), (1, 1_048_576)])
+def test_a_request_above_the_models_context_is_never_predicted(input_len, output_len):
+    """Issue 35: ``--layout '32xb300 tp8 pp4' --input-len 9999999 --output-len 1`` printed a TTFT of
+    16,431,122 ms: a pool big enough to hold it is no reason to answer for a request the model
+    cannot read (1,048,576 tokens, its config's max_position_embeddings)."""
+    big = Deployment("b300", 32, 8, 4)
+    total = input_len + output_len
+    assert total > CFG.max_position_embeddings == 1_048_576
+    for call in (lambda: P.predict(CFG, big, Workload(input_len, output_len, 1)),
+                 lambda: P.curve(CFG, big, input_len, output_len), lambda: P.peak(CFG, big, input_len, output_len),
+                 lambda: memory.fit(CFG, big, 0.9, "bf16", context_tokens=total)):
+        with pytest.raises(ValueError, match=rf"{total:,} tokens exceeds kimi-k3's maximum of 1,048,576"):
+            call()
 
 
 def test_weights_that_do_not_load():
@@ -392,8 +407,15 @@ BAD = {
     "unknown variant": (BASE + ["--concurrency", "4", "--variant", "turbo"], "unknown variant(s) ['turbo']"),
     "uncalibrated gpu": (["--gpu", "h100", "--gpus", "8", "--tp", "8", "--input-len", "1024", "--output-len", "100",
                           "--concurrency", "4"], "no public Kimi K3 measurements calibrate the serving model for h100"),
-    "request too long": (["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--input-len", "10000000", "--output-len", "100",
-                          "--concurrency", "1"], "not one 10,000,100-token request fits"),
+    "request too long": (["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--input-len", "1000000", "--output-len", "100",
+                          "--concurrency", "1"], "not one 1,000,100-token request fits"),
+    "request above the context": (["--layout", "32xb300 tp8 pp4", "--input-len", "9999999", "--output-len", "1",
+                                   "--concurrency", "1"],
+                                  "a request of 9,999,999 + 1 of 10,000,000 tokens exceeds kimi-k3's maximum of 1,048,576"),
+    "layout past the GPU cap": (["--layout", "100008xmi355x tp8", "--input-len", "1024", "--output-len", "1",
+                                 "--concurrency", "1"], "the GPU count must be 1 to 100,000 GPUs"),
+    "layout with an open setting": (["--layout", "8xmi355x tp8 [", "--input-len", "1024", "--output-len", "1",
+                                     "--concurrency", "1"], "a setting is written [name, ...] at the end"),
     "missing argument": (["--gpu", "mi355x", "--gpus", "8", "--tp", "8"], "the following arguments are required"),
 }
 
@@ -406,7 +428,7 @@ def runs():
                                 "--output-len", "400", "--concurrency", "32", "--spec", "dspark", "--accept-len", "3.5",
                                 "--kv-dtype", "fp8", "--json"),
             "text": _cmd(*BASE, "--concurrency", "64"),
-            "outside": _cmd("--gpu", "mi355x", "--gpus", "32", "--tp", "32", "--input-len", "2000000",
+            "outside": _cmd("--gpu", "mi355x", "--gpus", "32", "--tp", "32", "--input-len", "1000000",
                             "--output-len", "100", "--concurrency", "1")}
     cmds.update({k: _cmd(*a) for k, (a, _) in BAD.items()})
     procs = {k: subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=_env())
@@ -476,7 +498,7 @@ def test_cli_text_says_when_the_question_is_outside_the_validated_domain(runs):
     """The issue: a ±14% band printed with no caveat where the JSON says in_validated_domain: false."""
     rc, so, se = runs["outside"]
     assert rc == 0 and se == "", se
-    p = P.predict(CFG, Deployment("mi355x", 32, 32), Workload(2_000_000, 100, 1))
+    p = P.predict(CFG, Deployment("mi355x", 32, 32), Workload(1_000_000, 100, 1))
     assert not p.in_domain
     caveat = next(line for line in so.splitlines() if "OUTSIDE the validated domain" in line)
     assert all(gap in caveat for gap in p.outside), (caveat, p.outside)

@@ -255,8 +255,13 @@ def test_parse_layout_grammar(text, want):
     ("8xb200 tp-8", "unknown part 'tp-8'"),
     ("8xa100 tp8", "unknown GPU 'a100'"),
     ("12xb200 tp8", "not a multiple of tp x pp"),
-    ("0xb200 tp8", "num_gpus must be a positive integer"),
-    ("8xb200 tp0", "tp must be a positive integer"),
+    ("0xb200 tp8", "the GPU count must be 1 to 100,000 GPUs"),
+    ("8xb200 tp0", "tp must be 1 to 1,024"),
+    # issue 35: a layout string is no way around the caps --gpus / --tp / --hbm-gb enforce
+    ("100008xmi355x tp8", "the GPU count must be 1 to 100,000 GPUs .*got 100,008"),
+    ("8xmi355x tp8 pp99999", "pp must be 1 to 1,024"),
+    ("8xmi355x tp8 hbm99999", "hbm must be >0, at most 4,096 GB per GPU"),
+    ("9" * 5000 + "xmi355x tp8", "the GPU count must be .* written with 5,000 digits"),
     ("8xb200 tp8 dcp3", "dcp=3 must divide tp=8"),
 ])
 def test_parse_layout_errors(text, match):
@@ -295,3 +300,18 @@ def test_a_table_label_reads_back_as_the_same_layout():
               specs.Deployment("mi355x", 8, 8, ep=True, dp_attention=True), specs.Deployment("b200", 8, 8, hbm_gb=192)):
         assert specs.parse_layout(d.label) == d, d.label
     assert specs.parse_layout("16×B200 TP8×PP2") == specs.parse_layout("16xb200 tp8 pp2")
+
+
+def test_numpy_counts_are_counts():
+    """Issue 35: NumPy scalars (what a DataFrame's rows hand over) were refused as counts."""
+    import numpy as np
+
+    from k3lab import limits
+
+    d = specs.Deployment("mi355x", np.int64(16), np.int64(8), np.int32(2))
+    assert (d.num_gpus, d.tp, d.pp) == (16, 8, 2) and type(d.num_gpus) is int and d.label == "16×MI355X TP8×PP2"
+    assert data.check_count("k", np.int64(5)) == 5 and data.check_finite("x", np.float32(0.5)) == 0.5
+    assert limits.check("gpus", np.int64(8), "--gpus") == 8
+    for bad in (np.bool_(True), np.float64(8.0), np.int64(0)):
+        with pytest.raises(ValueError):
+            data.check_count("k", bad)

@@ -36,6 +36,11 @@ def _fits_any_kv(cfg, layout: str, variants=(), mem_fraction: float = 0.9):
     return tuple(memory.fit(cfg, dep, mem_fraction, kv, variants=variants) for kv in ("bf16", "fp8"))
 
 
+def _tokens_both(bf16, fp8) -> str:
+    """The KV tokens of a (bf16 plan, fp8 plan) pair, as M7 and M8 state them."""
+    return f"{bf16.max_kv_tokens:,} bf16 / {fp8.max_kv_tokens:,} fp8 tokens"
+
+
 def params_table(cfg: ModelConfig):
     """Per component: total and active parameters (1e9) and checkpoint bytes (GB)."""
     import pandas as pd
@@ -351,10 +356,9 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
                        f"not available (M13); sglang sizes its pools to fill mem_fraction of the card (at 0.9 weights, "
                        f"vision tower and pools come to {pools:.0f}%). A public reading close to it: {_m6_public()}"))
     mb, mf8 = _fits_any_kv(cfg, "8xmi355x tp8", ARTICLE_MI355X_VARIANTS)
+    held = f"{mb.max_full_context_requests} / {mf8.max_full_context_requests} 1M-token request(s)"
     out.append(R("M7", f"8×MI355X TP8 (SGLANG_AITER_K3_OPT=1, mem_fraction 0.9): weights {w / GiB:.1f} GiB; the pools "
-                       f"hold {mb.max_kv_tokens:,} bf16 / {mf8.max_kv_tokens:,} fp8 tokens, "
-                       f"{mb.max_full_context_requests} / {mf8.max_full_context_requests} 1M-token request(s)",
-                 value=bool(mb.fits or mf8.fits),
+                       f"hold {_tokens_both(mb, mf8)}, {held}", value=bool(mb.fits or mf8.fits),
                  notes=f"only with SGLANG_AITER_K3_OPT=1, sglang's own MI35x recipe setting, which the study infers the "
                        f"article ran from its 191 GiB (M5; the article names no switch): sglang 0.5.23's ROCm default holds "
                        f"{mi_def.weights_bytes_per_gpu / GiB:.1f} GiB of weights and {mi_def.max_kv_tokens:,} bf16 tokens, "
@@ -362,8 +366,8 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
     bb, bf8 = _fits_any_kv(cfg, "8xb300 tp8")
     aic = _aic_b300_requests(cfg)
     out.append(R("M8", f"8×B300 TP8: weights {bb.weights_bytes_per_gpu / GiB:.1f} GiB of {bb.capacity_bytes_per_gpu / GiB:.1f} GiB "
-                       f"load under every setting, with a KV pool of {bb.max_kv_tokens:,} bf16 / {bf8.max_kv_tokens:,} fp8 "
-                       f"tokens (mem_fraction 0.9): one 1M-token request fits with --kv-cache-dtype fp8 "
+                       f"load under every setting, with a KV pool of {_tokens_both(bb, bf8)} "
+                       f"(mem_fraction 0.9): one 1M-token request fits with --kv-cache-dtype fp8 "
                        f"({bf8.max_full_context_requests}), not with sglang's default bf16 KV "
                        f"({bb.max_full_context_requests})",
                  value=bool(bb.fits or bf8.fits),

@@ -60,6 +60,15 @@ class ModelConfig:
     raw: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
     provenance: str = field(default="", compare=False, repr=False)
 
+    def check_context(self, tokens: int, what: str = "a request") -> int:
+        """``tokens`` when a request that long (prompt + output) is within the model's context
+        (``max_position_embeddings``); ValueError in one line naming ``what`` otherwise: nothing
+        is predicted, priced or sized for a request the model cannot read."""
+        if tokens > self.max_position_embeddings:
+            raise ValueError(f"{what} of {tokens:,} tokens exceeds {self.name}'s maximum of "
+                             f"{self.max_position_embeddings:,} (max_position_embeddings)")
+        return tokens
+
     @property
     def num_mla_layers(self) -> int:
         """Layers with full (MLA) attention and a per-token KV cache."""

@@ -212,6 +212,12 @@ def split_state_pool(rest_gib: float, *, state_bytes_per_slot: int,
             rest = rest - inter / (1 << 30)
         else:
             k = int((budget_bytes - slot) // slot)
+    if k <= 0 and branch == "ratio" and rest_gib * (1 << 30) >= 2 * slot * (1 + (d or 0)):
+        # the memory is there: the ratio is what leaves the state pool too small
+        raise InsufficientMemoryError(
+            f"--mamba-full-memory-ratio {r:g} leaves the hybrid state pool {budget_bytes / MiB:,.2f} MiB of the "
+            f"{rest_gib:.2f} GiB left, less than one request's state ({slot / MiB:.2f} MiB per slot): raise it "
+            f"(sglang's default {DEFAULT_MAMBA_FULL_MEMORY_RATIO:g})")
     if k <= 0:
         raise InsufficientMemoryError(
             f"not enough GPU memory for the hybrid state pool: max_mamba_cache_size={k} "

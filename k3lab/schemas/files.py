@@ -83,6 +83,15 @@ class Table:
         return cls.columns()
 
 
+def not_above(n: int, row: dict, *pairs: tuple[str, str], rel: float = 0.0) -> None:
+    """A :meth:`Table.check` rule: ValueError naming line ``n`` and the field when ``row[a]``
+    exceeds ``row[b]`` for a pair ``(a, b)`` (a minimum and its median, a count and its total);
+    ``rel``: the relative slack of values rounded when written."""
+    for a, b in pairs:
+        if row[a] > row[b] * (1 + rel):
+            raise ValueError(f"line {n}: {a}: {row[a]!r} exceeds {b} {row[b]!r}")
+
+
 class Lines:
     """A JSONL stream: :meth:`check_record` checks one record (``where`` names the line)."""
 

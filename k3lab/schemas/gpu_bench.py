@@ -18,7 +18,7 @@ from typing import Annotated
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from .files import JsonFile, Table, closed
+from .files import JsonFile, Table, closed, not_above
 from .measured import NonNeg, NonNegInt, Pos, PosInt, Text, Utc
 
 Ratio = Pos
@@ -138,10 +138,7 @@ class GpuDecode(Table):
     """Section b: one row per (batch, context, kernel)."""
 
     row = DecodeRow
-
-    @classmethod
-    def check(cls, rows):
-        _heads_and_ratios(rows)
+    check = staticmethod(_heads_and_ratios)  # the rules of section a's head counts, nothing more
 
 
 class GpuRenorm(Table):
@@ -152,8 +149,7 @@ class GpuRenorm(Table):
     @classmethod
     def check(cls, rows):
         for n, r in rows:
-            if r["min_s"] > r["median_s"]:
-                raise ValueError(f"line {n}: min_s: {r['min_s']!r} exceeds median_s {r['median_s']!r}")
+            not_above(n, r, ("min_s", "median_s"))
             if r["k"] >= r["vocab"]:
                 raise ValueError(f"line {n}: k: {r['k']} is not below vocab {r['vocab']}")
 

@@ -13,7 +13,7 @@ from typing import Annotated
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from .files import JsonFile, Lines, Table, closed
+from .files import JsonFile, Lines, Table, closed, not_above
 
 PosInt = Annotated[int, Field(strict=True, gt=0)]
 NonNegInt = Annotated[int, Field(strict=True, ge=0)]
@@ -140,9 +140,7 @@ class AttentionHeads(Table):
             last = r["seq_len"]
             if r["heads_padded"] < r["heads_real"]:
                 raise ValueError(f"line {n}: heads_padded: {r['heads_padded']} < heads_real {r['heads_real']}")
-            for a, b in (("t_real_min_s", "t_real_median_s"), ("t_padded_min_s", "t_padded_median_s")):
-                if r[a] > r[b]:
-                    raise ValueError(f"line {n}: {a}: {r[a]!r} exceeds {b} {r[b]!r}")
+            not_above(n, r, ("t_real_min_s", "t_real_median_s"), ("t_padded_min_s", "t_padded_median_s"))
 
 
 # --------------------------------------------------------------------------- topk_renorm*.csv
@@ -198,9 +196,7 @@ class TopkRenorm(Table):
             n = next((n for (n, r), want in zip(rows, TOPK_K_CASES) if r["k"] != want), rows[-1][0])
             raise ValueError(f"line {n}: k: the cases must be {list(TOPK_K_CASES)} in this order, got {list(ks)}")
         for n, r in rows:
-            if r["rows_differing_from_rank_mask"] > r["rows"]:
-                raise ValueError(f"line {n}: rows_differing_from_rank_mask: {r['rows_differing_from_rank_mask']} "
-                                 f"exceeds rows {r['rows']}")
+            not_above(n, r, ("rows_differing_from_rank_mask", "rows"))
             for c in ("rounds_k3lab_faster_than_rank_mask", "rounds_k3lab_faster_than_sort_fix"):
                 if not _rounds_ok(r[c]):
                     raise ValueError(f"line {n}: {c}: {r[c]!r} is not 'won/of' with 0 <= won <= of, of > 0")
@@ -229,14 +225,12 @@ class TopkTies(Table):
     @classmethod
     def check(cls, rows):
         for n, r in rows:
-            if r["rows_differ_observed"] > r["rows"]:
-                raise ValueError(f"line {n}: rows_differ_observed: {r['rows_differ_observed']} exceeds rows {r['rows']}")
+            not_above(n, r, ("rows_differ_observed", "rows"))
             if not math.isclose(r["share_rows_differ"], r["rows_differ_observed"] / r["rows"], rel_tol=1e-4, abs_tol=1e-6):
                 raise ValueError(f"line {n}: share_rows_differ: {r['share_rows_differ']!r} != rows_differ_observed / rows "
                                  f"({r['rows_differ_observed']} / {r['rows']})")
-            for m, x in (("mean_extra_tokens_kept", "max_extra_tokens_kept"), ("mean_total_variation", "max_total_variation")):
-                if r[m] > r[x] * (1 + 1e-9):
-                    raise ValueError(f"line {n}: {m}: {r[m]!r} exceeds {x} {r[x]!r}")
+            not_above(n, r, ("mean_extra_tokens_kept", "max_extra_tokens_kept"),
+                      ("mean_total_variation", "max_total_variation"), rel=1e-9)
 
 
 # --------------------------------------------------------------------------- bench_serving JSONL

@@ -8,12 +8,12 @@ Exit status 0; 2 with one line for a bad argument or a question the model cannot
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
 
 from ..cli_parser import OneLineParser
+from ..io import json_text
 from ..limits import arg, help_text
 from ..model.sharding import VARIANTS
 from ..setting_traps import setting_traps
@@ -94,8 +94,8 @@ def _deployment(args) -> tuple[Deployment, tuple]:
     if args.layout is not None:
         if any(getattr(args, k) is not None for k in ("gpu", "gpus", "tp")) or args.pp != 1 or args.dcp != 1:
             raise ValueError("give either --layout or --gpu/--gpus/--tp (with --pp/--dcp), not both")
-        text, _, setting = args.layout.partition("[")
-        if setting:
+        text, bracket, setting = args.layout.partition("[")
+        if bracket:  # '... [' alone is a setting left open, not none
             if not setting.rstrip().endswith("]"):
                 raise ValueError(f"--layout {args.layout!r}: a setting is written [name, ...] at the end")
             variants += tuple(v.strip() for v in setting.rstrip()[:-1].split(",") if v.strip())
@@ -222,10 +222,10 @@ def cli_main(argv: list[str] | None = None) -> int:
         print(f"k3lab predict: error: {e}", file=sys.stderr)
         return 2
     if args.json:
-        text = json.dumps({**p.as_dict(), "slo": target.as_dict(), "slo_met": not target.misses(p),
+        text = json_text({**p.as_dict(), "slo": target.as_dict(), "slo_met": not target.misses(p),
                            "slo_concurrency": None if op is None or op.point is None else op.point.concurrency,
                            "slo_slow_edge_concurrency": None if op is None or op.slow is None else op.slow.concurrency,
-                           "setting_traps": traps}, indent=2, sort_keys=True)
+                           "setting_traps": traps})
     else:
         lines = format_prediction(p, accept_note).split("\n")  # the target and the traps under the workload line
         text = "\n".join(lines[:2] + slo_lines(p, target, op)

@@ -215,6 +215,7 @@ def predict(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_S
     (default: sglang; the harness None: the engine's usual one, sglang's ``bench_serving`` closed loop
     over fixed lengths)."""
     harness = usual_harness(engine.name) if harness is None else harness
+    cfg.check_context(work.input_len + work.output_len, f"a request of {work.input_len:,} + {work.output_len:,}")
     fam, params, bands = family_params(dep.gpu)
     I, O = mean_lengths(work.input_len, work.output_len, harness)
     adm = admission(cfg, dep, I + O, spec, variants, kv_dtype, mem_fraction, engine)

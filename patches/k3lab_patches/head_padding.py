@@ -19,6 +19,8 @@ No code here is copied from sglang or AITER; the behaviour matched is cited abov
 from __future__ import annotations
 
 import functools
+import numbers
+import reprlib
 from typing import Callable
 
 import torch
@@ -30,11 +32,12 @@ SGLANG_MAX_HEADS = 128
 
 
 def _check_heads(n, what: str = "head count") -> int:
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise ValueError(f"{what} must be an int, got {n!r}")
+    """``n`` as a plain int (NumPy's integers too); ValueError for anything else or n <= 0."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise ValueError(f"{what} must be an int, got {reprlib.repr(n)}")
     if n <= 0:
         raise ValueError(f"{what} must be positive, got {n}")
-    return n
+    return int(n)
 
 
 def is_supported_heads(n: int) -> bool:
@@ -116,12 +119,21 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, i
 # --------------------------------------------------------------------------- padding
 
 def pad_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
-    """Zero-pad ``x`` [tokens, h, d] along dim 1 to ``heads`` → new contiguous tensor."""
-    if x.dim() != 3:
-        raise ValueError(f"expected [tokens, heads, head_dim], got shape {tuple(x.shape)}")
+    """Zero-pad ``x`` [tokens, h, d] along dim 1 to ``heads`` → new contiguous tensor.
+
+    ``heads`` is an int from ``h`` up to :data:`SGLANG_MAX_HEADS` (the most any AITER MLA kernel
+    takes: padding past it only spends memory, ``10**12`` heads would ask for terabytes);
+    ValueError in one line otherwise, before anything is allocated."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 3:
+        raise ValueError(f"expected a tensor [tokens, heads, head_dim], got "
+                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+    heads = _check_heads(heads, "padded head count")
     h = x.shape[1]
     if heads < h:
         raise ValueError(f"cannot pad {h} heads down to {heads}")
+    if heads > max(h, SGLANG_MAX_HEADS):
+        raise ValueError(f"cannot pad {h} heads to {heads:,}: no AITER MLA kernel takes more than "
+                         f"{SGLANG_MAX_HEADS} heads")
     out = x.new_zeros((x.shape[0], heads, x.shape[2]))
     out[:, :h] = x
     return out
@@ -133,18 +145,30 @@ def _shares_memory(t: torch.Tensor, inputs) -> bool:
                for x in inputs)
 
 
-def _slice_extra(extra, tq: int, m: int, h: int, i: int, inputs=()):
+def _slice_extra(extra, tq: int, m: int, h: int, i, inputs=()):
     """Slice a kernel's extra output back to the ``h`` real heads: [tokens, heads, ...] along
-    dim 1, [heads, tokens, ...] along dim 0. Only a floating-point tensor the kernel computed
-    has padded heads: an integer one (cu_seqlens, indices) or one of ``inputs`` passed
-    through comes back as it is. ValueError when it is ambiguous (tokens == padded heads and
-    both leading dims match) or has no heads dim but m×anything."""
+    dim 1, [heads, tokens, ...] along dim 0; a dict, list or (named) tuple of them item by item,
+    keeping its type. Only a floating-point tensor the kernel computed has padded heads: an
+    integer one (cu_seqlens, indices) or one of ``inputs`` passed through comes back as it is.
+    ValueError when the heads dimension is ambiguous (tokens == padded heads and both leading
+    dims match; a 1-D tensor as long as the padded heads, which could as well be one value per
+    sequence) or a dim of m is neither."""
+    if isinstance(extra, dict):
+        return type(extra)((k, _slice_extra(v, tq, m, h, f"{i}[{k!r}]", inputs)) for k, v in extra.items())
+    if isinstance(extra, (list, tuple)):
+        items = [_slice_extra(v, tq, m, h, f"{i}[{j}]", inputs) for j, v in enumerate(extra)]
+        return _same_kind(extra, items)
     if (not isinstance(extra, torch.Tensor) or extra.dim() == 0 or not extra.is_floating_point()
             or _shares_memory(extra, inputs)):
         return extra
+    if extra.dim() == 1:
+        if extra.shape[0] == m:
+            raise ValueError(f"kernel output #{i} is 1-D of length {m}, the padded head count: one value per head "
+                             f"or per something else cannot be told apart; return [heads, tokens] or [tokens, heads]")
+        return extra
     lead = tuple(extra.shape[:2])
-    by_tokens = extra.dim() >= 2 and lead == (tq, m)
-    by_heads = extra.shape[0] == m and (extra.dim() == 1 or extra.shape[1] == tq)
+    by_tokens = lead == (tq, m)
+    by_heads = extra.shape[0] == m and extra.shape[1] == tq
     if by_tokens and by_heads:
         raise ValueError(f"kernel output #{i} has shape {tuple(extra.shape)}: with {tq} tokens and {m} padded "
                          f"heads its heads dimension is ambiguous; return [tokens, heads, ...]")
@@ -158,19 +182,37 @@ def _slice_extra(extra, tq: int, m: int, h: int, i: int, inputs=()):
     return extra
 
 
+def _same_kind(seq, items: list):
+    """``items`` as the sequence type of ``seq``: a namedtuple stays that namedtuple."""
+    if isinstance(seq, tuple) and hasattr(seq, "_fields"):
+        return type(seq)(*items)
+    return type(seq)(items) if isinstance(seq, (tuple, list)) else items
+
+
+def _check_out(out, tq: int, h: int, dv: int, q: torch.Tensor) -> None:
+    """The caller's ``out=`` buffer must be what the unpadded kernel would fill: [T, h, d_v]."""
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (tq, h, dv):
+        raise ValueError(f"out= must be a tensor [{tq}, {h}, {dv}] (tokens, real heads, v head dim), got "
+                         f"{tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__}")
+    if out.dtype != q.dtype or out.device != q.device:
+        raise ValueError(f"out= is {out.dtype} on {out.device}, q is {q.dtype} on {q.device}")
+
+
 def with_head_padding(kernel: Callable, heads: int | Callable[[int], int] | None = None) -> Callable:
     """Wrap a varlen MHA-form prefill kernel so it only ever sees a supported head count.
 
     ``kernel(q, k, v, *args, **kwargs)`` takes q/k/v ``[tokens, heads, head_dim]`` (as
     sglang's varlen kernels: cu_seqlens etc. follow in ``args``) and returns the output
-    ``[tokens, heads, d_v]`` (or a tuple whose first item is that; further tensors with a
-    heads dimension, such as an LSE laid out ``[tokens, heads]`` or ``[heads, tokens]``, are
-    sliced along it too; one whose heads dimension cannot be told apart raises; an integer
-    tensor or an input passed through is returned untouched). The wrapper zero-pads q, k and v
-    along the head dim to ``heads`` (an int, or a function of the real count; default
-    :func:`padded_heads`), calls the kernel, checks the output shape and returns the real
-    heads ``[:, :h]`` (a contiguous copy). A count that needs no padding is passed
-    through untouched. ValueError for layouts it cannot handle.
+    ``[tokens, heads, d_v]`` (or a tuple — a namedtuple stays one — whose first item is that;
+    further tensors with a heads dimension, such as an LSE laid out ``[tokens, heads]`` or
+    ``[heads, tokens]``, are sliced along it too, inside a dict, list or tuple as well; one
+    whose heads dimension cannot be told apart raises; an integer tensor or an input passed
+    through is returned untouched). The wrapper zero-pads q, k and v along the head dim to
+    ``heads`` (an int, or a function of the real count; default :func:`padded_heads`), calls
+    the kernel, checks the output shape and returns the real heads ``[:, :h]`` (a contiguous
+    copy). An ``out=`` buffer ``[tokens, h, d_v]`` is honoured: the kernel fills a padded one,
+    and the real heads are copied into the caller's, which is what comes back. A count that
+    needs no padding is passed through untouched. ValueError for layouts it cannot handle.
     """
     if not callable(kernel):
         raise ValueError(f"with_head_padding needs a callable kernel, got {type(kernel).__name__}")
@@ -179,24 +221,28 @@ def with_head_padding(kernel: Callable, heads: int | Callable[[int], int] | None
     @functools.wraps(kernel)
     def padded(q, k, v, *args, **kwargs):
         tq, h, _dqk, dv = check_qkv(q, k, v)
-        m = target_of(h)
-        if isinstance(m, bool) or not isinstance(m, int) or m < h:
+        m = _check_heads(target_of(h), "padded head count")
+        if m < h:
             raise ValueError(f"padded head count must be an int >= {h}, got {m!r}")
         if m == h:
             return kernel(q, k, v, *args, **kwargs)
+        user_out = kwargs.get("out")
+        if user_out is not None:
+            _check_out(user_out, tq, h, dv, q)
+            kwargs = {**kwargs, "out": user_out.new_zeros((tq, m, dv))}
         res = kernel(pad_heads(q, m), pad_heads(k, m), pad_heads(v, m), *args, **kwargs)
+        if res is None and user_out is not None:  # a kernel that only fills out=
+            user_out.copy_(kwargs["out"][:, :h])
+            return None
         items = list(res) if isinstance(res, tuple) else [res]
         o = items[0]
         if not isinstance(o, torch.Tensor) or tuple(o.shape) != (tq, m, dv):
             raise ValueError(f"kernel returned {getattr(o, 'shape', type(o).__name__)}, expected "
                              f"[{tq}, {m}, {dv}] for {m} padded heads")
-        out = [o[:, :h].contiguous()]
+        first = user_out.copy_(o[:, :h]) if user_out is not None else o[:, :h].contiguous()
         inputs = (q, k, v, *args, *kwargs.values())
-        for i, extra in enumerate(items[1:], 1):
-            out.append(_slice_extra(extra, tq, m, h, i, inputs))
-        return tuple(out) if isinstance(res, tuple) else out[0]
+        out = [first] + [_slice_extra(extra, tq, m, h, i, inputs) for i, extra in enumerate(items[1:], 1)]
+        return _same_kind(res, out) if isinstance(res, tuple) else out[0]
 
     padded.k3lab_head_padding = True
     return padded
-
-

@@ -33,6 +33,7 @@ The k3lab study re-exports this module as ``k3lab.sampling`` and keeps its basel
 from __future__ import annotations
 
 import math
+import numbers
 import reprlib
 
 import torch
@@ -142,6 +143,8 @@ def per_row_k(top_k, rows: int, vocab: int, device=None) -> torch.Tensor:
     if isinstance(top_k, bool):
         raise ValueError(f"top_k must be an int or a 1-D integer tensor, got {top_k!r}")
     _check_device(device, "probs")
+    if isinstance(top_k, numbers.Integral):  # NumPy's np.int64 too, as sglang's own code passes
+        top_k = int(top_k)
     if isinstance(top_k, int):
         if top_k == 0 or top_k < UNRESTRICTED_K:  # checked before any int64 arithmetic
             raise ValueError(f"top_k must be >= 1 or -1 (unrestricted); got {reprlib.repr(top_k)}")
@@ -166,6 +169,8 @@ def per_row_p(top_p, rows: int, device=None) -> torch.Tensor:
     if isinstance(top_p, bool):
         raise ValueError(f"top_p must be a number or a 1-D tensor, got {top_p!r}")
     _check_device(device, "probs")
+    if isinstance(top_p, numbers.Real) and not isinstance(top_p, (int, float)):  # np.float32, np.int64
+        top_p = int(top_p) if isinstance(top_p, numbers.Integral) else float(top_p)
     if isinstance(top_p, (int, float)):
         if not 0 < top_p <= 1:  # checked before float(): a huge int would overflow it
             raise ValueError(f"top_p must be in (0, 1]; got {reprlib.repr(top_p)}")

@@ -19,7 +19,6 @@ The batch's sampling info is a real ``SamplingBatchInfo`` built from real ``Samp
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 
@@ -28,6 +27,9 @@ DFLASH = "sglang.srt.speculative.dflash_utils"
 MIX: list[dict] = [dict(temperature=0.8, top_k=20), dict(temperature=0.8)] * 2
 DRAFT_TOKENS = 8  # verify rows per request: a DSpark block of 7 drafts + 1
 DEFAULT_VOCAB = 4096  # enough for the dense path; Kimi K3's own is 163,840 (slower on CPU)
+#: --vocab's range: the mix asks for top_k=20 (64 leaves room); 2**20 is past every model's
+#: vocabulary (Kimi K3: 163,840) and keeps the batch's logits at 128 MB
+MIN_VOCAB, MAX_VOCAB = 64, 1 << 20
 
 
 def sampling_info(requests: list[dict], vocab: int, device="cpu"):
@@ -57,7 +59,7 @@ def reference_target_probs(logits, requests: list[dict], draft: int):
     after the top-k step, also rows with k >= vocab, as FlashInfer's semantics say.
 
     logits ``[bs*draft, vocab]`` float32 → ``[bs, draft, vocab]``. A Python loop over rows
-    with a full sort each; greedy (T == 0) is sglang's convention: T = 1, top_k = 1.
+    (a full sort for top-p); greedy (T == 0) is sglang's convention: T = 1, top_k = 1.
     """
     import torch
     from sglang.srt.sampling.sampling_params import TOP_K_ALL, SamplingParams
@@ -69,8 +71,8 @@ def reference_target_probs(logits, requests: list[dict], draft: int):
     for i in range(logits.shape[0]):
         sp = sps[i // draft]
         p = torch.softmax(logits[i] / sp.temperature, dim=-1)  # float32, as sglang's
-        if sp.top_k < vocab:
-            pivot = torch.sort(p, descending=True).values[sp.top_k - 1]
+        if sp.top_k < vocab:  # the k-th largest value (the k largest, unsorted: no sort of the whole row)
+            pivot = torch.topk(p, sp.top_k, sorted=False).values.min()
             p = torch.where(p >= pivot, p, torch.zeros_like(p))
         if any_top_k:  # the batch's top-k renorm also renormalises its k >= vocab rows
             p = (p.double() / p.double().sum()).float()
@@ -123,19 +125,46 @@ def verify(vocab: int = DEFAULT_VOCAB, device: str = "cpu", force: bool = False)
             "max_abs_diff": float((got - want).abs().max())}
 
 
+def usable_device(text: str) -> str:
+    """``text`` when torch can put a tensor on that device here; ValueError in one line otherwise
+    (``cuda`` on a build or a machine without one: torch's own answer is an AssertionError)."""
+    import torch
+
+    try:
+        dev = torch.device(text)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"--device {text!r} is not a torch device (cpu, cuda, cuda:1, ...)") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {text}: this torch ({torch.__version__}) sees no CUDA or ROCm device here; "
+                         f"leave --device out to verify on the CPU")
+    if dev.type == "meta":
+        raise ValueError("--device meta holds no values to compare; use cpu or a GPU")
+    try:
+        torch.empty(1, device=dev)
+    except (RuntimeError, AssertionError, ValueError) as e:
+        raise ValueError(f"--device {text}: not usable here ({str(e).splitlines()[0] if str(e) else type(e).__name__})")\
+            from None
+    return text
+
+
 def main(argv=None) -> int:
     """0: the patched verifier matches the reference (or nothing needs patching); 1: it does
-    not; 2: a patch refused (one line on stderr)."""
+    not; 2: a usage mistake or a patch refused (one line on stderr)."""
     from . import UnsupportedSglangVersion, UpstreamFixed
+    from .oneline import OneLineParser, bounded_int
 
-    ap = argparse.ArgumentParser(prog="python -m k3lab_patches verify",
-                                 description=__doc__.splitlines()[0], allow_abbrev=False)
-    ap.add_argument("--vocab", type=int, default=DEFAULT_VOCAB, help="vocabulary of the test batch")
+    ap = OneLineParser(prog="python -m k3lab_patches verify", description=__doc__.splitlines()[0])
+    ap.add_argument("--vocab", type=bounded_int(MIN_VOCAB, MAX_VOCAB, "the mix asks for top_k=20; no model's "
+                                                "vocabulary is larger"),
+                    default=DEFAULT_VOCAB, help=f"vocabulary of the test batch ({MIN_VOCAB:,} to {MAX_VOCAB:,})")
     ap.add_argument("--device", default="cpu", help="torch device of the test batch (default cpu)")
     ap.add_argument("--force", action="store_true", help="as serve --force (an untested release or build)")
     a = ap.parse_args(argv)
-    if a.vocab < 64:
-        ap.error(f"--vocab must be at least 64 (the mix asks for top_k=20), got {a.vocab}")
+    try:
+        usable_device(a.device)
+    except ValueError as e:
+        print(f"k3lab_patches verify: error: {e}", file=sys.stderr)
+        return 2
     try:
         r = verify(a.vocab, a.device, a.force)
     except UpstreamFixed as e:

@@ -105,6 +105,13 @@ def test_the_recipes_verify_command(built, tmp_path):
     assert lines[1] == "as installed: TypeError: 'NoneType' object is not callable"
     assert f"{DFLASH}.top_k_renorm_prob" in lines[2] and f"{DFLASH}.top_p_renorm_prob" in lines[2]
     assert lines[3].startswith("patched verifier vs reference: ok")
+    # issue 35: on a build or a box without CUDA, from the installed wheel too: one line, no traceback
+    import torch
+
+    if not torch.cuda.is_available():
+        r = _child(site, ["-m", "k3lab_patches", "verify", "--device", "cuda", "--vocab", str(VOCAB)], tmp_path)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr[-2000:]
+        assert r.stderr.startswith("k3lab_patches verify: error: --device cuda: this torch"), r.stderr
     r = _child(site, ["-m", "k3lab_patches", "status"], tmp_path)
     out = r.stdout.splitlines()
     out = out[out.index("sglang 0.5.16"):]
