@@ -46,7 +46,7 @@ def b300_priced():
     stand-in band (study_helpers.stand_in_band). test_serving_predict checks the committed fit."""
     from study_helpers import stand_in_band
 
-    with stand_in_band("nvidia-blackwell-ultra"):
+    with stand_in_band("nvidia-blackwell"):
         yield
 
 

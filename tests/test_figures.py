@@ -299,7 +299,7 @@ def test_article_perf_per_dollar_prices_what_the_decision_prices():
     from k3lab.findings import field as field_claims
 
     assert set(field_claims.article_perf_per_dollar({"mi355x": 3.0})["layout"]) == {MI}  # no B300 decode validated
-    with stand_in_band("nvidia-blackwell-ultra"):
+    with stand_in_band("nvidia-blackwell"):
         t = field_claims.article_perf_per_dollar({"mi355x": 3.0})
     assert set(t["layout"]) == {MI, B300}                 # the committed fit validates no B200 decode speed
     assert (t["electricity_usd_per_gpu_hour"] == 0).all()  # the decision box's setting: no electricity
