@@ -25,7 +25,7 @@ through the target, so its GEMMs turn compute-bound once the batch grows.
 ``request_overhead_ms`` a fixed cost per request before its first token (HTTP, tokenising,
 scheduling, the first token's sampling and detokenising).
 
-**The benchmark** (model version 3) takes the engine and the harness as inputs
+**The benchmark** (since model version 3) takes the engine and the harness as inputs
 (:mod:`k3lab.serving.engines`): ``c`` clients in flight per replica, each request ``I`` prompt and
 ``O`` output tokens (the means, for random lengths), at most ``n = min(c, admitted)`` of them
 running (the rest queue: Little's law adds ``(c − n) / X`` to their TTFT, ``X`` the requests
