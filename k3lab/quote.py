@@ -77,7 +77,7 @@ def _cells(df, r, overrides: dict) -> list[str]:
         rng = _rental_range(df, r)
         cost = ("no independent rental price: give yours" if rng is None else
                 f"${rng[0]:,.2f}-${rng[1]:,.2f} at {rng[2]} rental price{'s' if rng[2] > 1 else ''}, "
-                f"model band x{math.exp(_band(r)):.2f}")
+                + (f"model band x{math.exp(_band(r)):.2f}" if r["model_in_domain"] else "no band*"))
     return [r["gpu"].upper(), r["layout"], str(lat["concurrency"]), f"{lat['tpot_ms']:,.0f} ms", ttft, per, cost]
 
 
@@ -110,9 +110,14 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     needs = [f"{r['gpu'].upper()} {r['fits_with']}" for r in rows.values() if r is not None and r["fits_with"] != "defaults"]
     opt = [f"{r['gpu'].upper()} SGLANG_AITER_K3_OPT=1" for r in rows.values()
            if r is not None and compare.ARTICLE_AMD_SETTING[0] in r["setting"]]
+    outside = [f"{r['gpu'].upper()} ({str(r['model_note']).split(';')[0]})" for r in rows.values()
+               if r is not None and not r["model_in_domain"]]
+    legend = ((". † TTFT not validated" if any(r is not None and not r["model_ttft_validated"] for r in rows.values())
+               else "") + (f". * no band, outside the validated domain: {', '.join(outside)}" if outside else ""))
     if needs or opt:
-        notes += _wrap("settings it needs: " + "; ".join(opt + needs) + (". † TTFT not validated" if any(
-            r is not None and not r["model_ttft_validated"] for r in rows.values()) else ""))
+        notes += _wrap("settings it needs: " + "; ".join(opt + needs) + legend)
+    elif legend:
+        notes += _wrap(legend[2:])
     for g, r in rows.items():
         if r is None:
             held = df[(df["gpu"] == g) & df["holds"].astype(bool)]

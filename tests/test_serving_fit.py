@@ -63,7 +63,7 @@ def _covering_by_hand(errs, q=0.9):
 
 def test_families_with_observations(refit, committed):
     # data/serving_model.yaml order; Hopper and CDNA3 have no usable public figure
-    assert list(refit) == ["amd-cdna4", "nvidia-blackwell-ultra", "nvidia-blackwell"] == list(committed["families"])
+    assert list(refit) == ["amd-cdna4", "nvidia-blackwell"] == list(committed["families"])
 
 
 def test_refit_reproduces_the_committed_parameters(refit, committed):
@@ -112,7 +112,23 @@ def test_committed_counts_by_hand(committed):
         assert sorted(r["id"] for r in f["validation"] if r["split"] == "time_split") == late
         for m, b in f["bands"].items():
             for split in C.SPLITS:
-                assert b["points"][split] == sum(1 for r in f["validation"] if r["metric"] == m and r["split"] == split)
+                assert b["points"][split] == sum(1 for r in f["validation"] if r["metric"] == m and r["split"] == split
+                                                 and not r["extrapolated"])
+
+
+def test_extrapolations_are_the_rows_across_nodes_no_other_repository_crosses(committed):
+    """Model v4: a left-out repository's figure is an extrapolation when its deployment spans nodes
+    and none of the other repositories' runs does (the refit ties the cross-node costs to 0)."""
+    for fam, f in committed["families"].items():
+        obs = {o["id"]: o for o in committed["observations"] if o["family"] == fam}
+        for r in f["validation"]:
+            if r["split"] != REPO_SPLIT:
+                continue
+            o = obs[r["id"]]
+            others_cross = any(x["spans_nodes"] for x in obs.values() if x["origin"] != o["origin"])
+            assert r["extrapolated"] == (o["spans_nodes"] and not others_cross), r["id"]
+    nv = [r for r in committed["families"]["nvidia-blackwell"]["validation"] if r["split"] == REPO_SPLIT]
+    assert {r["gpu"] for r in nv if r["extrapolated"]} == {"b200"}
 
 
 def test_committed_observations_are_todays(committed):
@@ -144,8 +160,8 @@ def test_each_band_is_the_conformal_band_of_each_split_by_hand(committed):
     splits = ("leave_one_repository_out", "leave_one_engine_out", "leave_one_harness_out", "time_split")
     for fam, f in committed["families"].items():
         for m, b in f["bands"].items():
-            errs = {s: [abs(r["log_error"]) for r in f["validation"] if r["metric"] == m and r["split"] == s]
-                    for s in splits}
+            errs = {s: [abs(r["log_error"]) for r in f["validation"] if r["metric"] == m and r["split"] == s
+                        and not r["extrapolated"]] for s in splits}
             srcs = {o["origin"] for o in committed["observations"]
                     if o["id"] in {r["id"] for r in f["validation"] if r["metric"] == m
                                    and r["split"] == REPO_SPLIT}}
@@ -175,7 +191,7 @@ def test_covering_band_by_hand():
 
 
 def test_time_split_date_is_the_median_date():
-    obs = C.family_observations("nvidia-blackwell-ultra")
+    obs = C.family_observations("nvidia-blackwell")
     dates = sorted(o.date for o in obs if o.date)
     d = C.split_date(obs)
     assert d == dates[len(dates) // 2]
@@ -243,17 +259,32 @@ def test_fit_needs_as_many_points_as_parameters():
         C.fit(obs, "amd-cdna4")
 
 
-def test_the_fallback_kernel_and_scale_out_are_tied_without_a_run_that_used_them():
-    nv = C.family_observations("nvidia-blackwell-ultra")
-    assert all(o.prefill_attention == "fast" and not C.spans_nodes(o.deployment) for o in nv)
+def test_the_fallback_kernel_and_cross_node_costs_are_tied_without_a_run_that_used_them():
+    nv = C.family_observations("nvidia-blackwell")
+    assert all(o.prefill_attention == "fast" for o in nv)
     free = C.free_parameters(nv)
-    assert "fallback_attention_efficiency" not in free and "scale_out_us" not in free
-    p = C.calibrated("nvidia-blackwell-ultra")
-    assert p.fallback_attention_efficiency == p.prefill_attention_efficiency and p.scale_out_us == 0.0
+    assert "fallback_attention_efficiency" not in free
+    p = C.calibrated("nvidia-blackwell")
+    assert p.fallback_attention_efficiency == p.prefill_attention_efficiency
+    # kernelore's TP16 (a TP group across nodes) and TP8×PP2 (a pipeline across nodes) move both
+    assert any(o.deployment.tp_nodes > 1 for o in nv) and any(o.deployment.pp == 2 for o in nv)
+    assert {"scale_out_us", "pipeline_us"} <= set(free)
+    single = [o for o in nv if not C.spans_nodes(o.deployment)]
+    assert not {"scale_out_us", "pipeline_us"} & set(C.free_parameters(single))
     amd = C.family_observations("amd-cdna4")
     assert "fallback_attention_efficiency" in C.free_parameters(amd)
-    b200 = C.family_observations("nvidia-blackwell")
-    assert "scale_out_us" in C.free_parameters(b200)
+    assert not any(C.spans_nodes(o.deployment) for o in amd)
+    q = C.calibrated("amd-cdna4")
+    assert q.scale_out_us == 0.0 and q.pipeline_us == 0.0
+
+
+def test_cross_node_gaps_name_the_costs_a_fit_lacks():
+    nv = C.family_observations("nvidia-blackwell")
+    tp16 = next(o for o in nv if o.deployment.tp_nodes > 1)
+    pp2 = next(o for o in nv if o.deployment.pp == 2)
+    b300 = next(o for o in nv if o.gpu == "b300")
+    assert C.cross_node_gaps(tp16, ()) == ("scale_out_us",) and C.cross_node_gaps(pp2, ()) == ("pipeline_us",)
+    assert C.cross_node_gaps(tp16, ("scale_out_us",)) == () and C.cross_node_gaps(b300, ()) == ()
 
 
 def test_fitted_parameters_lie_within_bounds(refit):
@@ -277,9 +308,9 @@ def test_fitted_reads_the_committed_fit(committed):
         p, bands = K.fitted(fam)
         assert p.as_tuple() == tuple(f["params"][k] for k in p.NAMES)
         assert bands == {m: (b["band_log"] if b["validated"] else None) for m, b in f["bands"].items()}
-    assert K.fitted_families() == list(committed["families"])   # the same inputs: the same families
+    assert K.fitted_families() == ["amd-cdna4", "nvidia-blackwell"]
     with pytest.raises(data.DataError, match=r"^data/serving_fit\.yaml: no fit for family 'nvidia-hopper' "
-                                             r"\(fitted: amd-cdna4, nvidia-blackwell-ultra, nvidia-blackwell\)$"):
+                                             r"\(fitted: amd-cdna4, nvidia-blackwell\)$"):
         K.fitted("nvidia-hopper")
 
 
@@ -303,7 +334,7 @@ def test_a_file_the_fit_does_not_read_leaves_it_current(data_copy):
     assert "prices.yaml" not in K.FIT_INPUTS
     _append_comment(data_copy / "prices.yaml")
     data.clear_cache()
-    assert K.fitted_families() == list(committed["families"])   # the same inputs: the same families
+    assert K.fitted_families() == ["amd-cdna4", "nvidia-blackwell"]
 
 
 def test_a_stale_fit_refuses_predictions_too(data_copy):
@@ -333,21 +364,21 @@ def test_a_stale_fit_is_one_line_from_the_command(data_copy, tmp_path):
 def test_a_fit_of_another_model_version_is_refused(data_copy):
     f = data_copy / "serving_fit.yaml"
     text = f.read_text(encoding="utf-8")
-    assert text.count("model_version: '3'\n") == 1 and K.MODEL_VERSION == "3"
-    f.write_text(text.replace("model_version: '3'\n", "model_version: '1'\n"), encoding="utf-8")
+    assert text.count("model_version: '4'\n") == 1 and K.MODEL_VERSION == "4"
+    f.write_text(text.replace("model_version: '4'\n", "model_version: '1'\n"), encoding="utf-8")
     data.clear_cache()
     with pytest.raises(data.DataError) as ei:
         K.fitted("amd-cdna4")
     msg = str(ei.value)
     assert "\n" not in msg and msg.startswith("data/serving_fit.yaml: made by serving model version '1'")
-    assert "this code is '3'" in msg
+    assert "this code is '4'" in msg
 
 
 def test_code_of_another_model_version_refuses_the_committed_fit(monkeypatch):
-    monkeypatch.setattr(K, "MODEL_VERSION", "4")
+    monkeypatch.setattr(K, "MODEL_VERSION", "5")
     data.clear_cache()
     try:
-        with pytest.raises(data.DataError, match=r"version '3', this code is '4'"):
+        with pytest.raises(data.DataError, match=r"version '4', this code is '5'"):
             K.fitted_families()
     finally:
         data.clear_cache()
@@ -368,9 +399,9 @@ def test_the_fit_carries_the_fields_acceptance_lengths(committed):
     assert [(r["id"], r["family"], r["value"]) for r in committed["accept_lengths"]] == want
     assert field.accept_lengths() == [(i, v) for i, _, v in want] and len(want) >= 10
     # a family's own runs where it has any (issue 38: the B300's public run states 4.5)
-    b300 = [v for _, f, v in want if f == "nvidia-blackwell-ultra"]
-    assert b300 and field.accept_lengths("nvidia-blackwell-ultra") == [(i, v) for i, f, v in want
-                                                                        if f == "nvidia-blackwell-ultra"]
+    b300 = [v for _, f, v in want if f == "nvidia-blackwell"]
+    assert b300 and field.accept_lengths("nvidia-blackwell") == [(i, v) for i, f, v in want
+                                                                        if f == "nvidia-blackwell"]
     assert field.accept_lengths("amd-cdna3") == field.accept_lengths()   # no run of its own: every run's
 
 
@@ -387,8 +418,8 @@ def test_engine_and_harness_rows_are_fits_without_that_engine_or_harness(refit):
         p = C.fit([o for o in obs if key(o) != group], "amd-cdna4")
         for o, pred in rows:
             assert pred == pytest.approx(C.predict_observation(o, p), rel=1e-9)
-    _, vb, _ = refit["nvidia-blackwell-ultra"]
-    assert len({o.engine for o in C.family_observations("nvidia-blackwell-ultra")}) >= 1
+    _, vb, _ = refit["nvidia-blackwell"]
+    assert len({o.engine for o in C.family_observations("nvidia-blackwell")}) >= 1
 
 
 def test_held_out_rows_are_the_held_out_repository(committed):

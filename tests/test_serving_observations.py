@@ -67,7 +67,7 @@ def reason_of(m) -> str:
 def test_a_published_tpot_is_kept_as_is():
     o = obs_of(entry(TPOT_BASE))
     assert (o.kind, o.value, o.normalisation) == ("tpot_ms", 8.57, "as published")
-    assert o.family == "nvidia-blackwell-ultra" and o.gpu == "b300" and o.engine == "sglang"
+    assert o.family == "nvidia-blackwell" and o.gpu == "b300" and o.engine == "sglang"
     assert (o.workload.input_len, o.workload.output_len, o.workload.concurrency) == (8192, 1024, 1)
     assert o.deployment.label == "8×B300 TP8" and o.spec.algorithm == "none" and o.spec.accept_len == 1.0
     assert o.kv_dtype == "bf16"                        # kv_dtype not stated → bf16

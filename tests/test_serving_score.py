@@ -131,3 +131,21 @@ def test_the_score_command():
     q = subprocess.run([sys.executable, "-m", "k3lab", "score"], capture_output=True, text=True, cwd=REPO, env=env,
                        timeout=300)
     assert q.returncode == 0 and "predictions on record" in q.stdout
+
+
+def test_every_recording_is_scored_with_its_own_model_version(monkeypatch):
+    """Model v4 recorded a new file beside v3's (a recording is never edited): a figure that answers a
+    question both recorded is scored once per recording, each against the value that recording holds."""
+    from types import SimpleNamespace
+
+    docs = {d.made["model_version"]: d for d in S.on_record()}
+    assert {"3", "4"} <= set(docs)
+    qid = "8xb300_tp8_8192_1024_c32_none"
+    recorded = {v: next(p for p in d.predictions if p.id == qid).values["output_tok_s"].value for v, d in docs.items()}
+    fig = SimpleNamespace(id="a_later_b300_figure", kind="output_tok_s", value=1000.0)
+    monkeypatch.setattr(S, "matches", lambda q: [fig] if (q.layout, q.input_len, q.concurrency, q.spec) == (
+        "8xb300 tp8", 8192, 32, "none") else [])
+    t = S.score_rows()
+    got = {r.model_version: r.predicted for r in t.itertuples()}
+    assert got == recorded and len(t) == len(docs)
+    assert all(r.ratio == pytest.approx(1000.0 / r.predicted) for r in t.itertuples())

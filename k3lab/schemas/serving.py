@@ -118,6 +118,7 @@ class FitParams(_Doc):
     scale_out_us: NonNegative
     token_us: NonNegative
     verify_row_us: NonNegative
+    pipeline_us: NonNegative
 
 
 class _OutOfSample(_Doc):
@@ -135,6 +136,9 @@ class FitValidationRow(_OutOfSample):
     gpu: Text
     split: Literal[SPLITS]
     predicted_out_of_sample: Positive
+    #: the refit lacked a cross-node cost the figure needs (k3lab.serving.calibration.cross_node_gaps):
+    #: recorded, never part of a band
+    extrapolated: bool
 
 
 class FitBand(_Doc):

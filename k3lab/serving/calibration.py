@@ -27,14 +27,22 @@ else the engine's defaults, capped by the pools: :func:`admitted`).
 - *time split*: fitted on the figures dated before the family's median date, tested on the rest
   (builds move: a model fitted on July's runs must say how wrong it is on September's).
 
+A held-out figure whose deployment needs a cross-node cost the refit could not fit (a TP group or
+a pipeline across nodes when no training run had one: ``scale_out_us`` or ``pipeline_us`` tied to
+0, :func:`cross_node_gaps`) is an **extrapolation**: it is predicted and recorded, with its error,
+but no band is computed from it — ``predict`` refuses such a question as outside the validated
+domain unless two repositories' runs cross nodes (:func:`k3lab.serving.domain.gaps`), so a band
+measured on it would describe questions no band is ever printed for.
+
 A family's **band per metric** (:data:`~k3lab.serving.observations.METRICS`: decode, TTFT, DSpark) is
 the band that promises :data:`COVERAGE` on a new point by split-conformal prediction's rule
 (:func:`covering`: the ⌈(n + 1)·0.9⌉-th smallest out-of-sample error, wider than the in-sample
 quantile when the points are few), on *each* split (:func:`covering_band`): a prediction ``p``
 reads ``[p·e^-band, p·e^band]``. The band comes from the repository split, widened to the time
 split's; the file records beside it the coverage it reaches on every split. A metric with too few
-out-of-repository points to promise it (:data:`MIN_POINTS`) or fewer than :data:`MIN_SOURCES`
-independent repositories, or whose band is wider than :data:`MAX_BAND_FACTOR` (``e^band``), is
+out-of-repository points inside the domain to promise it (:data:`MIN_POINTS`), or whose figures
+come from fewer than :data:`MIN_SOURCES` independent repositories, or whose band is wider than
+:data:`MAX_BAND_FACTOR` (``e^band``), is
 **not validated**: ``predict`` and ``compare`` say so and no verdict or price uses it.
 
 The fit and its validation take about twenty seconds, so they are made once, by ``make serving-fit``, and
@@ -57,14 +65,15 @@ from .observations import KINDS, METRICS, Observation, observations
 BOUNDS = {"hbm_efficiency": (0.05, 0.95), "flop_efficiency": (0.02, 0.8), "layer_overhead_us": (0.0, 400.0),
           "kv_efficiency": (0.02, 0.95), "prefill_attention_efficiency": (0.01, 0.8),
           "fallback_attention_efficiency": (0.0005, 0.8), "request_overhead_ms": (0.0, 500.0),
-          "scale_out_us": (0.0, 500.0), "token_us": (0.0, 20.0), "verify_row_us": (0.0, 50.0)}
+          "scale_out_us": (0.0, 500.0), "token_us": (0.0, 20.0), "verify_row_us": (0.0, 50.0),
+          "pipeline_us": (0.0, 20000.0)}
 #: the start of every fit, and the typical values the weak prior pulls toward
 START = {"hbm_efficiency": 0.6, "flop_efficiency": 0.3, "layer_overhead_us": 40.0, "kv_efficiency": 0.5,
          "prefill_attention_efficiency": 0.3, "fallback_attention_efficiency": 0.1, "request_overhead_ms": 20.0,
-         "scale_out_us": 20.0, "token_us": 0.5, "verify_row_us": 1.0}
+         "scale_out_us": 20.0, "token_us": 0.5, "verify_row_us": 1.0, "pipeline_us": 100.0}
 SCALE = {"hbm_efficiency": 0.1, "flop_efficiency": 0.1, "layer_overhead_us": 10.0, "kv_efficiency": 0.1,
          "prefill_attention_efficiency": 0.1, "fallback_attention_efficiency": 0.05, "request_overhead_ms": 10.0,
-         "scale_out_us": 10.0, "token_us": 0.5, "verify_row_us": 1.0}
+         "scale_out_us": 10.0, "token_us": 0.5, "verify_row_us": 1.0, "pipeline_us": 1000.0}
 #: weight of the weak prior: a parameter at the far end of its bounds costs as much as one point
 #: off by this log error. It keeps a parameter the points barely move (a family without long
 #: prompts says little of prefill attention) near a typical value instead of a bound, so that
@@ -127,16 +136,29 @@ def _admitted(o: Observation) -> int:
 
 def free_parameters(obs: list[Observation]) -> tuple[str, ...]:
     """The parameters ``obs`` can move: all but the fallback kernel's efficiency where no run
-    used the fallback prefill kernel (it is then tied to the fast kernel's), and the scale-out
-    latency where no run spans nodes (then 0)."""
+    used the fallback prefill kernel (it is then tied to the fast kernel's), the cross-node
+    all-reduce latency where no TP group spans nodes and the pipeline hand-off where no pipeline
+    does (:data:`CROSS_NODE`; then 0), and the verify-row cost where no run used DSpark (then 0)."""
     names = list(FamilyParams.NAMES)
     if not any(o.prefill_attention == "fallback" for o in obs):
         names.remove("fallback_attention_efficiency")
-    if not any(spans_nodes(o.deployment) for o in obs):
-        names.remove("scale_out_us")
+    for k, needs in CROSS_NODE.items():
+        if not any(needs(o.deployment) for o in obs):
+            names.remove(k)
     if not any(o.spec.on and o.kind != "ttft_ms" for o in obs):
         names.remove("verify_row_us")
     return tuple(names)
+
+
+#: the cross-node costs, and what in a deployment needs each (a TP group or a pipeline spanning nodes)
+CROSS_NODE = {"scale_out_us": lambda d: d.tp_nodes > 1, "pipeline_us": lambda d: d.pp > 1 and spans_nodes(d)}
+
+
+def cross_node_gaps(o: Observation, free: tuple[str, ...]) -> tuple[str, ...]:
+    """The cross-node costs ``o``'s deployment needs that a fit with free parameters ``free`` did
+    not fit (tied to 0 for want of a run that needs them): predicting ``o`` from it is an
+    extrapolation across the node boundary."""
+    return tuple(k for k, needs in CROSS_NODE.items() if needs(o.deployment) and k not in free)
 
 
 def _params(family: str, names, x) -> FamilyParams:
@@ -203,15 +225,24 @@ def families() -> list[str]:
 @dataclass(frozen=True)
 class Validation:
     """Out-of-sample predictions of one family: rows of (observation, prediction, log error,
-    split), ``split`` one of :data:`SPLITS`; ``split_date`` the time split's date."""
+    split), ``split`` one of :data:`SPLITS`; ``split_date`` the time split's date;
+    ``extrapolated`` the (id, split) of rows whose refit lacked a cross-node cost the figure
+    needs (:func:`cross_node_gaps`)."""
 
     family: str
     rows: tuple
     split_date: str | None = None
+    extrapolated: frozenset = frozenset()
 
-    def errors(self, metric: str | None = None, split: str | None = None) -> list[float]:
+    def is_extrapolated(self, o: Observation, split: str) -> bool:
+        return (o.id, split) in self.extrapolated
+
+    def errors(self, metric: str | None = None, split: str | None = None, within: bool | None = True) -> list[float]:
+        """|log errors| of the rows of ``metric`` and ``split`` (None: all); ``within``: True the
+        rows inside the refit's domain (what bands are made of), False the extrapolations, None both."""
         return [abs(e) for o, _, e, s in self.rows
-                if (metric is None or o.metric == metric) and (split is None or s == split)]
+                if (metric is None or o.metric == metric) and (split is None or s == split)
+                and (within is None or within != self.is_extrapolated(o, s))]
 
 
 def split_date(obs: list[Observation]) -> str | None:
@@ -236,15 +267,18 @@ def validation(family: str) -> Validation:
     (cached): each group left out in turn (a family with one group has nothing to leave out on
     that split), and the time split."""
     obs = family_observations(family)
-    rows = []
+    rows, extrapolated = [], set()
 
     def held_out(train, test, split):
-        if len(train) < len(free_parameters(train)) or not test:
+        free = free_parameters(train)
+        if len(train) < len(free) or not test:
             return
         p = fit(train, family)
         for o in test:
             pred = predict_observation(o, p)
             rows.append((o, pred, math.log(pred / o.value), split))
+            if cross_node_gaps(o, free):
+                extrapolated.add((o.id, split))
 
     for split, key in GROUPS.items():
         groups = sorted({key(o) for o in obs})
@@ -256,7 +290,7 @@ def validation(family: str) -> Validation:
     if d is not None:
         held_out([o for o in obs if o.date and o.date < d], [o for o in obs if not o.date or o.date >= d], SPLITS[-1])
     rows.sort(key=lambda r: (SPLITS.index(r[3]), r[0].id))
-    return Validation(family, tuple(rows), d)
+    return Validation(family, tuple(rows), d, frozenset(extrapolated))
 
 
 def quantile(xs: list[float], q: float) -> float:
@@ -307,8 +341,10 @@ def covering_band(family: str, metric: str) -> MetricBand:
     """The band of ``family`` for ``metric`` (see the module docstring): the conformal band
     (:func:`covering`) of the leave-one-repository-out errors, widened to the time split's where
     that split has enough points to promise one, or to its largest error where it has fewer (a
-    floor: the model erred that much on later figures). Not validated with fewer than
-    :data:`MIN_SOURCES` independent repositories or too few points to promise :data:`COVERAGE`.
+    floor: the model erred that much on later figures), on the rows inside each refit's domain
+    (extrapolations across the node boundary are left out: :class:`Validation`). Not validated when
+    the metric's figures come from fewer than :data:`MIN_SOURCES` independent repositories, or too
+    few points inside the domain promise :data:`COVERAGE`.
     The engine and harness splits are reported beside it (their coverage), not folded in: a
     question on an engine or harness the family never measured is outside the validated domain
     (:func:`k3lab.serving.predict.domain_gaps`)."""
@@ -319,9 +355,11 @@ def covering_band(family: str, metric: str) -> MetricBand:
     loso = errs[SPLITS[0]]
     b = covering(loso) if loso else None
     if b is None or len(srcs) < MIN_SOURCES:
-        return MetricBand(metric, None, False, f"{len(loso)} out-of-repository points from {len(srcs)} repositories "
-                          f"cannot promise {COVERAGE:.0%} on a new one (needs {MIN_POINTS} from {MIN_SOURCES})",
-                          points, {s: math.nan for s in SPLITS})
+        out = len(v.errors(metric, SPLITS[0], within=False))
+        return MetricBand(metric, None, False, f"{len(loso)} out-of-repository points inside the domain"
+                          + (f" (and {out} extrapolated across nodes)" if out else "")
+                          + f", from {len(srcs)} repositories, cannot promise {COVERAGE:.0%} on a new one "
+                          f"(needs {MIN_POINTS} from {MIN_SOURCES})", points, {s: math.nan for s in SPLITS})
     later = errs[SPLITS[-1]]
     if later:
         t = covering(later)
@@ -334,8 +372,9 @@ def covering_band(family: str, metric: str) -> MetricBand:
 
 def summary():
     """Per family and metric: sources, calibration points, the band, its coverage on each split
-    beside the nominal level, median and max out-of-sample error, validated or why not.
-    → DataFrame; errors as factors (e^|log error|)."""
+    beside the nominal level, median and max out-of-sample error (inside each refit's domain), the
+    leave-one-repository-out points extrapolated across nodes and their median error, validated or
+    why not. → DataFrame; errors as factors (e^|log error|)."""
     import pandas as pd
 
     rows = []
@@ -344,7 +383,7 @@ def summary():
         v = validation(f)
         for m in METRICS:
             mb = covering_band(f, m)
-            e = v.errors(m)
+            e, x = v.errors(m), v.errors(m, SPLITS[0], within=False)
             rows.append({"family": f, "metric": m, "repositories": len({o.origin for o in obs if o.metric == m}),
                          "calibration_points": sum(1 for o in obs if o.metric == m),
                          "band_factor": mb.factor if mb.factor is not None else math.nan,
@@ -353,5 +392,7 @@ def summary():
                          **{f"points_{s}": mb.points[s] for s in SPLITS},
                          "error_median": math.exp(quantile(e, 0.5)) if e else math.nan,
                          "error_max": math.exp(max(e)) if e else math.nan,
+                         "extrapolated_points": len(x),
+                         "extrapolated_error_median": math.exp(quantile(x, 0.5)) if x else math.nan,
                          "validated": mb.validated, "why_not": mb.why_not})
     return pd.DataFrame(rows)

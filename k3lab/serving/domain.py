@@ -9,7 +9,9 @@ domain of a metric (:func:`gaps`) when the family's figures of that metric have 
   prefill kernel instead), or its **regime** (cohort, staggered, mixed:
   :func:`k3lab.serving.engines.regime`);
 - its **layout**: the TP size, pipeline stages, decode-context parallelism, expert parallelism;
-  or it spans nodes when none did;
+  or it spans nodes when fewer than :data:`~k3lab.serving.calibration.MIN_SOURCES` repositories'
+  runs of the metric did (the cross-node costs are then fitted on one repository and tested on
+  none: leave-one-repository-out can only extrapolate them, :func:`~k3lab.serving.calibration.cross_node_gaps`);
 - its **settings**: the sglang switches (``--variant``; not for TTFT, which they do not move), the
   KV dtype, a DSpark block size, an acceptance length outside the measured range;
 - a prompt length, a **decode context** (input + output / 2) or a concurrency more than
@@ -22,6 +24,7 @@ enters the decode context. Rows are those of the committed fit (``data/serving_f
 from __future__ import annotations
 
 from . import committed
+from .calibration import MIN_SOURCES
 from .engines import Engine, Harness, regime
 from .model import block_tokens, spans_nodes
 from .observations import family_of
@@ -67,8 +70,12 @@ def gaps(gpu: str, dep, work, metric: str = "decode", prefill_attention: str = "
     for v in (sorted(set(variants) - {"dspark"}) if metric != "ttft" else ()):
         if not any(v in o.variants for o in obs):
             out.append(f"setting {v}: no public measurement of {metric} on this family ran it")
-    if spans_nodes(dep) and not any(o.spans_nodes for o in fam_obs):
-        out.append("it spans nodes over scale-out; no public measurement of the family does")
+    if spans_nodes(dep):
+        across = sorted({o.origin for o in obs if o.spans_nodes})
+        if len(across) < MIN_SOURCES:
+            out.append(f"it spans nodes over scale-out; {metric} runs of the family that do: "
+                       + (f"{len(across)} repository ({across[0]}), so its cross-node costs are fitted but not "
+                          f"validated on another" if across else "none"))
     out += _range("input length", work.input_len, [o.input_len for o in obs])
     if metric != "ttft":
         out += _range("decode context", work.input_len + work.output_len / 2,  # a shorter one only reads less

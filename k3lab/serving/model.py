@@ -9,7 +9,7 @@ kernels one after the other, each at its own roofline::
              + max(weight bytes / (hbm_efficiency · HBM B/s), GEMM FLOPs / (flop_efficiency · peak))   GEMMs
              + attention                                                                              attention
              + collectives (NCCL ring model, k3lab.roofline.collective_s)
-             + collectives that cross nodes · scale_out_us
+             + all-reduces that cross nodes · scale_out_us + pipeline hand-offs across nodes · pipeline_us
 
     decode / verify attention = max((KV + KDA state bytes) / (kv_efficiency · HBM B/s),
                                     attention FLOPs / (flop_efficiency · BF16 peak))
@@ -25,7 +25,7 @@ through the target, so its GEMMs turn compute-bound once the batch grows.
 ``request_overhead_ms`` a fixed cost per request before its first token (HTTP, tokenising,
 scheduling, the first token's sampling and detokenising).
 
-**The benchmark** (model version 3) takes the engine and the harness as inputs
+**The benchmark** (since model version 3) takes the engine and the harness as inputs
 (:mod:`k3lab.serving.engines`): ``c`` clients in flight per replica, each request ``I`` prompt and
 ``O`` output tokens (the means, for random lengths), at most ``n = min(c, admitted)`` of them
 running (the rest queue: Little's law adds ``(c − n) / X`` to their TTFT, ``X`` the requests
@@ -233,7 +233,7 @@ def _times(c: PassCost, k: float) -> PassCost:
     """``c`` repeated ``k`` times in sequence (pipeline stages one after another)."""
     return PassCost(c.gemm_mem_s * k, c.gemm_flop_s * k, c.attn_mem_s * k, c.attn_flop_s * k,
                     c.layer_passes * k, c.comm_s * k, c.extend_flop_s * k, c.scale_out_events * k,
-                    c.token_layers * k, c.verify_row_layers * k)
+                    c.token_layers * k, c.verify_row_layers * k, c.pp_handoffs * k)
 
 
 def timing(pl: BenchmarkPlan, params: FamilyParams) -> Timing:

@@ -38,7 +38,14 @@ class FamilyParams:
     routing and dispatch, per-expert tile padding, activation quantisation, KDA's recurrent update);
     ``verify_row_us``: fixed µs per extra verify row (the draft block's rows beyond the first) per
     layer (≥ 0: DSpark's verify path per row — the KDA state kept per row for the rollback, the
-    accept and ragged-verify kernels; families without DSpark runs: 0)."""
+    accept and ragged-verify kernels; families without DSpark runs: 0); ``pipeline_us``: fixed µs
+    per hand-off between pipeline stages on different nodes (≥ 0: sglang's pipeline loop is not
+    overlapped — each stage receives the next microbatch's requests as pickled objects over the
+    CPU process group before its proxy tensors, with a synchronous receive,
+    ``SchedulerPPMixin.event_loop_pp`` and ``_pp_recv_pyobj_from_prev_stage`` →
+    ``point_to_point_pyobj`` over ``world_group.cpu_group``, ``managers/scheduler_pp_mixin.py``,
+    sglang 0.5.16 — a host round trip over the scale-out network that a per-collective latency
+    does not describe; families without a pipeline across nodes: 0)."""
 
     family: str
     hbm_efficiency: float
@@ -51,10 +58,11 @@ class FamilyParams:
     scale_out_us: float = 0.0
     token_us: float = 0.0
     verify_row_us: float = 0.0
+    pipeline_us: float = 0.0
 
     NAMES = ("hbm_efficiency", "flop_efficiency", "layer_overhead_us", "kv_efficiency",
              "prefill_attention_efficiency", "fallback_attention_efficiency", "request_overhead_ms",
-             "scale_out_us", "token_us", "verify_row_us")
+             "scale_out_us", "token_us", "verify_row_us", "pipeline_us")
 
     def as_tuple(self) -> tuple[float, ...]:
         return tuple(getattr(self, k) for k in self.NAMES)
@@ -75,7 +83,8 @@ class PassCost:
     ``comm_s``: collectives (no parameter); ``scale_out_events``: collectives that cross nodes
     (each pays ``scale_out_us``); ``token_layers``: tokens × layers of a decode or verify pass (each
     pays ``token_us``); ``verify_row_layers``: extra verify rows × layers (each pays
-    ``verify_row_us``)."""
+    ``verify_row_us``); ``pp_handoffs``: stage-to-stage hand-offs across nodes (each pays
+    ``pipeline_us``)."""
 
     gemm_mem_s: float
     gemm_flop_s: float
@@ -87,6 +96,7 @@ class PassCost:
     scale_out_events: float = 0.0
     token_layers: float = 0.0
     verify_row_layers: float = 0.0
+    pp_handoffs: float = 0.0
 
     def seconds(self, p: FamilyParams, fallback: bool = False) -> float:
         gemm = max(self.gemm_mem_s / p.hbm_efficiency, self.gemm_flop_s / p.flop_efficiency)
@@ -94,7 +104,8 @@ class PassCost:
         if self.extend_flop_s:
             attn += self.extend_flop_s / (p.fallback_attention_efficiency if fallback else p.prefill_attention_efficiency)
         return ((self.layer_passes * p.layer_overhead_us + self.scale_out_events * p.scale_out_us
-                 + self.token_layers * p.token_us + self.verify_row_layers * p.verify_row_us) * 1e-6
+                 + self.token_layers * p.token_us + self.verify_row_layers * p.verify_row_us
+                 + self.pp_handoffs * p.pipeline_us) * 1e-6
                 + gemm + attn + self.comm_s)
 
     def plus(self, other: "PassCost", k: float = 1.0) -> "PassCost":
@@ -104,7 +115,8 @@ class PassCost:
                         self.attn_mem_s + k * other.attn_mem_s, self.attn_flop_s + k * other.attn_flop_s,
                         max(self.layer_passes, other.layer_passes), self.comm_s + k * other.comm_s,
                         self.extend_flop_s + k * other.extend_flop_s, max(self.scale_out_events, other.scale_out_events),
-                        self.token_layers + k * other.token_layers, self.verify_row_layers + k * other.verify_row_layers)
+                        self.token_layers + k * other.token_layers, self.verify_row_layers + k * other.verify_row_layers,
+                        max(self.pp_handoffs, other.pp_handoffs))
 
 
 def pass_cost(terms: StepTerms, cfg: ModelConfig, dep: Deployment, nics_per_node: int | None = None,
@@ -124,7 +136,8 @@ def pass_cost(terms: StepTerms, cfg: ModelConfig, dep: Deployment, nics_per_node
                     layer_passes=float(terms.layer_passes), comm_s=t_ar + t_send,
                     scale_out_events=scale_out_events(terms, dep),
                     token_layers=0.0 if terms.kind in ("prefill", "draft") else terms.tokens * terms.layers,
-                    verify_row_layers=(terms.tokens - terms.requests) * terms.layers if terms.kind == "verify" else 0.0)
+                    verify_row_layers=(terms.tokens - terms.requests) * terms.layers if terms.kind == "verify" else 0.0,
+                    pp_handoffs=pp_handoffs(terms, dep))
 
 
 def spans_nodes(dep: Deployment) -> bool:
@@ -134,14 +147,18 @@ def spans_nodes(dep: Deployment) -> bool:
 
 def scale_out_events(terms: StepTerms, dep: Deployment) -> float:
     """Collectives of a pass that cross nodes: every all-reduce of every layer execution when the
-    TP group spans nodes (``data/serving_model.yaml`` ``all_reduces_per_layer``), and the stage
-    sends of a pipeline that spans nodes."""
+    TP group spans nodes (``data/serving_model.yaml`` ``all_reduces_per_layer``). A pipeline's
+    stage sends across nodes are hand-offs of their own (:func:`pp_handoffs`)."""
     n = 0.0
     if dep.tp_nodes > 1:
         n += data.load("serving_model").all_reduces_per_layer.value * terms.layer_passes
-    if dep.pp > 1 and spans_nodes(dep):
-        n += terms.pp_sends
     return float(n)
+
+
+def pp_handoffs(terms: StepTerms, dep: Deployment) -> float:
+    """Stage-to-stage hand-offs of a pass that cross nodes: its pipeline sends when the pipeline
+    spans nodes (each pays ``pipeline_us``), else 0."""
+    return float(terms.pp_sends) if dep.pp > 1 and spans_nodes(dep) else 0.0
 
 
 def pass_seconds(terms: StepTerms, cfg: ModelConfig, dep: Deployment, params: FamilyParams,

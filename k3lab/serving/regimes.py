@@ -53,7 +53,8 @@ def _prompt_cost(pl: BenchmarkPlan) -> PassCost:
     c = pl.alone
     return PassCost(max(x.gemm_mem_s for x in c), sum(x.gemm_flop_s for x in c), sum(x.attn_mem_s for x in c),
                     sum(x.attn_flop_s for x in c), max(x.layer_passes for x in c), sum(x.comm_s for x in c),
-                    sum(x.extend_flop_s for x in c), max(x.scale_out_events for x in c), 0.0, 0.0)
+                    sum(x.extend_flop_s for x in c), max(x.scale_out_events for x in c), 0.0, 0.0,
+                    max(x.pp_handoffs for x in c))
 
 
 def _result(pl: BenchmarkPlan, step: float, prefill: float, per_request: float, life: float, x: float,
