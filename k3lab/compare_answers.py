@@ -125,7 +125,7 @@ def reading(price_ratio: float, be: dict, ratio_high: float | None = None) -> st
         return f"{b} cheaper per token"
     if r_lo < lo or r_hi > hi:  # a range of ratios across the band's edge
         ends = (f"{a} cheaper" if r_lo < lo else "too close to call", f"{b} cheaper" if r_hi > hi else "too close to call")
-        return f"turns on where the price sits in its range: {ends[0]} at its low end, {ends[1]} at its high end"
+        return f"turns on where the price sits in its range: {ends[0]} at a ratio of {r_lo:.2f}, {ends[1]} at {r_hi:.2f}"
     return "too close to call (inside the model's band)"
 
 

@@ -12,8 +12,8 @@ AMD GPUs the article's SGLANG_AITER_K3_OPT=1 beside them):
    $/GPU-hour is below that fraction of the B300's — on the article's own throughput (952 / 1,568)
    and on the serving model's (validated on public measurements, with its band) — and where each
    pair of independent rental prices (:func:`k3lab.prices.price_pairs`: one source and date where
-   one exists, else labelled cross-source; never one source's low end against another's range)
-   falls against it, with what each pair's prices cost per million tokens side by side;
+   one exists, else labelled cross-source; a price given as a range pairs as a range of ratios,
+   never one end of it) falls against it, with what each pair's prices cost per million tokens;
 4. the article's prices against the independent rental prices of the same GPU;
 5. your own prices judged against the break-even, with how far the model may be off before the
    answer turns (:func:`sensitivity`);

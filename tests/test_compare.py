@@ -628,11 +628,11 @@ def test_a_range_of_price_ratios_reads_one_side_only_when_all_of_it_does():
     assert compare_answers.reading(0.3, be, 0.45) == "A cheaper per token"
     assert compare_answers.reading(2.2, be, 3.0) == "B cheaper per token"
     assert compare_answers.reading(0.6, be, 1.8).startswith("too close to call")
-    assert compare_answers.reading(0.4, be, 0.9) == ("turns on where the price sits in its range: A cheaper at its "
-                                                     "low end, too close to call at its high end")
+    assert compare_answers.reading(0.4, be, 0.9) == ("turns on where the price sits in its range: A cheaper at a "
+                                                     "ratio of 0.40, too close to call at 0.90")
     assert compare_answers.reading(1.5, be, 2.5) == ("turns on where the price sits in its range: too close to call "
-                                                     "at its low end, B cheaper at its high end")
-    assert compare_answers.reading(0.4, be, 2.5).endswith("A cheaper at its low end, B cheaper at its high end")
+                                                     "at a ratio of 1.50, B cheaper at 2.50")
+    assert compare_answers.reading(0.4, be, 2.5).endswith("A cheaper at a ratio of 0.40, B cheaper at 2.50")
 
 
 def test_your_prices_are_judged_against_the_break_even(yours):

@@ -296,8 +296,9 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                         f"({r3['low_evidence']}), highest {r3['high']:.2f}",
                  value=f"{prices.price('b300', 'article_rate_check'):.2f}", low=r3["low"], high=r3["high"],
                  notes=f"the index's source ({data.load('prices').sources[low3['source']].title}) puts B300 rentals "
-                       "on a range whose low end k3lab keeps; 'best rates around $6.00' sits inside it; the MI355X "
-                       "half (Vultr) is T11",
+                       f"on a range, ${low3['usd_low']:.2f}-${low3['usd_high']:.2f}, which k3lab keeps whole; 'best rates "
+                       "around $6.00' sits inside it and inside the range of every price found; the MI355X half "
+                       "(Vultr) is T11",
                  kind="substantive",
                  reply=("the rate checks were ours, at the time",
                         "the rental prices found put $6.00 outside; the verdict is 'inconsistent with the evidence'")))
