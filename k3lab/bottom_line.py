@@ -3,11 +3,12 @@ does not (by kind of correction), what turns on the price, and what this study c
 and why — computed from the verdicts of :mod:`k3lab.claims` (a ledger DataFrame, the columns of
 ``results/claims.csv``), never typed.
 
-- :func:`headline`: the article's conclusion, "the direction is hard to argue with" (the MI355X
-  ahead of the B300 on perf/$), as the ledger judges it (:data:`BOTTOM_LINE`): the direction at
-  the article's own throughput under each pair of rental prices with its break-even price ratio
-  (T20), the ~45% apart (T26), the serving model's central estimate beside its band (T21), and
-  the B200 comparison against the network it ran on (:data:`B200_LINE`: T23, T27);
+- :func:`headline`: the article's bottom line as the ledger judges it: its title, "The CUDA moat is
+  a patch away" (:data:`TITLE_LINE`, S13), then its conclusion, "the direction is hard to argue
+  with" (the MI355X ahead of the B300 on perf/$, :data:`BOTTOM_LINE`): the direction at the
+  article's own throughput under each pair of rental prices with its break-even price ratio (T20),
+  the ~45% apart (T26), the serving model's central estimate beside its band (T21), and the
+  article's B200 figure against public runs on a faster link (:data:`B200_LINE`: T23, T27);
 - :func:`finding_lines`: one sentence per finding, its claims sorted by what a reader can do
   with them (:func:`reading`);
 - :func:`readme_text` (markdown) and :func:`html` (the report's opening box) say both.
@@ -29,6 +30,8 @@ FINDING_TITLES = {"memory": "1 · memory fit", "spec_decode": "2 · top-k renorm
 BOTTOM_LINE = ("T20", "T21", "T26")
 #: the B200 comparison against the network it ran on (the split's cost, the 7x)
 B200_LINE = ("T23", "T27")
+#: the title of the article's bottom line, "The CUDA moat is a patch away"
+TITLE_LINE = "S13"
 #: what a base verdict tells a reader, in the order a finding's sentence lists them; a negative one
 #: is read by its kind of correction (:data:`CORRECTED_AS`)
 READINGS = {"reproduced": "holds (shown here)",
@@ -60,9 +63,13 @@ def _rows(df) -> dict[str, dict]:
 
 
 def correction(row: dict) -> str:
-    """What holds instead, as the record's notes carry it (``correction: …``), to its first ';'."""
+    """What holds instead (``correction: …``), or why the evidence cannot decide (``undecided: …``),
+    as the record's notes open with it, to its first ';'."""
     notes = str(row.get("notes", ""))
-    return notes[len("correction: "):].split("; ")[0] if notes.startswith("correction: ") else ""
+    for head in ("correction: ", "undecided: "):
+        if notes.startswith(head):
+            return notes[len(head):].split("; ")[0]
+    return ""
 
 
 def reading(row: dict) -> str:
@@ -75,31 +82,46 @@ def reading(row: dict) -> str:
 
 def _direction(row: dict) -> str:
     b = claims.base_verdict(row["verdict"])
-    return {"reproduced": "holds", "consistent": "holds, narrowly,", claims.TURNS: "turns on the price",
-            "not reproducible here": "cannot be settled here"}.get(b, "does not hold")
+    return {"reproduced": "holds in direction under every pair of rental prices found",
+            "consistent": "holds in direction under every pair of rental prices found",
+            claims.TURNS: "turns on the price", "not reproducible here": "cannot be settled here"}.get(b, "does not hold")
+
+
+def _size(row: dict) -> str:
+    """What the ledger says of the ~45% (T26), by its base verdict."""
+    b = claims.base_verdict(row["verdict"])
+    return {"reproduced": "holds at every pair of rental prices found", "consistent": "holds at every pair found",
+            claims.TURNS: "depends on which price is paired", "not reproducible here": "cannot be settled here"}.get(
+        b, "does not hold at the prices found")
+
+
+def _said(row: dict) -> str:
+    """'(S13: corrected)': the row's id and verdict, as the opening cites them."""
+    return f"({row['claim_id']}: {row['verdict']})"
 
 
 def headline(df) -> str:
-    """The article's bottom line judged, from :data:`BOTTOM_LINE`'s rows (and :data:`B200_LINE`'s,
-    when the ledger has them)."""
+    """The article's bottom line judged: its title (:data:`TITLE_LINE`, when the ledger has it), then
+    :data:`BOTTOM_LINE`'s rows and :data:`B200_LINE`'s (when the ledger has them)."""
     rows = _rows(df)
     if not all(c in rows for c in BOTTOM_LINE):
         return (f"The article's bottom line ({', '.join(BOTTOM_LINE)}: the MI355X ahead of the B300 on perf/$) is not "
                 "in this ledger.")
+    out = []
+    if TITLE_LINE in rows:
+        t = rows[TITLE_LINE]
+        out.append(f"The article's bottom line is titled \u201cThe CUDA moat is a patch away\u201d: it {reading(t)} "
+                   f"{_said(t)}" + (f": {correction(t)}" if correction(t) else "") + ".")
     art, mod, mag = (rows[c] for c in BOTTOM_LINE)
-    out = [f"The article's bottom line, \u201cthe direction is hard to argue with\u201d (the MI355X ahead of the B300 on "
-           f"perf/$), {_direction(art)} at independent rental prices: the article's own throughput puts the MI355X "
-           f"{art['reproduced']} ({art['claim_id']}: {art['verdict']})"
-           + (f"; {art['bound']}" if art["bound"] else "") + "."]
-    holds = {1: "holds", 2: "holds", 0: "cannot be settled"}.get(claims.STRENGTH[claims.base_verdict(mag["verdict"])],
-                                                                  "does not hold")
-    out.append(f"Its ~45% {holds} at those prices ({mag['claim_id']}: {mag['verdict']}): "
-               f"{correction(mag) or mag['reproduced']}.")
-    out.append(f"On the serving model it is {mod['bound'].removeprefix('model: ')} ({mod['claim_id']}: {mod['verdict']}).")
+    out.append(f"Its conclusion, \u201cthe direction is hard to argue with\u201d (the MI355X ahead of the B300 on "
+               f"perf/$), {_direction(art)}: at the article's own throughput they put the MI355X {art['reproduced']} "
+               f"{_said(art)}" + (f"; {art['bound']}" if art["bound"] else "") + ".")
+    out.append(f"The size, its ~45%, {_size(mag)} {_said(mag)}: {correction(mag) or mag['reproduced']}.")
+    out.append(f"On the serving model it is {mod['bound'].removeprefix('model: ')} {_said(mod)}.")
     b200 = [rows[c] for c in B200_LINE if c in rows]
     if b200:
-        out.append("Against the B200 the network decides: " + "; ".join(
-            f"{correction(r) or r['reproduced']} ({r['claim_id']}: {r['verdict']})" for r in b200) + ".")
+        out.append("Against the B200: " + "; ".join(
+            f"{correction(r) or r['reproduced']} {_said(r)}" for r in b200) + ".")
     return " ".join(out)
 
 
@@ -110,9 +132,10 @@ def _item(row: dict, read: str) -> str:
         return f"{cid} ({fix})" if fix else f"{cid} (claimed {row['claimed']}, found {row['reproduced'] or row['bound']})"
     if read == READINGS["not reproducible here"]:
         bound = str(row["bound"])
-        why = ("the question is outside the serving model's validated domain" if OUTSIDE in bound
-               else "the serving model is not validated for it (too few public sources, or a band wider than ×2)"
-               if "not validated" in bound else WHY_NOT.get(row["rule"], "nothing here can decide it"))
+        why = correction(row) or (
+            "the question is outside the serving model's validated domain" if OUTSIDE in bound
+            else "the serving model is not validated for it (too few public sources, or a band wider than ×2)"
+            if "not validated" in bound else WHY_NOT.get(row["rule"], "nothing here can decide it"))
         return f"{cid} ({why})"
     return cid
 

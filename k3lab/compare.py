@@ -107,7 +107,8 @@ def _check_inputs(cfg, context_tokens, kv_dtype, mem_fraction, variants, input_l
 
 
 def _price_table(tiers, overrides) -> tuple[list[str], dict]:
-    """(tiers in order, {(tier, gpu): $/GPU-hour}) for the chosen tiers; override tier last."""
+    """(tiers in order, {(tier, gpu): ($/GPU-hour, low, high)}) for the chosen tiers (a price given as
+    a range: its middle and its ends; a single figure three times); override tier last."""
     pr = prices.prices(overrides)
     known = prices.tiers()
     if tiers is None:
@@ -122,7 +123,8 @@ def _price_table(tiers, overrides) -> tuple[list[str], dict]:
                                  f"{', '.join(known)}, and {prices.OVERRIDE_TIER} (your --usd-per-gpu-hour)")
     if overrides and prices.OVERRIDE_TIER not in chosen:
         chosen.append(prices.OVERRIDE_TIER)
-    table = {(r.tier, r.gpu): float(r.usd_per_gpu_hour) for r in pr.itertuples() if r.tier in chosen}
+    table = {(r.tier, r.gpu): (float(r.usd_per_gpu_hour), float(r.usd_low), float(r.usd_high))
+             for r in pr.itertuples() if r.tier in chosen}
     return chosen, table
 
 
@@ -298,10 +300,11 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                     row["power_usd_per_hour"] = n * prices.electricity_usd_per_gpu_hour(
                         load_gpu(gpu).board_power_w, pue, usd_per_kwh)
                 for t in chosen:
-                    usd = price.get((t, gpu))
-                    row[f"{HOUR_PREFIX}[{t}]"] = math.nan if usd is None else n * usd
-                    for key, v in (("", row["priced_tok_s"]), ("_low", row["_hi"]), ("_high", row["_lo"]),
-                                   ("_slow", row["_slow"])):
+                    mid, lo, hi = price.get((t, gpu), (None, None, None))
+                    row[f"{HOUR_PREFIX}[{t}]"] = math.nan if mid is None else n * mid
+                    # the $/M band: the model's fast edge at the price's low end, its slow edge at the high end
+                    for key, v, usd in (("", row["priced_tok_s"], mid), ("_low", row["_hi"], lo),
+                                        ("_high", row["_lo"], hi), ("_slow", row["_slow"], mid)):
                         row[f"{MTOK_PREFIX}{key}[{t}]"] = (math.nan if usd is None or not v == v
                                                             else usd_per_million_tokens(v, n, usd))
                 rows.append(row)

@@ -110,16 +110,22 @@ def breakeven(df, a: str, b: str) -> dict | None:
             "priced_by": ra["priced_by"] if ra["priced_by"] == rb["priced_by"] else f"{ra['priced_by']} / {rb['priced_by']}"}
 
 
-def reading(price_ratio: float, be: dict) -> str:
+def reading(price_ratio: float, be: dict, ratio_high: float | None = None) -> str:
     """Which of the two layouts of a break-even ``be`` is cheaper per token at a price ratio (a's
     $/GPU-hour ÷ b's): below the band's low end a, above its high end b, inside it too close to
-    call (without a band: against the ratio alone)."""
+    call (without a band: against the ratio alone). A pair of prices given as a range is a range of
+    ratios (``price_ratio`` its low end, ``ratio_high`` its high end): one side only when the whole
+    range says so; a range across the band's edge turns on where in its range the price sits."""
     lo, hi = (be["low"], be["high"]) if be["low"] is not None else (be["ratio"], be["ratio"])
+    r_lo, r_hi = price_ratio, price_ratio if ratio_high is None else ratio_high
     a, b = be["a"], be["b"]
-    if price_ratio < lo:
+    if r_hi < lo:
         return f"{a} cheaper per token"
-    if price_ratio > hi:
+    if r_lo > hi:
         return f"{b} cheaper per token"
+    if r_lo < lo or r_hi > hi:  # a range of ratios across the band's edge
+        ends = (f"{a} cheaper" if r_lo < lo else "too close to call", f"{b} cheaper" if r_hi > hi else "too close to call")
+        return f"turns on where the price sits in its range: {ends[0]} at a ratio of {r_lo:.2f}, {ends[1]} at {r_hi:.2f}"
     return "too close to call (inside the model's band)"
 
 

@@ -189,9 +189,11 @@ def format_table(df) -> str:
     lines += fmt_table(["layout", "at c", "TPOT ms", "TTFT ms", *used], rows, right=set(range(1, 4 + len(used))))
     pr_all = prices.prices(a.get("overrides"))
     gpus = list(dict.fromkeys(df["gpu"]))
-    grid = {(r.tier, r.gpu): r.usd_per_gpu_hour for r in pr_all.itertuples()}
-    lines += ["", "the prices: $/GPU-hour by GPU and source (a deployment costs GPUs × this per hour)"]
-    lines += fmt_table(["GPU", *used], [[g.upper(), *(_usd(grid.get((t, g), math.nan)) for t in used)] for g in gpus],
+    grid = {(r.tier, r.gpu): (f"{_usd(r.usd_low)}-{_usd(r.usd_high)}" if r.is_range else _usd(r.usd_per_gpu_hour))
+            for r in pr_all.itertuples()}
+    lines += ["", "the prices: $/GPU-hour by GPU and source (a deployment costs GPUs × this per hour; a range's $/hour "
+                  "and $/M above are at its middle, the $/M band spans its ends)"]
+    lines += fmt_table(["GPU", *used], [[g.upper(), *(grid.get((t, g), "—") for t in used)] for g in gpus],
                         right=set(range(1, 1 + len(used))))
     pr = pr_all
     lines += ["", *textwrap.wrap("price sources: " + "; ".join(f"{t}" + _tier_kind(pr, t) for t in used),

@@ -12,8 +12,8 @@ AMD GPUs the article's SGLANG_AITER_K3_OPT=1 beside them):
    $/GPU-hour is below that fraction of the B300's — on the article's own throughput (952 / 1,568)
    and on the serving model's (validated on public measurements, with its band) — and where each
    pair of independent rental prices (:func:`k3lab.prices.price_pairs`: one source and date where
-   one exists, else labelled cross-source; never one source's low end against another's range)
-   falls against it, with what each pair's prices cost per million tokens side by side;
+   one exists, else labelled cross-source; a price given as a range pairs as a range of ratios,
+   never one end of it) falls against it, with what each pair's prices cost per million tokens;
 4. the article's prices against the independent rental prices of the same GPU;
 5. your own prices judged against the break-even, with how far the model may be off before the
    answer turns (:func:`sensitivity`);
@@ -58,7 +58,9 @@ class Breakeven:
     model_setting: str
     workload: str
     #: :func:`k3lab.prices.price_pairs` (your prices first), each with ``reading`` (who is cheaper per
-    #: token on the model) and ``usd_per_mtok`` ((MI355X, B300) $/M output tokens on the model's rows)
+    #: token on the model, over the pair's whole range of ratios), ``usd_per_mtok`` ((MI355X, B300) $/M
+    #: output tokens on the model's rows at the prices' middles) and ``usd_per_mtok_range`` (each side's
+    #: (low, high) $/M at its price's ends: the same twice for a single figure)
     sources: list = field(default_factory=list)
 
 
@@ -152,10 +154,12 @@ def _breakeven(cmp_df) -> Breakeven | None:
     ra, rb = rows.loc[pair[0]], rows.loc[pair[1]]
     srcs = []
     for p in prices.price_pairs("mi355x", "b300", cmp_df.attrs.get("overrides")):
-        read = compare_answers.reading(p["ratio"], be).replace(pair[0], "MI355X").replace(pair[1], "B300")
-        cost = tuple(usd_per_million_tokens(float(r["priced_tok_s"]), int(r["num_gpus"]), usd)
-                     for r, usd in ((ra, p["a_usd"]), (rb, p["b_usd"])))
-        srcs.append({**p, "reading": read, "usd_per_mtok": cost})
+        read = compare_answers.reading(p["ratio_low"], be, p["ratio_high"]).replace(pair[0], "MI355X").replace(
+            pair[1], "B300")
+        mtok = lambda r, usd: usd_per_million_tokens(float(r["priced_tok_s"]), int(r["num_gpus"]), usd)  # noqa: E731
+        cost = (mtok(ra, p["a_usd"]), mtok(rb, p["b_usd"]))
+        ends = ((mtok(ra, p["a_low"]), mtok(ra, p["a_high"])), (mtok(rb, p["b_low"]), mtok(rb, p["b_high"])))
+        srcs.append({**p, "reading": read, "usd_per_mtok": cost, "usd_per_mtok_range": ends})
     at = cmp_df.attrs
     target = SLO(**at.get("slo", {}))
     at_latency = f", {target.label()}" if target.active else ", each at its peak"
@@ -203,14 +207,13 @@ def headline(d: Decision) -> list[str]:
     if rent:
         out.append(f"Per million output tokens on the serving model (no speculative decoding, "
                    f"{_latency_phrase(d, d.answers)}), MI355X vs B300 under each pair of rental prices: "
-                   + "; ".join(f"{p['label']}: ${p['usd_per_mtok'][0]:,.2f} vs ${p['usd_per_mtok'][1]:,.2f}"
-                               for p in rent) + ".")
+                   + "; ".join(f"{p['label']}: {_mtok(p, 0)} vs {_mtok(p, 1)}" for p in rent) + ".")
     if d.yours is not None:
         out.append(compare_view.your_prices_sentence(d.yours))
     out += [f"Check your prices: {w}." for w in prices.price_warnings(df.attrs.get("overrides"))]
     if b is not None:
-        ratios = "; ".join(f"{p['a_tier'] if p['paired'] else p['kind'] + ' (cross-source)'} "
-                           f"${p['a_usd']:.2f} / ${p['b_usd']:.2f} = {p['ratio']:.2f}" for p in b.sources)
+        ratios = "; ".join(f"{p['a_tier'] if p['paired'] else p['kind'] + ' (cross-source)'} {_ratio_text(p)}"
+                           for p in b.sources)
         art = {x[0]: x[1] for x in d.article_prices}
         own = ("" if not {"mi355x", "b300"} <= set(art) else
                f"; the article's own ${art['mi355x']:.2f} / ${art['b300']:.2f} is {art['mi355x'] / art['b300']:.2f}")
@@ -219,6 +222,22 @@ def headline(d: Decision) -> list[str]:
                    f"paired rental prices put it at {ratios or 'no pair'}{own}.")
     out.append(d.measured)
     return out
+
+
+def _usd_text(lo: float, hi: float) -> str:
+    """'$2.95' or, for a range, '$5.00-$7.25'."""
+    return f"${lo:,.2f}" if lo == hi else f"${lo:,.2f}-${hi:,.2f}"
+
+
+def _ratio_text(p: dict) -> str:
+    """A pair's prices and their ratio: '$8.60 / $15.00 = 0.57', or with a range '$2.95 / $5.00-$7.25 = 0.41-0.59'."""
+    r = f"{p['ratio']:.2f}" if not p["is_range"] else f"{p['ratio_low']:.2f}-{p['ratio_high']:.2f}"
+    return f"{_usd_text(p['a_low'], p['a_high'])} / {_usd_text(p['b_low'], p['b_high'])} = {r}"
+
+
+def _mtok(p: dict, side: int) -> str:
+    """One side's $/M output tokens under a pair: at its price, or over its range's ends."""
+    return _usd_text(*p["usd_per_mtok_range"][side])
 
 
 def _latency_phrase(d: Decision, ans: list) -> str:
@@ -246,8 +265,8 @@ def answer_lines(d: Decision) -> list[str]:
                    f"article's own throughput, or below {b.model:.2f}x ({b.model_low:.2f}-{b.model_high:.2f}) on the "
                    f"serving model's ({b.model_setting}, {b.workload}).")
         for p in b.sources:
-            out.append(f"  {p['label']}: ${p['a_usd']:.2f} / ${p['b_usd']:.2f} = {p['ratio']:.2f}x → {p['reading']} "
-                       f"(${p['usd_per_mtok'][0]:,.2f} vs ${p['usd_per_mtok'][1]:,.2f} per M output tokens).")
+            out.append(f"  {p['label']}: {_ratio_text(p)}x → {p['reading']} ({_mtok(p, 0)} vs {_mtok(p, 1)} per M "
+                       "output tokens).")
     for gpu, v, lo, hi, n in d.article_prices:
         out.append(f"The article's {gpu.upper()} price ${v:.2f}/GPU-hour" +
                    (f" against {n} independent rental prices ${lo:.2f}-${hi:.2f}"

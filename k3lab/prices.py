@@ -4,7 +4,10 @@
 (one source) of a *kind* (the article's own figures, on-demand list prices, reserved terms,
 market indices and quotes, cost models), each with its *quality* (what the number is: a
 provider's list price, a committed term, a market index, a second-hand quote, a cost model's
-estimate, a placeholder) and the evidence. **One rule** says which prices meet a rental rate
+estimate, a placeholder) and the evidence. A price is one figure or, where its source gives only a
+range (Ornn's B300 index, 5.00–7.25), a range: both ends are kept (``usd_low``/``usd_high``), a pair
+with a range is a range of price ratios (:func:`price_pairs`), and a table that needs one figure
+shows the range's middle beside its ends — never one end alone. **One rule** says which prices meet a rental rate
 (:func:`is_rental_evidence`: an independent price of a rental quality; a placeholder never is),
 used by T5, T18, T20, T21, ``compare`` and the decision box alike. Two GPUs' prices are
 compared as a pair (:func:`price_pairs`): of one source and date where one exists, else
@@ -41,9 +44,10 @@ def is_rental_evidence(quality: str, independent: bool = True) -> bool:
 
 
 def prices(overrides: dict | None = None):
-    """All prices as a DataFrame: tier, kind, independent, gpu, usd_per_gpu_hour, quality,
-    rental (:func:`is_rental_evidence`), provider, source, source_date, note (the evidence); plus
-    one ``override`` row per GPU in ``overrides`` (GPU → $/GPU-hour)."""
+    """All prices as a DataFrame: tier, kind, independent, gpu, usd_per_gpu_hour (a range's middle),
+    usd_low, usd_high (a range's ends; both the figure otherwise), is_range, quality, rental
+    (:func:`is_rental_evidence`), provider, source, source_date, note (the evidence); plus one
+    ``override`` row per GPU in ``overrides`` (GPU → $/GPU-hour)."""
     import pandas as pd
 
     doc = data.load("prices")
@@ -51,16 +55,19 @@ def prices(overrides: dict | None = None):
     for p in doc.prices:
         tier = doc.tiers[p.tier]
         src = doc.sources[tier.source]
+        lo, hi = p.usd_range
         rows.append({"tier": p.tier, "kind": tier.kind, "independent": tier.independent, "gpu": p.gpu,
-                     "usd_per_gpu_hour": p.usd_per_gpu_hour, "quality": p.quality,
+                     "usd_per_gpu_hour": (lo + hi) / 2, "usd_low": lo, "usd_high": hi, "is_range": lo != hi,
+                     "quality": p.quality,
                      "rental": is_rental_evidence(p.quality, tier.independent), "provider": p.provider or "",
                      "source": tier.source, "source_date": src.date, "note": p.evidence})
     for gpu, v in sorted((overrides or {}).items()):
         if gpu not in known_gpus():
             raise ValueError(f"price override for unknown GPU {gpu!r}{did_you_mean(gpu, known_gpus())}; known GPUs: "
                              f"{', '.join(known_gpus())}")
+        usd = float(limits.check("usd_per_gpu_hour", v, f"usd_per_gpu_hour[{gpu}]"))
         rows.append({"tier": OVERRIDE_TIER, "kind": "override", "independent": False, "gpu": gpu,
-                     "usd_per_gpu_hour": float(limits.check("usd_per_gpu_hour", v, f"usd_per_gpu_hour[{gpu}]")),
+                     "usd_per_gpu_hour": usd, "usd_low": usd, "usd_high": usd, "is_range": False,
                      "quality": "override", "rental": False, "provider": "", "source": "user",
                      "source_date": "", "note": "given as a parameter"})
     order = {t: i for i, t in enumerate([*doc.tiers, OVERRIDE_TIER])}
@@ -83,19 +90,19 @@ def price_warnings(overrides: dict | None) -> list[str]:
         known = pr[pr["gpu"] == gpu]
         if known.empty:
             continue
-        top = known.loc[known["usd_per_gpu_hour"].idxmax()]
-        if v > SUSPICIOUS_FACTOR * top["usd_per_gpu_hour"]:
+        top = known.loc[known["usd_high"].idxmax()]
+        if v > SUSPICIOUS_FACTOR * top["usd_high"]:
             out.append(f"your {gpu.upper()} price ${v:,.2f}/GPU-hour is more than {SUSPICIOUS_FACTOR:g}x the highest "
-                       f"known (${top['usd_per_gpu_hour']:,.2f}, {top['tier']}): a node price? Prices are per GPU-hour "
+                       f"known (${top['usd_high']:,.2f}, {top['tier']}): a node price? Prices are per GPU-hour "
                        f"(an 8-GPU node at ${v:,.2f}/hour is ${v / 8:,.2f} per GPU-hour)")
     return out
 
 
 def rental_prices(gpu: str | None = None):
-    """The prices :func:`is_rental_evidence` admits (of ``gpu``, or every GPU), lowest first."""
+    """The prices :func:`is_rental_evidence` admits (of ``gpu``, or every GPU), lowest (low end) first."""
     pr = prices()
     mine = pr[pr["rental"] & ((pr["gpu"] == gpu) if gpu else True)]
-    return mine.sort_values(["usd_per_gpu_hour", "tier"], kind="stable").reset_index(drop=True)
+    return mine.sort_values(["usd_low", "tier"], kind="stable").reset_index(drop=True)
 
 
 def tiers() -> list[str]:
@@ -104,13 +111,21 @@ def tiers() -> list[str]:
 
 
 def price(gpu: str, tier: str) -> float:
-    """$/GPU-hour of ``gpu`` in ``tier``; ValueError if that tier has no price for it."""
+    """$/GPU-hour of ``gpu`` in ``tier`` (a range's middle: :func:`price_range` gives its ends);
+    ValueError if that tier has no price for it."""
+    lo, hi = price_range(gpu, tier)
+    return (lo + hi) / 2
+
+
+def price_range(gpu: str, tier: str) -> tuple[float, float]:
+    """(low, high) $/GPU-hour of ``gpu`` in ``tier``, the same twice for a single figure;
+    ValueError if that tier has no price for it."""
     doc = data.load("prices")
     if tier not in doc.tiers:
         raise ValueError(f"unknown price tier {tier!r}; known: {', '.join(doc.tiers)}")
     for p in doc.prices:
         if p.tier == tier and p.gpu == gpu:
-            return p.usd_per_gpu_hour
+            return p.usd_range
     raise ValueError(f"price tier {tier!r} has no price for GPU {gpu!r}")
 
 
@@ -168,9 +183,9 @@ def breakeven_usd_per_kwh(a: dict, b: dict, pue: float) -> float | None:
 def perf_per_dollar_by_tier(overrides: dict | None = None):
     """perf/$ and $/M tokens of each article config under every tier that prices its GPU.
 
-    Columns: tier, kind, quality, rental (:func:`is_rental_evidence`), config, gpu, usd_per_gpu_hour,
-    tok_s_per_dollar_hour, usd_per_million_tokens, source, source_date. Only the article's
-    throughputs are used.
+    Columns: tier, kind, quality, rental (:func:`is_rental_evidence`), config, gpu, usd_per_gpu_hour
+    (a range's middle), usd_low, usd_high, is_range, tok_s_per_dollar_hour, usd_per_million_tokens
+    (at usd_per_gpu_hour), source, source_date. Only the article's throughputs are used.
     """
     import pandas as pd
 
@@ -180,7 +195,8 @@ def perf_per_dollar_by_tier(overrides: dict | None = None):
         for p in pr[pr["gpu"] == r.gpu].itertuples():
             rows.append({"tier": p.tier, "kind": p.kind, "quality": p.quality, "rental": p.rental,
                          "config": r.label, "gpu": r.gpu,
-                         "usd_per_gpu_hour": p.usd_per_gpu_hour,
+                         "usd_per_gpu_hour": p.usd_per_gpu_hour, "usd_low": p.usd_low, "usd_high": p.usd_high,
+                         "is_range": p.is_range,
                          "tok_s_per_dollar_hour": tok_s_per_dollar_hour(r.tok_s, r.num_gpus, p.usd_per_gpu_hour),
                          "usd_per_million_tokens": usd_per_million_tokens(r.tok_s, r.num_gpus, p.usd_per_gpu_hour),
                          "source": p.source, "source_date": p.source_date})
@@ -199,7 +215,7 @@ def rental_rate_range(gpu: str) -> dict:
     if mine.empty:
         raise ValueError(f"no independent rental price ({'/'.join(RENTAL_QUALITIES)}) for {gpu} in data/prices.yaml")
     lo = mine.iloc[0]
-    return {"low": float(lo["usd_per_gpu_hour"]), "high": float(mine["usd_per_gpu_hour"].max()),
+    return {"low": float(lo["usd_low"]), "high": float(mine["usd_high"].max()),
             "n_prices": len(mine), "dates": sorted(set(mine["source_date"])), "low_quality": str(lo["quality"]),
             "low_evidence": f"{lo['note']}, {lo['source_date']}"}
 
@@ -231,6 +247,7 @@ def committed_discounts():
     import pandas as pd
 
     pr = prices()
+    pr = pr[~pr["is_range"]]
     od = pr[(pr["quality"] == "provider_list") & (pr["provider"] != "")]
     rs = pr[(pr["quality"] == "committed_term") & (pr["provider"] != "")]
     rows = []
@@ -248,14 +265,16 @@ def price_pairs(a: str = "mi355x", b: str = "b300", overrides: dict | None = Non
     admits): per kind of rental price, the tiers that price both (one source and date: ``paired``
     True); for a kind no tier prices both, every cross-source pair of that kind (``paired`` False,
     labelled with both sources and dates). Your ``overrides`` of both GPUs come first (kind
-    ``override``). Each: kind, label, paired, a_tier, b_tier, a_usd, b_usd (per GPU-hour), ratio
-    (a ÷ b), date. Never the low end of one source against another source's range."""
+    ``override``). Each: kind, label, paired, a_tier, b_tier, a_usd, b_usd (per GPU-hour; a range's
+    middle), a_low, a_high, b_low, b_high (a range's ends), ratio (a ÷ b at the middles), ratio_low
+    (a_low ÷ b_high), ratio_high (a_high ÷ b_low), is_range, date, and ``name``: who priced them, in
+    words ("Oracle's list prices", "TensorWave's quote against Ornn's index"). A price given as a range
+    pairs as a range of ratios: never one end of a range against another source's figure."""
     pr = prices(overrides)
     out = []
     ov = pr[pr["tier"] == OVERRIDE_TIER].set_index("gpu")
     if {a, b} <= set(ov.index):
-        out.append(_pair("override", "your prices", True, OVERRIDE_TIER, OVERRIDE_TIER, ov.loc[a, "usd_per_gpu_hour"],
-                         ov.loc[b, "usd_per_gpu_hour"], ""))
+        out.append(_pair("override", "your prices", True, OVERRIDE_TIER, OVERRIDE_TIER, ov.loc[a], ov.loc[b], ""))
     rent = pr[pr["rental"]]
     for kind in dict.fromkeys(rent["kind"]):
         k = rent[rent["kind"] == kind]
@@ -264,20 +283,46 @@ def price_pairs(a: str = "mi355x", b: str = "b300", overrides: dict | None = Non
         if same:
             for t in same:
                 x, y = ka[ka["tier"] == t].iloc[0], kb[kb["tier"] == t].iloc[0]
-                out.append(_pair(kind, f"{t} ({kind}, {x['source_date']}, one source)", True, t, t,
-                                 x["usd_per_gpu_hour"], y["usd_per_gpu_hour"], x["source_date"]))
+                out.append(_pair(kind, f"{t} ({kind}, {x['source_date']}, one source{_ranges(x, y, a, b)})", True, t,
+                                 t, x, y, x["source_date"]))
             continue
-        for x in ka.itertuples():
-            for y in kb.itertuples():
-                out.append(_pair(kind, f"{x.tier} / {y.tier} ({kind}, {x.source_date} / {y.source_date}, cross-source)",
-                                 False, x.tier, y.tier, x.usd_per_gpu_hour, y.usd_per_gpu_hour,
-                                 f"{x.source_date} / {y.source_date}"))
+        for _, x in ka.iterrows():
+            for _, y in kb.iterrows():
+                out.append(_pair(kind, f"{x['tier']} / {y['tier']} ({kind}, {x['source_date']} / {y['source_date']}, "
+                                       f"cross-source{_ranges(x, y, a, b)})", False, x["tier"], y["tier"], x, y,
+                                 f"{x['source_date']} / {y['source_date']}"))
     return out
 
 
-def _pair(kind, label, paired, ta, tb, pa, pb, date) -> dict:
-    return {"kind": kind, "label": label, "paired": bool(paired), "a_tier": ta, "b_tier": tb, "a_usd": float(pa),
-            "b_usd": float(pb), "ratio": float(pa) / float(pb), "date": date}
+def _ranges(x, y, a: str, b: str) -> str:
+    """', B300 a range $5.00-$7.25' for the GPUs of a pair priced as a range (empty when neither is)."""
+    return "".join(f", {g.upper()} a range ${r['usd_low']:.2f}-${r['usd_high']:.2f}"
+                   for g, r in ((a, x), (b, y)) if r["is_range"])
+
+
+#: what a price of each quality is called in a sentence
+QUALITY_WORDS = {"provider_list": "list price", "committed_term": "committed term", "market_index": "index",
+                 "second_hand_quote": "quote", "override": "price"}
+
+
+def _name(x, y) -> str:
+    """Who priced a pair, in words: "Oracle's list prices", "TensorWave's quote against Ornn's index"."""
+    who = [(r["provider"] or r["tier"], QUALITY_WORDS.get(r["quality"], r["quality"].replace("_", " "))) for r in (x, y)]
+    if x["tier"] == OVERRIDE_TIER:
+        return "your prices"
+    if who[0] == who[1]:
+        return f"{who[0][0]}'s {who[0][1]}s"
+    return " against ".join(f"{p}'s {q}" for p, q in who)
+
+
+def _pair(kind, label, paired, ta, tb, x, y, date) -> dict:
+    """One pair from two rows of :func:`prices` (``x`` of GPU a, ``y`` of GPU b)."""
+    al, ah, bl, bh = (float(v) for v in (x["usd_low"], x["usd_high"], y["usd_low"], y["usd_high"]))
+    pa, pb = float(x["usd_per_gpu_hour"]), float(y["usd_per_gpu_hour"])
+    return {"kind": kind, "label": label, "name": _name(x, y), "paired": bool(paired), "a_tier": ta, "b_tier": tb,
+            "a_usd": pa, "b_usd": pb,
+            "a_low": al, "a_high": ah, "b_low": bl, "b_high": bh, "ratio": pa / pb, "ratio_low": al / bh,
+            "ratio_high": ah / bl, "is_range": bool(x["is_range"] or y["is_range"]), "date": date}
 
 
 def price_ratio_by_tier(num: str = "b300", den: str = "mi355x"):

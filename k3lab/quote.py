@@ -54,11 +54,15 @@ def best_rows(df, gpus) -> dict:
 
 def _rental_range(df, r) -> tuple[float, float, int] | None:
     """($/M low, $/M high, number of sources) of row ``r`` over the independent rental prices of
-    its GPU (the one rental rule, :func:`k3lab.prices.is_rental_evidence`)."""
-    tiers = set(prices.rental_prices(r["gpu"])["tier"])
-    vals = [float(r[c]) for t, c in compare.tier_columns(df, compare.MTOK_PREFIX).items()
-            if t in tiers and r[c] == r[c]]
-    return (min(vals), max(vals), len(vals)) if vals else None
+    its GPU (the one rental rule, :func:`k3lab.prices.is_rental_evidence`), at the model's central
+    throughput; a price given as a range counts with both its ends."""
+    rent = prices.rental_prices(r["gpu"]).set_index("tier")
+    vals = []
+    for t, c in compare.tier_columns(df, compare.MTOK_PREFIX).items():
+        if t in rent.index and r[c] == r[c]:  # $/M scales with the price: the range's ends from its middle
+            p = rent.loc[t]
+            vals += [float(r[c]) * p["usd_low"] / p["usd_per_gpu_hour"], float(r[c]) * p["usd_high"] / p["usd_per_gpu_hour"]]
+    return (min(vals), max(vals), len(vals) // 2) if vals else None
 
 
 def _cells(df, r, overrides: dict) -> list[str]:

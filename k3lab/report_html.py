@@ -85,10 +85,7 @@ def perf_html(overrides=None) -> tuple[str, str]:
         by, kind = g.set_index("config"), g["kind"].iloc[0]
         tag = badge("ARTICLE price", "#6a1b9a") if kind == "article" else badge("STUDY price", "#1565c0")
         rows.append([f"{_esc(tier)} ({_esc(kind)}, {_esc(str(g['source_date'].iloc[0]))}) {tag}"] + [
-            f"{by.loc[c, 'tok_s_per_dollar_hour']:.1f} tok/s per $/h<br><small>"
-            f"${by.loc[c, 'usd_per_million_tokens']:.2f}/M tok at ${by.loc[c, 'usd_per_gpu_hour']:.2f}/GPU-h"
-            + (" · a placeholder, never evidence" if by.loc[c, "quality"] == "placeholder" else "") + "</small>"
-            if c in by.index else "—" for c in configs])
+            _perf_cell(by.loc[c]) if c in by.index else "—" for c in configs])
         # like with like: only sources whose prices of every config are rental prices (k3lab.prices)
         if set(configs) <= set(by.index) and bool(by["rental"].all()):
             full += 1
@@ -101,6 +98,19 @@ def perf_html(overrides=None) -> tuple[str, str]:
               f"Every throughput is the article's {art}: under an ARTICLE price the number is wholly the article's, "
               "under a STUDY price it is the article's throughput at a price the study collected.</p>")
     return legend + html_table(heads, rows, cls="grid perf"), answer
+
+
+def _perf_cell(r) -> str:
+    """One perf/$ cell: tok/s per $/hour and $/M at the price, a range's ends beside its middle."""
+    ends = r["usd_high"] / r["usd_per_gpu_hour"], r["usd_low"] / r["usd_per_gpu_hour"]
+    if r["is_range"]:  # perf/$ falls as the price rises: the range's high end gives its low perf/$
+        head = (f"{r['tok_s_per_dollar_hour'] / ends[0]:.1f}-{r['tok_s_per_dollar_hour'] / ends[1]:.1f} tok/s per $/h"
+                f"<br><small>${r['usd_per_million_tokens'] * ends[1]:.2f}-${r['usd_per_million_tokens'] * ends[0]:.2f}/M "
+                f"tok at ${r['usd_low']:.2f}-${r['usd_high']:.2f}/GPU-h (a range)")
+    else:
+        head = (f"{r['tok_s_per_dollar_hour']:.1f} tok/s per $/h<br><small>${r['usd_per_million_tokens']:.2f}/M tok at "
+                f"${r['usd_per_gpu_hour']:.2f}/GPU-h")
+    return head + (" · a placeholder, never evidence" if r["quality"] == "placeholder" else "") + "</small>"
 
 
 def verdict_summary_html(df) -> str:

@@ -5,8 +5,8 @@ import pandas as pd
 
 from k3lab import bottom_line, claims
 
-T20_VALUE = "+2.9% to +5.9% (ahead under 2 of 2 pairs of rental prices)"
-T20_BOUND = "break-even price ratio 0.607: the rental pairs put it at 0.573-0.590, the article's own prices at 0.417"
+T20_VALUE = "+2.9% to +49.2% (ahead under 2 of 2 pairs of rental prices)"
+T20_BOUND = "break-even price ratio 0.607: the rental pairs put it at 0.407-0.590, the article's own prices at 0.417"
 
 
 def _row(cid, finding, method, verdict, reproduced="", bound="", notes="", rule="holds", claimed="c", kind=""):
@@ -16,7 +16,7 @@ def _row(cid, finding, method, verdict, reproduced="", bound="", notes="", rule=
             "rebuttal": "reply: r; stands: s" if kind else ""}
 
 
-def _ledger(t20="consistent", t21="not reproducible here", b200=True):
+def _ledger(t20="consistent", t21="not reproducible here", b200=True, t26="turns on the price", title=True):
     rows = [
         _row("M1", "memory", "derived", "reproduced"),
         _row("M2", "memory", "derived", "discrepancy", reproduced="104.19", rule="within_tolerance", claimed="103",
@@ -40,37 +40,56 @@ def _ledger(t20="consistent", t21="not reproducible here", b200=True):
              bound="model: too close to call under 2 of 2 pairs of rental prices (central +68% to +73%)",
              rule="direction"),
         _row("T25", "throughput", "arithmetic", "corrected", notes="correction: the rows differ; more", kind="substantive"),
-        _row("T26", "throughput", "arithmetic", "inconsistent with the evidence", reproduced="+2.9% to +5.9% (claimed ~45%)",
-             notes="correction: the 45% needs the article's own 0.42; notes", rule="magnitude", kind="substantive"),
+        _row("T26", "throughput", "arithmetic", t26, reproduced="+2.9% to +49.2% (claimed ~45%)",
+             notes=("correction: the 45% needs the article's own 0.42; notes" if claims.is_negative(t26) else
+                    "undecided: +6% at Oracle's list prices and +3% to +49% at the market pair; notes"),
+             rule="magnitude", kind="substantive" if claims.is_negative(t26) else ""),
+        _row("T27", "throughput", "cited", "not reproducible here", reproduced="1.40-9.58x one side public",
+             notes="undecided: 1.4x or 9.6x by which side is public, and public against public 2.1x; the 7x is T8",
+             rule="bound"),
     ]
+    if title:
+        rows.append(_row("S13", "spec_decode", "derived", "corrected",
+                         notes="correction: no kernel needed, but upstream took 5 pull requests; more", kind="literal"))
     if b200:
         rows += [_row("T23", "throughput", "cited", "inconsistent with public measurements",
-                      notes="correction: the lost tokens are the link's; more", kind="substantive"),
-                 _row("T27", "throughput", "cited", "inconsistent with public measurements", reproduced="1.4",
-                      notes="correction: 1.4x, not 7x", rule="bound", kind="substantive")]
+                      notes="correction: the network is on the path, 'purely' overstated: an outlier; more",
+                      kind="precision")]
+    else:
+        rows = [r for r in rows if r["claim_id"] != "T27"]
     return pd.DataFrame(rows, columns=claims.LEDGER_COLUMNS)
 
 
-def test_headline_reads_the_direction_the_magnitude_the_model_and_the_network():
+def test_headline_reads_the_title_the_direction_the_magnitude_the_model_and_the_b200():
     h = bottom_line.headline(_ledger())
-    assert h.startswith("The article's bottom line, \u201cthe direction is hard to argue with\u201d (the MI355X ahead "
-                        "of the B300 on perf/$), holds, narrowly, at independent rental prices")
-    assert f"puts the MI355X {T20_VALUE} (T20: consistent); {T20_BOUND}." in h   # the break-even beside the pairs
-    # the magnitude apart, with what it needs (its correction, cut at the first ';')
-    assert ("Its ~45% does not hold at those prices (T26: inconsistent with the evidence): the 45% needs the "
-            "article's own 0.42.") in h
+    # audit 2: the article's titled bottom line comes first, read by its kind of correction
+    assert h.startswith("The article's bottom line is titled \u201cThe CUDA moat is a patch away\u201d: it holds as "
+                        "meant, wrong as worded (S13: corrected): no kernel needed, but upstream took 5 pull requests.")
+    # the direction under every pair, never "narrowly"
+    assert ("Its conclusion, \u201cthe direction is hard to argue with\u201d (the MI355X ahead of the B300 on perf/$), "
+            "holds in direction under every pair of rental prices found: at the article's own throughput they put the "
+            f"MI355X {T20_VALUE} (T20: consistent); {T20_BOUND}.") in h
+    assert "narrowly" not in h and "1.4x, not 7x" not in h and "network decides" not in h
+    # the size apart: it depends on which price is paired, with why (the row's 'undecided' note, cut at ';')
+    assert ("The size, its ~45%, depends on which price is paired (T26: turns on the price): +6% at Oracle's list "
+            "prices and +3% to +49% at the market pair.") in h
     # the serving model's central estimate beside its band
     assert "too close to call under 2 of 2 pairs of rental prices (central +68% to +73%) (T21: not reproducible here)" in h
-    assert h.endswith("Against the B200 the network decides: the lost tokens are the link's (T23: inconsistent with "
-                      "public measurements); 1.4x, not 7x (T27: inconsistent with public measurements).")
+    # the B200: the article's figure against public runs, the 7x both ways
+    assert h.endswith("Against the B200: the network is on the path, 'purely' overstated: an outlier (T23: inconsistent "
+                      "with public measurements); 1.4x or 9.6x by which side is public, and public against public 2.1x "
+                      "(T27: not reproducible here).")
 
 
-def test_headline_follows_the_direction_verdict():
-    assert "the MI355X ahead of the B300 on perf/$), turns on the price at" in bottom_line.headline(
+def test_headline_follows_the_verdicts():
+    assert "the MI355X ahead of the B300 on perf/$), turns on the price:" in bottom_line.headline(
         _ledger("turns on the price"))
-    assert "), does not hold at" in bottom_line.headline(_ledger("inconsistent with the evidence"))
-    assert "), cannot be settled here at" in bottom_line.headline(_ledger("not reproducible here"))
+    assert "), does not hold:" in bottom_line.headline(_ledger("inconsistent with the evidence"))
+    assert "), cannot be settled here:" in bottom_line.headline(_ledger("not reproducible here"))
+    assert ("The size, its ~45%, does not hold at the prices found (T26: inconsistent with the evidence): the 45% needs "
+            "the article's own 0.42.") in bottom_line.headline(_ledger(t26="inconsistent with the evidence"))
     assert "Against the B200" not in bottom_line.headline(_ledger(b200=False))
+    assert bottom_line.headline(_ledger(title=False)).startswith("Its conclusion, ")
     df = _ledger()
     assert bottom_line.headline(df[~df.claim_id.isin(["T21"])]).endswith("is not in this ledger.")
 
@@ -92,6 +111,7 @@ def test_finding_lines_sort_claims_by_what_a_reader_can_do():
     spec = dict(lines["2 · top-k renorm fix"])
     # an emulation that disagrees is never listed as "does not hold"
     assert spec == {"holds as far as this study can tell (not shown independently)": ["S2"],
+                    "holds as meant, wrong as worded": ["S13 (no kernel needed, but upstream took 5 pull requests)"],
                     bottom_line.READINGS["inconsistent"]: ["S8 (only mixed batches)"]}
     assert dict(lines["3 · head padding / TTFT"])["not checked here"] == [
         "P5 (the question is outside the serving model's validated domain)"]
@@ -99,10 +119,14 @@ def test_finding_lines_sort_claims_by_what_a_reader_can_do():
     assert tp["does not hold"] == ["T25 (the rows differ)"]
     assert tp["holds as meant, wrong as worded"] == ["T17 (per deployment)"]
     assert tp[bottom_line.READINGS["inconsistent"]] == [
-        "T5 (MI355X $2.50 sits below its 2 rental prices)", "T26 (the 45% needs the article's own 0.42)",
-        "T23 (the lost tokens are the link's)", "T27 (1.4x, not 7x)"]
+        "T5 (MI355X $2.50 sits below its 2 rental prices)",
+        "T23 (the network is on the path, 'purely' overstated: an outlier)"]
+    # audit 2: a split reading says why, from the row's 'undecided' note; an undecided row says why it is, too
+    assert tp[bottom_line.READINGS[claims.TURNS]] == [
+        "T26 (+6% at Oracle's list prices and +3% to +49% at the market pair)"]
     assert tp["not checked here"] == ["T1 (the serving model's band is too wide to tell)",
-                                      "T21 (the serving model's band cannot call every pair of prices)"]
+                                      "T21 (the serving model's band cannot call every pair of prices)",
+                                      "T27 (1.4x or 9.6x by which side is public, and public against public 2.1x)"]
 
 
 def test_readme_text_and_html():

@@ -7,8 +7,8 @@ import pytest
 
 from k3lab import claims
 
-ARTICLE_IDS = ([f"M{i}" for i in range(1, 18)] + [f"S{i}" for i in range(1, 15)]
-               + [f"P{i}" for i in range(1, 13)] + [f"T{i}" for i in range(1, 28)])
+ARTICLE_IDS = ([f"M{i}" for i in range(1, 19)] + [f"S{i}" for i in range(1, 16)]
+               + [f"P{i}" for i in range(1, 13)] + [f"T{i}" for i in range(1, 29)])
 
 
 def test_registry_holds_every_claim_with_a_method_and_a_known_rule():
@@ -25,7 +25,9 @@ def test_new_claims_say_why_they_were_added():
     for cid in ("M11", "M12", "M13", "M14", "M15", "S8", "S9", "S10", "S11", "S12", "P8", "P9", "P10", "P11",
                 "T14", "T15", "T16", "T17", "T18", "T19", "T20", "T21", "T22",
                 # issue 36: the claims the audit found without a row, and the direction's magnitude
-                "M16", "M17", "S13", "S14", "P12", "T23", "T24", "T25", "T26", "T27"):
+                "M16", "M17", "S13", "S14", "P12", "T23", "T24", "T25", "T26", "T27",
+                # audit 2: the claims the second audit found without a row
+                "M18", "S15", "T28"):
         assert claims.get(cid).added
 
 

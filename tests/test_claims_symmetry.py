@@ -117,6 +117,44 @@ def test_ranges(rule, weight, lo, width, t, out, below):
 
 
 @settings(max_examples=60, deadline=None)
+@given(lo=positive, width=st.floats(min_value=0.01, max_value=10), m=st.floats(min_value=0.02, max_value=0.5),
+       t=st.floats(min_value=0.05, max_value=0.95))
+def test_plausible_range_margin_is_undecided_on_both_sides(lo, width, m, t):
+    """Audit 2: a margin the same data documents beyond an end (T5: committed-term discounts below the
+    lowest price) reads undecided, below the low end and, mirrored, above the high end alike; beyond
+    the margin it disagrees, inside the range it agrees: the margin never widens 'consistent'."""
+    hi = lo * (1 + width)
+    claim = _claim(1.0, "plausible_range")
+    rule = RULES["plausible_range"]
+    below, above = lo * (1 - t * m), hi * (1 + t * m)
+    assert strength(rule(claim, low=lo, high=hi, x=below, below=m)) == 0
+    assert strength(rule(claim, low=lo, high=hi, x=above, above=m)) == 0
+    assert strength(rule(claim, low=lo, high=hi, x=lo * (1 - m) * 0.9, below=m)) == -1
+    assert strength(rule(claim, low=lo, high=hi, x=hi * (1 + m) * 1.1, above=m)) == -1
+    assert strength(rule(claim, low=lo, high=hi, x=(lo + hi) / 2, below=m, above=m)) == 1
+    # one number beyond its margin outweighs another inside one: the claim's numbers read together
+    assert strength(rule(claim, low=[lo, lo], high=[hi, hi], x=[below, lo * (1 - m) * 0.9], below=m)) == -1
+
+
+@settings(max_examples=60, deadline=None)
+@given(c=st.floats(min_value=5, max_value=500), w=st.floats(min_value=0.001, max_value=0.09),
+       e=outside, across=st.floats(min_value=0.2, max_value=0.8))
+def test_magnitude_over_a_range_of_prices(c, w, e, across):
+    """Audit 2: a reading over a range of prices (Ornn's B300 index) is a range: wholly inside the
+    tolerance agrees ↔ wholly outside disagrees (mirrored); one across the tolerance's edge holds at
+    some prices and not at others, undecided (turns on the price) like a split of point readings."""
+    claim = _claim(c, "magnitude", REL)
+    rule = RULES["magnitude"]
+    inside_r = (c * (1 - w), c * (1 + w))
+    outside_r = (c * (1 + e), c * (1 + e) * 1.5)
+    assert _mirrored(rule(claim, values=[inside_r]), rule(claim, values=[outside_r]))
+    edge = c * (1.1 - 0.2 * across)                       # a range from well below into the tolerance
+    assert strength(rule(claim, values=[(c * 0.05, edge)])) == 0
+    assert strength(rule(claim, values=[c * 0.05, (c * 0.05, edge)])) == 0
+    assert strength(rule(claim, values=[c * 0.05, (c * 0.05, c * 0.5)])) == -2
+
+
+@settings(max_examples=60, deadline=None)
 @given(p=positive, band=st.floats(min_value=0.0, max_value=math.log(2) / 2 - 1e-6),
        t=st.floats(min_value=-0.99, max_value=0.99), out=st.floats(min_value=1.01, max_value=3))
 def test_validated_model(p, band, t, out):

@@ -291,7 +291,11 @@ def test_your_tok_s_per_gpu_prices_the_gpus_rows_by_hand(k3_tok_s):
         for t, p in usd.items():
             assert r["usd_per_hour"][t] == pytest.approx(r["num_gpus"] * p)
             assert r[MTOK][t] == pytest.approx(p * 1e6 / (per_gpu * 3600))
-            assert r[MTOK + "_low"][t] == r[MTOK + "_high"][t] == r[MTOK][t]   # your figure has no band
+            lo, hi = prices.price_range("b300", t)
+            # your figure has no band; a price given as a range spans its ends (audit 2: Ornn's 5.00-7.25)
+            assert r[MTOK + "_low"][t] == pytest.approx(lo * 1e6 / (per_gpu * 3600))
+            assert r[MTOK + "_high"][t] == pytest.approx(hi * 1e6 / (per_gpu * 3600))
+            assert (lo == hi) == (r[MTOK + "_low"][t] == r[MTOK + "_high"][t] == r[MTOK][t])
     # the other GPUs keep the serving model's throughput
     mi = next(r for r in k3_tok_s["rows"] if r["layout"] == "8xmi355x tp8 [aiter-k3-opt]")
     assert mi["priced_by"] == "model" and mi["user_tok_s"] is None
@@ -667,6 +671,20 @@ def test_a_price_ratio_reads_against_the_band():
     assert compare_answers.reading(2.5, be) == "B cheaper per token"
     assert compare_answers.reading(0.545, be).startswith("too close to call")
     assert compare_answers.reading(0.9, dict(be, low=None, high=None)) == "A cheaper per token"   # no band: the ratio
+
+
+def test_a_range_of_price_ratios_reads_one_side_only_when_all_of_it_does():
+    """Audit 2: a pair priced as a range (Ornn's B300 5.00-7.25) is a range of ratios; mirrored ranges
+    read mirrored, and a range across the band's edge turns on where the price sits in it."""
+    be = {"a": "A", "b": "B", "ratio": 1.0, "low": 0.5, "high": 2.0}
+    assert compare_answers.reading(0.3, be, 0.45) == "A cheaper per token"
+    assert compare_answers.reading(2.2, be, 3.0) == "B cheaper per token"
+    assert compare_answers.reading(0.6, be, 1.8).startswith("too close to call")
+    assert compare_answers.reading(0.4, be, 0.9) == ("turns on where the price sits in its range: A cheaper at a "
+                                                     "ratio of 0.40, too close to call at 0.90")
+    assert compare_answers.reading(1.5, be, 2.5) == ("turns on where the price sits in its range: too close to call "
+                                                     "at a ratio of 1.50, B cheaper at 2.50")
+    assert compare_answers.reading(0.4, be, 2.5).endswith("A cheaper at a ratio of 0.40, B cheaper at 2.50")
 
 
 def test_your_prices_are_judged_against_the_break_even(yours):

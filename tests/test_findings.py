@@ -39,12 +39,15 @@ EXPECTED = {
     # issue 30: MI355X / B200 dense 2,500/2,250 = 1.11x, FP4 10,100/9,000 = 1.12x, 8.0/8.0 TB/s,
     # 309.22/192.27 GB = 1.61x usable, against 952/8 ÷ 498/16 = 3.82x tok/s per GPU
     "M14": ("derived", "reproduced", "compute 1.11-1.12x, bandwidth 1.00x, capacity 1.61x"),
-    # issue 30: DeepSeek-V3 (688.6 GB) and Kimi K2 (1,029 GB) exceed 8 x 85.5 GB of H100, fit 8 x 150.8 GB of H200
-    "M15": ("derived", "corrected", "capacity decided for 2 of 2 earlier models (deepseek-v3, kimi-k2)"),
+    # issue 30: DeepSeek-V3 (688.6 GB) and Kimi K2 (1,029 GB) exceed 8 x 85.5 GB of H100, fit 8 x 150.8 GB of H200;
+    # audit 2: two precedents without release dates cannot refute the vague "one of the first" (was corrected)
+    "M15": ("derived", "not reproducible here", "capacity decided for 2 of 2 earlier models (deepseek-v3, kimi-k2)"),
     # issue 36: the fit grid holds a full-length request on 16xB200, 16xGB200, 32xH100, 16xH200 and 16xMI300X
     # too (8 GPUs: B300, MI325X with a state-pool setting, MI350X, MI355X): capacity decides the node count
     "M16": ("derived", "corrected", "9 of 9 GPUs hold it, 5 of them only with more than 8"),
     "M17": ("unchecked", "not reproducible here", None),
+    # audit 2: "AMD's own enablement post validates exactly this", a claim about a post not found (M13)
+    "M18": ("unchecked", "not reproducible here", None),
     # issue 30: the config lists no tensors; "ships zero draft tensors" reads at most consistent
     "S1": ("derived", "consistent", 0),
     # issue 30: an emulated verdict says so (consistent (emulated) / inconsistent with the emulation)
@@ -68,8 +71,12 @@ EXPECTED = {
     # ship a K3 model count (0.5.16 ships none)
     "S11": ("derived", "corrected", "n-gram speculative decoding, no draft model (0.5.23)"),
     "S12": ("emulated", "consistent (emulated)", "a missing definition and a shape mismatch, no new kernel"),
-    "S13": ("emulated", "consistent (emulated)", "the two blockers patched, no kernel"),
+    # audit 2: read as worded like M16/S10/S11: upstream's #32641, #33694, #34647, #36356, #34438 (0.5.17, 0.5.18,
+    # 0.5.19 twice, 0.5.22), #32641 the one adding a kernel; the meaning (no kernel needed, S12) holds: literal
+    "S13": ("derived", "corrected", "5 pull requests over sglang 0.5.17-0.5.22, 1 adding a kernel"),
     "S14": ("derived", "consistent", "RadixArk's block-diffusion Kimi-K3-DSpark"),
+    # audit 2: 0.5.16 (the NameError release) binds sgl_kernel.top_k_renorm_prob on CUDA; 0.5.21+ flashinfer.sampling
+    "S15": ("emulated", "consistent (emulated)", "sgl_kernel"),
     "P1": ("arithmetic", "consistent", 2.217),
     # issue 30: sglang's own guard (0.5.16-0.5.18) asserts the article's set word for word; the kernel
     # it calls is unreadable here, so consistent, not reproduced
@@ -98,8 +105,10 @@ EXPECTED = {
     "T4": ("arithmetic", "consistent", 1.647),
     # issue 30: rental rates against the independent rental prices price_check.csv counts, no discount:
     # MI355X 2.95 (TensorWave) - 8.60 (OCI); B300 5.00 (Ornn) - 15.00 (OCI); B200 4.50 (Ornn) - 14.00 (OCI);
-    # issue 36: a range that only places a rate disagrees as weakly as it agrees (was a discrepancy)
-    "T5": ("derived", "inconsistent with the evidence", "2.95-8.60 / 5.00-15.00 / 4.50-14.00"),
+    # issue 36: a range that only places a rate disagrees as weakly as it agrees (was a discrepancy); audit 2:
+    # 2.50 is 1 - 2.50/2.95 = 15.3% and 4.25 is 1 - 4.25/4.50 = 5.6% below, inside the 15-26% committed-term
+    # discounts of the same data (Hyperstack 5.10/6.00, DigitalOcean 1.91/2.59): undecided (was inconsistent)
+    "T5": ("derived", "not reproducible here", "2.95-8.60 / 5.00-15.00 / 4.50-14.00"),
     "T6": ("arithmetic", "consistent", "47.6 / 32.7 / 7.3"),
     "T7": ("arithmetic", "consistent (rounded inputs)", 45.7),
     "T8": ("arithmetic", "consistent (rounded inputs)", 6.5),
@@ -109,31 +118,41 @@ EXPECTED = {
     "T12": ("derived", "discrepancy", "1400 / 1000"),
     "T13": ("unchecked", "not reproducible here", None),
     "T14": ("derived", "corrected", "TP16 and TP8×PP2 both load"),
-    # issue 30: (1,400 - 1,100) W x PUE 1.3 x $0.10/kWh = $0.039 per GPU-hour, against 6.00 - 2.50
-    "T15": ("derived", "reproduced", "partly offsets: $0.039 of a $3.50 gap per GPU-hour"),
+    # issue 30: (1,400 - 1,100) W x PUE 1.3 x $0.10/kWh = $0.039 per GPU-hour, against 6.00 - 2.50; audit 2:
+    # arithmetic like T24 (the article's own prices and throughput, an assumed electricity price): consistent
+    "T15": ("arithmetic", "consistent", "partly offsets: $0.039 of a $3.50 gap per GPU-hour"),
     "T16": ("arithmetic", "consistent", "39.3% < 58.3%"),
     "T17": ("arithmetic", "corrected", 249),
     "T18": ("derived", "consistent", "6.00"),
     "T19": ("derived", "reproduced", "TP8+DCP"),
     # issue 36: rental prices only (InferenceX's tiers are cost models, their B300 a placeholder): 0.607 per GPU
     # against OCI's 8.60/15.00 = 0.573 (one source, +5.9%) and TensorWave 2.95 / Ornn 5.00 = 0.590 (cross-source,
-    # +2.9%); was corrected, -10.2% to +5.9% over four sources, three of them cost-model tiers
-    "T20": ("arithmetic", "consistent", "+2.9% to +5.9% (ahead under 2 of 2 pairs of rental prices)"),
+    # +2.9%); was corrected, -10.2% to +5.9% over four sources, three of them cost-model tiers; audit 2: Ornn's
+    # B300 is the range 5.00-7.25, so the market pair is 2.95/7.25 = 0.407 to 0.590: 0.607/0.407 - 1 = +49.2%
+    "T20": ("arithmetic", "consistent", "+2.9% to +49.2% (ahead under 2 of 2 pairs of rental prices)"),
     # issue 38: at matched interactivity (each node at the same TPOT, the range both reach), T21's notes list every
     # reading; issue 36's direction rule: behind under some readings, too close under the rest -> not decided
     "T21": ("modelled", "not reproducible here", None),
     "T22": ("unchecked", "not reproducible here", None),
-    # issue 36: kernelore's 16xB200 TP16 over 3.2 Tbps per node, 918/1,024, c128: 2,314.46 / 498 = 4.65x, and
-    # 2,314.46/16 = 145 tok/s per GPU against the article's MI355X 952/8 = 119
+    # issue 36: kernelore's 16xB200 over 3.2 Tbps per node at c32-c128: 840.23 / 498 = 1.69x to 2,314.46 / 498 =
+    # 4.65x; audit 2: against what a perfect link gives back by the roofline (1 / (1 - 0.33) = 1.49x), not the
+    # one-sided per-GPU comparison with the article's MI355X; kind precision (the network on the path holds)
     "T23": ("cited", "inconsistent with public measurements",
-            "4.6x the article's 498 at c128; 145 vs 119 tok/s per GPU"),
+            "1.7-4.6x the article's 498 on a faster link (a perfect link: at most 1.49x)"),
     # issue 36: (1,568 / (8 x 1,100 W)) / (952 / (8 x 1,400 W)) = 2.10
     "T24": ("arithmetic", "consistent", "B300 2.10x the tokens per W"),
-    "T25": ("arithmetic", "corrected", "the rows differ in DCP, and DSpark is stated for one row only"),
-    # issue 36: the ~45% against the same two pairs: +5.9% and +2.9%, outside 45% +- a quarter
-    "T26": ("arithmetic", "inconsistent with the evidence", "+2.9% to +5.9% (claimed ~45%)"),
-    # issue 36: (952 / (8 x 2.50)) / (2,314.46 / (16 x 4.25)) = 47.6 / 34.0 = 1.40
-    "T27": ("cited", "inconsistent with public measurements", 1.4),
+    # audit 2: the article labels DCP openly and states DSpark for the MI355X row only: not decided (was corrected)
+    "T25": ("arithmetic", "not reproducible here",
+            "DCP labelled on 8×B300 TP8+DCP8; speculative decoding stated for 1 of 3 rows"),
+    # issue 36: the ~45% against the same two pairs; audit 2: the market pair over Ornn's range is +2.9% to
+    # +49.2%, across 45% +- a quarter (33.75-56.25%), OCI's +5.9% outside it: turns on the price (was inconsistent)
+    "T26": ("arithmetic", "turns on the price", "+2.9% to +49.2% (claimed ~45%)"),
+    # issue 36: (952 / (8 x 2.50)) / (2,314.46 / (16 x 4.25)) = 47.6 / 34.0 = 1.40; audit 2: mirrored, the public
+    # 8xMI35x nightly (PR #34985, c64) (1,403.46 / 20) / (498 / 68) = 9.58, around the 7x: not decided; public
+    # against public 70.17 / 34.04 = 2.06
+    "T27": ("cited", "not reproducible here", "1.40-9.58x one side public; 2.06x both public"),
+    # audit 2: TP16 over two 8-GPU nodes: 2 all-reduces x 93 layers per step over a group that spans the nodes
+    "T28": ("derived", "consistent", "a cross-node all-reduce in every decode step"),
 }
 
 
@@ -158,12 +177,13 @@ BOUNDS = {
     "T2": "model 414-4,986 (3 readings)",
     "T3": "model 185-4,362 (6 readings)",
     "T13": "roofline: communication 33% of a TP16 decode step at c64",
-    # issue 36: 952/8 / (1,568/8) = 0.607 against 8.60/15.00 = 0.573 and 2.95/5.00 = 0.590; 2.50/6.00 = 0.417
-    "T20": "break-even price ratio 0.607: the rental pairs put it at 0.573-0.590, the article's own prices at 0.417",
+    # issue 36: 952/8 / (1,568/8) = 0.607 against 8.60/15.00 = 0.573 and 2.95/5.00 = 0.590; 2.50/6.00 = 0.417;
+    # audit 2: 2.95/7.25 = 0.407 at the top of Ornn's B300 range
+    "T20": "break-even price ratio 0.607: the rental pairs put it at 0.407-0.590, the article's own prices at 0.417",
     # model v4: the B300's decode speed is validated (one Blackwell family), so T21 is judged at matched
-    # interactivity again: behind under 2 readings, too close to call under 8 -> not decided (verdict unchanged)
+    # interactivity again; audit 2: the market pair spans Ornn's B300 range -> not decided (verdict unchanged)
     "T21": ("model: behind under 2, too close to call under 8 of 10 readings (TPOT limit x rental pair) at matched "
-            "interactivity (TPOT 20-43 ms, 23-50 tok/s per user, 2 pairs; central -82% to +10%)"),
+            "interactivity (TPOT 20-43 ms, 23-50 tok/s per user, 2 pairs; central -81% to +31%)"),
 }
 #: the pins that move when the serving model is refitted (its band and peaks): tell whoever refits
 SERVING_MODEL_PINS = ("T1", "T2", "T3", "S7", "P5", "P6", "P10", "P11", "T21")
@@ -370,3 +390,17 @@ def test_s6_cites_the_public_single_request_pair_on_the_mi355x_die():
     assert pairs[("sglang_cookbook_mi350x_nospec_tokps_gpu_c1", "sglang_pr39029_mi350x_dspark_tokps_gpu_c1")] == \
         pytest.approx(186.0 / 58.0)
     assert all(a.workload.concurrency == 1 and b.spec.algorithm == "dspark" for a, b, _ in spec_pairs(concurrency=1))
+
+
+def test_t27_pairs_the_article_with_public_runs_both_ways(recorded):
+    """Audit 2: the article's number against the best public run of the other side is shown with its
+    mirror. By hand from data/public_measurements.yaml: kernelore's 16xB200 c128 2,314.46 tok/s and
+    sglang PR #34985's 8xMI35x c64 1,403.46 tok/s, at the article's $2.50 and $4.25 per GPU-hour."""
+    art_mi, art_b2 = 952 / (8 * 2.50), 498 / (16 * 4.25)
+    pub_mi, pub_b2 = 1403.46 / (8 * 2.50), 2314.46 / (16 * 4.25)
+    r = recorded["T27"]
+    for x in (art_mi / pub_b2, pub_mi / art_b2, pub_mi / pub_b2):
+        assert f"{x:.2f}x" in r.evidence, x
+    # the claimed 7x lies between the two one-sided pairings: neither can decide it
+    assert art_mi / pub_b2 < 7 < pub_mi / art_b2 and r.verdict == "not reproducible here"
+    assert r.notes.startswith("undecided: ")

@@ -18,10 +18,16 @@ def raw():
     return data.read_yaml(data.data_dir() / "prices.yaml")
 
 
+def _ends(v):
+    """(low, high) of a YAML price: a figure, or a [low, high] range."""
+    return (v[0], v[1]) if isinstance(v, list) else (v, v)
+
+
 def _independent(raw, gpu, kinds):
-    """Independent prices of ``kinds`` for ``gpu`` that are not placeholders, straight from the YAML."""
+    """Independent prices of ``kinds`` for ``gpu`` that are not placeholders, straight from the YAML,
+    as (low, high)."""
     tiers = raw["tiers"]
-    return [p["usd_per_gpu_hour"] for p in raw["prices"]
+    return [_ends(p["usd_per_gpu_hour"]) for p in raw["prices"]
             if p["gpu"] == gpu and tiers[p["tier"]]["independent"] and tiers[p["tier"]]["kind"] in kinds
             and p["quality"] != "placeholder"]
 
@@ -71,8 +77,10 @@ def test_price_check_compares_like_with_like(raw):
     assert set(pc.index) == {"mi355x", "b300", "b200"}  # the article's three GPUs
     for gpu, row in pc.iterrows():
         other = _independent(raw, gpu, ("on_demand", "reserved", "market"))
-        assert (row["other_min"], row["other_max"], row["n_prices"]) == (min(other), max(other), len(other))
-        assert row["within_range"] == (min(other) <= row["article_usd_per_gpu_hour"] <= max(other))
+        assert (row["other_min"], row["other_max"], row["n_prices"]) == (min(lo for lo, _ in other),
+                                                                          max(hi for _, hi in other), len(other))
+        assert row["within_range"] == (min(lo for lo, _ in other) <= row["article_usd_per_gpu_hour"]
+                                       <= max(hi for _, hi in other))
     # MI355X: the on-demand / reserved / market figures are 2.95 (TensorWave quote) and 8.60 (OCI):
     # the article's 2.50 is below them. The InferenceX cost-model tiers (1.48-2.10) and the article's
     # own Vultr "rate check" (2.59) never enter.
@@ -129,13 +137,41 @@ def test_price_pairs_pair_one_source_where_one_exists_and_label_the_rest():
     assert [(p["kind"], p["paired"], p["a_tier"], p["b_tier"]) for p in pairs] == [
         ("on_demand", True, "hyperscaler_on_demand", "hyperscaler_on_demand"),
         ("market", False, "quoted_rates", "rental_index")]
-    assert pairs[0]["ratio"] == pytest.approx(8.60 / 15.00) and pairs[1]["ratio"] == pytest.approx(2.95 / 5.00)
-    assert "one source" in pairs[0]["label"] and "cross-source" in pairs[1]["label"]
+    assert pairs[0]["ratio"] == pytest.approx(8.60 / 15.00) and not pairs[0]["is_range"]
+    assert pairs[0]["ratio_low"] == pairs[0]["ratio_high"] == pairs[0]["ratio"]
+    # issue 36, audit 2: Ornn gives the B300 as a range, 5.00-7.25: the pair is a range of ratios, never
+    # the quote against the index's low end alone
+    m = pairs[1]
+    assert m["is_range"] and (m["b_low"], m["b_high"]) == (5.00, 7.25) and m["a_low"] == m["a_high"] == 2.95
+    assert (m["ratio_low"], m["ratio_high"]) == (pytest.approx(2.95 / 7.25), pytest.approx(2.95 / 5.00))
+    assert m["ratio"] == pytest.approx(2.95 / ((5.00 + 7.25) / 2))       # the range's middle, for one-figure tables
+    assert "one source" in pairs[0]["label"] and "cross-source" in m["label"] and "$5.00-$7.25" in m["label"]
     # the neocloud B300 list price (7.40) is not paired with the OCI MI355X: a pair of one source exists
     assert all(p["b_usd"] != 7.40 for p in pairs)
     # your own prices come first
     mine = P.price_pairs("mi355x", "b300", {"mi355x": 3.0, "b300": 6.0})
     assert mine[0]["kind"] == "override" and mine[0]["ratio"] == pytest.approx(0.5) and mine[1:] == pairs
+
+
+def test_a_range_is_kept_as_a_range(raw):
+    """A source that gives only a range has both ends in every view: the rental range a rate is placed
+    in, the price_range, the one-figure middle, and a range's low end never above its high end."""
+    ornn = next(p for p in raw["prices"] if p["tier"] == "rental_index" and p["gpu"] == "b300")
+    assert ornn["usd_per_gpu_hour"] == [5.00, 7.25]
+    assert P.price_range("b300", "rental_index") == (5.00, 7.25) and P.price("b300", "rental_index") == 6.125
+    assert P.price_range("b200", "rental_index") == (4.50, 4.50)
+    row = P.prices().query("tier == 'rental_index' and gpu == 'b300'").iloc[0]
+    assert (row["usd_low"], row["usd_high"], row["is_range"]) == (5.00, 7.25, True)
+    doc = copy.deepcopy(raw)
+    i = raw["prices"].index(ornn)
+    doc["prices"][i]["usd_per_gpu_hour"] = [7.25, 5.00]
+    with pytest.raises(data.DataError, match=rf"prices\.{i}.*low < high"):
+        data.validate("prices", doc)
+    art = next(i for i, p in enumerate(raw["prices"]) if p["tier"] == "article")
+    doc = copy.deepcopy(raw)
+    doc["prices"][art]["usd_per_gpu_hour"] = [2.0, 3.0]
+    with pytest.raises(data.DataError, match=rf"prices\.{art}\.usd_per_gpu_hour: the article's prices are single"):
+        data.validate("prices", doc)
 
 
 def test_committed_discounts_pair_a_provider_with_itself():

@@ -62,6 +62,7 @@ from .ledger import (corrections_by_kind, ledger, plain_answer, read_records, ve
 from .record import Record, Recorder, judge, rebuttal, verdict
 from .registry import (LEDGER_COLUMNS, LEDGER_VIEW, METHODS, RECORD_COLUMNS, SUMMARY_COLUMNS, Claim, get,
                        registry)
+from .tolerance import tolerance_interval
 from .rules import (BAND_MAX_RATIO, BASE_VERDICTS, CORRECTION_KINDS, INCONSISTENT_EVIDENCE, INDEPENDENT,
                     METHOD_QUALIFIED, NEGATIVE_BASE, QUALIFIED, RULE_VERDICTS, RULES, SELF_CHECK_RULES, STRENGTH, TURNS,
                     VERDICTS, agrees, base_verdict, cap, decimals_of, is_negative, round_half_up, same_as_stated,
@@ -72,4 +73,4 @@ __all__ = ["BAND_MAX_RATIO", "BASE_VERDICTS", "CORRECTION_KINDS", "INCONSISTENT_
            "RECORD_COLUMNS", "RULES", "SELF_CHECK_RULES", "STRENGTH", "SUMMARY_COLUMNS", "TURNS", "VERDICTS", "Claim",
            "Record", "Recorder", "agrees", "base_verdict", "cap", "corrections_by_kind", "decimals_of", "get", "is_negative",
            "judge", "ledger", "plain_answer", "read_records", "rebuttal", "registry", "round_half_up", "same_as_stated",
-           "stated_exponent", "verdict", "verdict_literals", "verdicts_by_method"]
+           "stated_exponent", "tolerance_interval", "verdict", "verdict_literals", "verdicts_by_method"]

@@ -140,7 +140,7 @@ def plain_answer(df) -> str:
             f"independently; {v.get('discrepancy', 0) + v.get('corrected', 0)} are wrong or "
             f"needed correcting{by_kind}; {v.get('inconsistent', 0)} disagree with evidence that cannot show them "
             f"wrong (the study's emulation, model, public measurements or a few prices); "
-            + (f"{v[TURNS]} turn on the price; " if v.get(TURNS, 0) else "")
+            + (f"{v[TURNS]} turn{'s' if v[TURNS] == 1 else ''} on the price; " if v.get(TURNS, 0) else "")
             + f"{v.get('not reproducible here', 0)} could not be checked here.")
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from .. import io
 from ..paths import results_dir
 from .registry import RECORD_COLUMNS, get, registry
-from .rules import CORRECTION_KINDS, RULES, cap, format_value as _fmt, is_negative
+from .rules import CORRECTION_KINDS, RULES, TURNS, base_verdict, cap, format_value as _fmt, is_negative
 
 
 def verdict(claim_id: str, **inputs) -> str:
@@ -52,8 +52,12 @@ def rebuttal(reply: str, stands: str) -> str:
     return f"reply: {reply}; stands: {stands}"
 
 
+#: the verdicts that decide nothing either way: their notes may open with why (``undecided: …``)
+UNDECIDED = ("not reproducible here", TURNS)
+
+
 def judge(claim_id: str, evidence: str, *, value=None, bound=None, notes: str = "", kind: str | None = None,
-          reply: tuple[str, str] | None = None, **inputs) -> Record:
+          reply: tuple[str, str] | None = None, undecided: str | None = None, **inputs) -> Record:
     """Judge one claim → :class:`Record`. ``value``: what k3lab found (shown in the
     ``reproduced`` column; for ``modelled``/``unchecked`` claims it must be None and the
     model's output goes to ``bound``, so a bound never reads as a reproduced value).
@@ -62,7 +66,9 @@ def judge(claim_id: str, evidence: str, *, value=None, bound=None, notes: str = 
     the method caps the verdict (an emulation's or a model's correction is what it shows, not a
     verdict on the article). ``kind`` (:data:`~k3lab.claims.rules.CORRECTION_KINDS`) and ``reply``
     (the author's strongest reply, why the verdict stands: :func:`rebuttal`) are kept on a negative
-    verdict only, where ``tests/test_findings.py`` requires both."""
+    verdict only, where ``tests/test_findings.py`` requires both. ``undecided``: why the evidence
+    cannot decide, heading the notes (``undecided: …``) when the verdict is one of :data:`UNDECIDED`
+    (the opening's reading of the row, :mod:`k3lab.bottom_line`)."""
     c = get(claim_id)
     if not str(evidence).strip():
         raise ValueError(f"claim {claim_id}: evidence must say what the verdict rests on")
@@ -77,6 +83,8 @@ def judge(claim_id: str, evidence: str, *, value=None, bound=None, notes: str = 
     neg = is_negative(v)
     if neg and inputs.get("correction"):  # what holds instead is part of the record
         notes = f"correction: {inputs['correction']}" + (f"; {notes}" if str(notes).strip() else "")
+    elif undecided and base_verdict(v) in UNDECIDED:
+        notes = f"undecided: {undecided}" + (f"; {notes}" if str(notes).strip() else "")
     return Record(claim_id, "" if value is None else _fmt(value), "" if bound is None else str(bound),
                   v, str(evidence), str(notes), kind if neg and kind else "",
                   rebuttal(*reply) if neg and reply else "")

@@ -19,8 +19,10 @@ price* (undecided) ↔ themselves. :data:`STRENGTH` ranks them so.
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Protocol
+
+from .tolerance import (_num, agrees, decimals_of, round_half_up, round_to_exponent, same_as_stated,  # noqa: F401
+                        stated_exponent, tolerance_interval)
 
 
 class Claim(Protocol):
@@ -135,57 +137,6 @@ def cap(method: str, verdict: str, rule: str | None = None) -> str:
     return INCONSISTENT_EVIDENCE if weak else verdict
 
 
-def _num(name, v) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
-        raise ValueError(f"rule input {name} must be a number, got {v!r}")
-    return float(v)
-
-
-def decimals_of(x: float) -> int:
-    """Decimal places a number was stated with (48 → 0, 1.65 → 2, 0.333 → 3)."""
-    s = repr(float(x))
-    if "e" in s:
-        return 0
-    frac = s.split(".")[1]
-    return 0 if frac == "0" else len(frac)
-
-
-def stated_exponent(x: float) -> int:
-    """The power of ten of the last significant digit of ``x`` as the article wrote it:
-    2.78 → -2, 103 → 0, 1.5 → -1, 1,400 → 2 (trailing zeros of a whole number are not
-    significant), 0 → 0."""
-    d = Decimal(repr(_num("x", x)))
-    return 0 if d == 0 else int(d.normalize().as_tuple().exponent)
-
-
-def _dec(x: float) -> Decimal:
-    # the shortest repr, so 2.775 is 2.775 and not 2.77499999…
-    return Decimal(repr(float(x)))
-
-
-def round_to_exponent(x: float, exponent: int) -> Decimal:
-    """``x`` rounded half up (away from zero at .5) to a multiple of 10**exponent."""
-    q = Decimal(1).scaleb(exponent)
-    return (_dec(x) / q).quantize(Decimal(1), rounding=ROUND_HALF_UP) * q
-
-
-def round_half_up(x: float, nd: int) -> float:
-    """``x`` rounded half up to ``nd`` decimals (2.775 → 2.78)."""
-    return float(round_to_exponent(x, -nd))
-
-
-def same_as_stated(value: float, claimed: float) -> bool:
-    """**The one rule for "about / roughly / near / around / ~ N"** (and for a number the
-    article rounded): ``value`` agrees with ``claimed`` when it rounds half up to ``claimed``
-    at the last significant digit ``claimed`` was written with — half a unit either side,
-    lower edge included: "about 103B" holds 102.5 up to (not including) 103.5, "roughly
-    2.78T" 2.775-2.785, "near 1.5TB" 1.45-1.55, "around 1,400W" 1,350-1,450 (trailing zeros
-    of a whole number are not significant). The article chose the digits; the rule reads
-    them, instead of a tolerance picked per claim."""
-    e = stated_exponent(claimed)
-    return round_to_exponent(_num("value", value), e) == round_to_exponent(claimed, e)
-
-
 def format_value(v) -> str:
     """How a found or claimed value reads in the ledger: ``yes``/``no``, 6 significant digits."""
     if isinstance(v, bool):
@@ -193,20 +144,6 @@ def format_value(v) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
     return str(v)
-
-
-def agrees(claim: Claim, value: float, claimed: float | None = None) -> bool:
-    """``value`` agrees with the claimed number under the claim's tolerance."""
-    c = claim.claimed_numbers[0] if claimed is None else claimed
-    v = _num("value", value)
-    t = claim.tolerance
-    if t is None:
-        raise ValueError(f"claim {claim.id}: rule {claim.rule!r} needs a tolerance in data/claims.yaml")
-    if t.digits:
-        return same_as_stated(v, c)
-    if t.rel is not None:
-        return abs(v - c) <= t.rel * abs(c)
-    return abs(v - c) <= t.abs
 
 
 def rule_within_tolerance(claim, value=None, values=None, **_):
@@ -300,11 +237,23 @@ def rule_in_range(claim, low, high, x=None, **_):
     return "reproduced" if _inside(claim, low, high, x) else "discrepancy"
 
 
-def rule_plausible_range(claim, low, high, x=None, **_):
+def rule_plausible_range(claim, low, high, x=None, below=0.0, above=0.0, **_):
     """Like ``in_range``, for a range that can place a number but never establish it (rental prices,
-    lowest to highest, no discount added: T5, T18), so it cuts both ways alike: inside →
-    ``consistent``, outside → ``inconsistent`` (a few prices refute no rate, as they confirm none)."""
-    return "consistent" if _inside(claim, low, high, x) else "inconsistent"
+    lowest to highest: T5, T18), so it cuts both ways alike: every number inside → ``consistent``;
+    one beyond the range and its margins → ``inconsistent`` (a few prices refute no rate, as they
+    confirm none). ``below`` / ``above``: a margin (a fraction of the end) the evidence itself
+    documents beyond an end (T5: the committed-term discounts of the same data under their list
+    prices); a number inside a margin and none beyond → ``not reproducible here`` (possible, never
+    shown). The margins never widen what reads ``consistent``."""
+    xs = claim.claimed_numbers if x is None else (list(x) if isinstance(x, (list, tuple)) else [x])
+    b, a = _num("below", below), _num("above", above)
+    if not (0 <= b < 1 and a >= 0):
+        raise ValueError(f"rule plausible_range: margins need 0 <= below < 1 and above >= 0, got {b}, {a}")
+    if _inside(claim, low, high, xs):
+        return "consistent"
+    los = [v * (1 - b) for v in (low if isinstance(low, (list, tuple)) else [low] * len(xs))]
+    his = [v * (1 + a) for v in (high if isinstance(high, (list, tuple)) else [high] * len(xs))]
+    return "not reproducible here" if _inside(claim, los, his, xs) else "inconsistent"
 
 
 def rule_validated_model(claim, readings, in_domain: bool = True, claimed_value=None, **_):
@@ -397,13 +346,24 @@ def rule_bound(claim, floor=None, ceiling=None, x=None, **_):
 def rule_magnitude(claim, values, **_):
     """One claimed number (a multiplier) under several readings of it (``values``: T26, the
     MI355X's lead under each pair of independent rental prices), each against the claim's
-    tolerance: every reading agrees → ``reproduced``; none → ``discrepancy``; some do and some do
-    not → :data:`TURNS` (the number holds at some prices only). The direction is another claim (T20)."""
-    vals = [_num("reading", v) for v in values]
-    if not vals:
+    tolerance. A reading is a number, or a (low, high) range where the prices it rests on are a
+    range (Ornn's B300 index): a range wholly inside the tolerance agrees, one wholly outside
+    disagrees, one across its edge agrees at some of its prices and not at others. Every reading
+    agrees → ``reproduced``; none agrees anywhere → ``discrepancy``; the number holds at some of the
+    prices and not at others → :data:`TURNS`. The direction is another claim (T20)."""
+    pts = [(_num("reading", v), _num("reading", v)) if not isinstance(v, (list, tuple))
+           else (_num("reading low", v[0]), _num("reading high", v[1])) for v in values]
+    if not pts:
         raise ValueError(f"claim {claim.id}: rule magnitude needs at least one reading")
-    hits = [agrees(claim, v) for v in vals]
-    return "reproduced" if all(hits) else "discrepancy" if not any(hits) else TURNS
+    if any(lo > hi for lo, hi in pts):
+        raise ValueError(f"claim {claim.id}: rule magnitude: a reading's low end is above its high end")
+    t_lo, t_hi = tolerance_interval(claim)
+    somewhere = [lo == hi and agrees(claim, lo) or lo < hi and lo <= t_hi and hi >= t_lo for lo, hi in pts]
+    everywhere = [lo == hi and agrees(claim, lo) or lo < hi and agrees(claim, lo) and agrees(claim, hi)
+                  for lo, hi in pts]
+    if all(everywhere):
+        return "reproduced"
+    return "discrepancy" if not any(somewhere) else TURNS
 
 
 def rule_unchecked(claim, **_):
@@ -437,8 +397,8 @@ CRITERIA = {
                 "consistent (rounded inputs))",
     "self_contradiction": "numeric tolerance of data/claims.yaml",
     "in_range": "the value lies inside the range the evidence gives",
-    "plausible_range": "inside the range of independent rental prices (it places, never establishes; outside, it "
-                       "disagrees, never refutes)",
+    "plausible_range": "inside the range of independent rental prices (it places, never establishes; outside it and "
+                       "any margin the same data documents, it disagrees, never refutes; inside a margin: undecided)",
     "validated_model": (f"inside the serving model's validated band (its out-of-source error on public "
                         f"measurements), at most {BAND_MAX_RATIO:g}x wide, inside the validated domain"),
     "cited": "numeric tolerance of data/claims.yaml, against every third-party measurement of the same setting "
@@ -446,6 +406,7 @@ CRITERIA = {
     "direction": "every reading's lead above zero (every one below: reversed; some above and some below: turns on "
                  "the price; one straddling zero: cannot tell)",
     "bound": "inside the evidence's floor / ceiling (possible, never confirmed; outside: a discrepancy)",
-    "magnitude": "numeric tolerance of data/claims.yaml under every reading (some agreeing, some not: turns on the price)",
+    "magnitude": "numeric tolerance of data/claims.yaml under every reading, a reading over a range of prices as a "
+                 "range (agreeing at some prices and not at others: turns on the price)",
     "unchecked": "none: nothing here checks it",
 }

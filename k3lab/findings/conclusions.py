@@ -28,7 +28,7 @@ import math
 from .. import claims, compare, data, decision, memory, prices, release_status
 from ..specs import ModelConfig, known_gpus, load_gpu, load_model
 from ..throughput import article_table, article_workload
-from . import interactivity
+from . import b200_network, interactivity
 
 #: the earlier open models of data/model the study can fit, and the two 8-GPU nodes of the same
 #: compute (H100 and H200: the same dense TFLOPS) that differ by HBM
@@ -79,6 +79,7 @@ def memory_records(cfg: ModelConfig | None = None) -> list[claims.Record]:
     gap = (mi.tok_s / mi.num_gpus) / (b2.tok_s / b2.num_gpus)
     r = _silicon("mi355x", "b200")
     compute = [v for k, v in r.items() if k.startswith("dense")]
+    span = b200_network.loaded_span()
     out = [R("M14", "datasheets (data/hardware.yaml), MI355X ÷ B200 per GPU: "
                     + ", ".join(f"{k} {v:.2f}x" for k, v in r.items())
                     + f"; the article's table gives {gap:.2f}x the tok/s per GPU ({mi.tok_s:g}/{mi.num_gpus} against "
@@ -89,9 +90,10 @@ def memory_records(cfg: ModelConfig | None = None) -> list[claims.Record]:
              holds=r["HBM bandwidth"] <= 1 and max(compute) < gap,
              correction="the MI355X's silicon explains most of the gap in the article's table",
              notes="the edge itself is over the article's B200 on ~195 Gb/s: public two-node B200 runs on a faster link "
-                   "serve as much per GPU as the article's MI355X (T23), and the next sentence, 'it is having enough "
-                   "memory to stay on a single node', is judged there; 8×B200 cannot load the weights at all (M11); "
-                   "two nodes are forced by the size, TP16 is not (T14)")]
+                   + ("serve {:.1f}-{:.1f}x its {:g} tok/s".format(*span, b2.tok_s) if span else "were not found")
+                   + " (T23, where the next sentence, 'it is having enough memory to stay on a single node', is judged; "
+                     "T27 pairs public runs of both GPUs); 8×B200 cannot load the weights at all (M11); two nodes are "
+                     "forced by the size, TP16 is not (T14)")]
     fits = {m: {g: memory.plan(load_model(m), g, 8, 8) for g in SAME_COMPUTE_NODES} for m in EARLIER_MODELS}
     hg = {g: load_gpu(g) for g in SAME_COMPUTE_NODES}
     decided = [m for m, f in fits.items() if not f[SAME_COMPUTE_NODES[0]].weights_fit and f[SAME_COMPUTE_NODES[1]].weights_fit]
@@ -107,17 +109,14 @@ def memory_records(cfg: ModelConfig | None = None) -> list[claims.Record]:
                           f"{hg['h200'].dense_bf16_tflops:g} TFLOPS per GPU) and differ by HBM ("
                           f"{hg['h100'].usable_hbm_gb:.0f} / {hg['h200'].usable_hbm_gb:.0f} GB usable)",
                  value=f"capacity decided for {len(decided)} of {len(fits)} earlier models ({', '.join(decided) or 'none'})",
-                 holds=not decided,
-                 correction=f"HBM capacity already decided which 8-GPU node could serve {' and '.join(decided)}: neither "
-                            "loads on 8×H100, both on 8×H200 of the same compute; what is new with K3 is the size of the "
-                            f"node it needs ({memory.checkpoint_bytes(cfg) / 1e12:.2f} TB of weights: 288 GB-class GPUs)",
-                 notes="the earlier models' configs are their published ones (data/model/README.md); the study holds no "
-                       "release dates, so 'first' is judged against the two earlier models it can fit",
-                 kind="precision",
-                 reply=("K3 is the first where capacity picks between vendors' flagship GPUs, not between two NVIDIA SKUs",
-                        "the sentence says 'one of the first open models where HBM capacity, rather than raw compute, "
-                        "decides which GPU'; for DeepSeek-V3 and Kimi K2 it already did, at equal compute: the point "
-                        "(capacity decides) stands, its novelty does not")))
+                 holds=None if decided else True,
+                 undecided=f"'one of the first' is vague: capacity already decided which 8-GPU node could serve "
+                           f"{' and '.join(decided)} (neither loads on 8×H100, both on 8×H200 of the same compute), and "
+                           "how many other open models it decided for, and when, is not in this study's data",
+                 notes="what is new with K3 is the size of the node it needs "
+                       f"({memory.checkpoint_bytes(cfg) / 1e12:.2f} TB of weights: 288 GB-class GPUs); the earlier models' "
+                       "configs are their published ones (data/model/README.md); the study holds no release dates, so two "
+                       "precedents cannot refute 'one of the first' (audit 2; it was a correction of precision)"))
     small = smallest_holding(cfg)
     beyond = {g: v for g, v in small.items() if v[0] > 8}
     node = [g.upper() for g, (n, _) in small.items() if n <= 8]
@@ -181,36 +180,54 @@ def spec_records(doc: dict, probe: dict | None = None) -> list[claims.Record]:
                  value="a missing definition and a shape mismatch, no new kernel" if fix1 and fix2 else "a fix failed",
                  holds=fix1 and fix2,
                  correction="one of the two fixes fails without a new kernel",
-                 notes="emulated: the padded AITER kernel is a labelled stand-in on this CPU. 'An afternoon' is not "
-                       f"measurable here. {UPSTREAM}"))
-    out.append(R("S13", "the two gaps the article hit, closed without a kernel on real sglang code (S12: the top-k renorm "
-                        "measured, the head padding emulated); what upstream took to close them for every user: "
-                        + _upstream_prs(),
-                 value="the two blockers patched, no kernel" if fix1 and fix2 else "a fix failed",
-                 holds=fix1 and fix2,
-                 correction="one of the two gaps needs more than a patch",
-                 notes=f"emulated (as S12). A caveat to 'a patch away': {UPSTREAM[0].lower() + UPSTREAM[1:]}; the speed gaps the article reports "
-                       "stay (the B300 1.65x on raw throughput, T4; the 172k TTFT after the fix is not stated, P9)",
-                 kind="substantive",
-                 reply=("upstream's PRs are upstream's business: our patches fixed our runs",
-                        "the emulation agrees that the two gaps close without a kernel; it cannot say the moat is gone")))
+                 notes="emulated: the padded AITER kernel is a labelled stand-in on this CPU. 'An afternoon' is S13's. "
+                       f"{UPSTREAM}"))
+    prs = _upstream()
+    rels = sorted({c.release for c in prs}, key=lambda v: tuple(int(x) for x in v.split(".")))
+    kernels = [c for c in prs if c.adds_kernel]
+    one_patch = fix1 and fix2 and len(prs) <= 2 and not kernels
+    out.append(R("S13", "as worded, 'a patch away ... in an afternoon' against what closing the two gaps took upstream, for "
+                        f"every user: {_upstream_prs()}; beside it the two fixes without a kernel (S12: the top-k renorm "
+                        "measured on real sglang code, the head padding emulated)",
+                 value=f"{len(prs)} pull requests over sglang {rels[0]}-{rels[-1]}, {len(kernels)} adding a kernel"
+                       if prs else "no upstream change read",
+                 holds=one_patch,
+                 correction=f"the two gaps close without a kernel (S12), but closing them upstream, for every user, took "
+                            f"{len(prs)} pull requests over {len(rels)} releases ({rels[0]}-{rels[-1]}), {len(kernels)} "
+                            f"of them adding a kernel ({', '.join(f'#{c.pr}' for c in kernels) or 'none'}), and a kernel "
+                            "is still fenced off for the padded geometry (PR #33341): more than one afternoon's patch"
+                            if prs else "one of the two gaps needs more than a patch",
+                 notes=f"{UPSTREAM[0].lower() + UPSTREAM[1:]}; the speed gaps the article reports stay, whatever share "
+                       "of them is silicon (the B300 1.65x on raw throughput, T4; the 172k TTFT after the fix is not "
+                       "stated, P9); 'an afternoon' is not measurable here",
+                 kind="literal",
+                 reply=("the title means that the blockers were patches, not silicon, and our two patches fixed our runs",
+                        "that meaning holds (S12, no kernel needed); the words say the moat is a patch away, an "
+                        "afternoon's work, and upstream's own closing of the same gaps took several pull requests, a "
+                        "kernel among them, across releases: a literal correction, read as M16, S10 and S11 are")))
     return out
 
 
 #: what upstream sglang took to close the two gaps (data/sglang_upstream_changes.yaml; PR #33341 read 2026-12-04)
-UPSTREAM = ("Upstream sglang closed them over several pull requests and wrote kernels doing it (a Triton top-k renorm, "
-            "PR #32641; a 12-head fp8 Gluon decode, PR #34647), and PR #33341 (open since 2026-08-03) fences the fp8 "
-            "PS-ASM prefill kernel off for 12-head models because it memory-faults on gfx950 with the padded geometry: "
-            "none is needed for the fix, padding is not free everywhere")
+UPSTREAM = ("Upstream sglang closed them over several pull requests, one adding a kernel (a Triton top-k renorm, PR "
+            "#32641) and one wiring in AITER's native 12-head fp8 Gluon decode (PR #34647, after AITER's own change, "
+            "ROCm/aiter#4480), and PR #33341 (open since 2026-08-03) fences the fp8 PS-ASM prefill kernel off for 12-head "
+            "models because it memory-faults on gfx950 with the padded geometry: no kernel is needed for the fix, "
+            "padding is not free everywhere")
+
+
+def _upstream() -> list:
+    """The upstream pull requests on sglang's ROCm side between the crash and its own padded prefill
+    (``data/sglang_upstream_changes.yaml``)."""
+    return [c for c in data.load("upstream_changes").changes
+            if c.pr and c.finding in ("spec_decode", "prefill") and c.confidence in ("confirmed", "likely")
+            and any(w in f"{c.where} {c.change}".lower() for w in ("hip", "aiter"))]  # the ROCm side only
 
 
 def _upstream_prs() -> str:
-    """The upstream pull requests on sglang's ROCm side between the crash and its own padded prefill
-    (``data/sglang_upstream_changes.yaml``), with their releases."""
-    ch = [c for c in data.load("upstream_changes").changes
-          if c.pr and c.finding in ("spec_decode", "prefill") and c.confidence in ("confirmed", "likely")
-          and any(w in f"{c.where} {c.change}".lower() for w in ("hip", "aiter"))]  # the ROCm side only
-    return f"{len(ch)} pull requests (" + "; ".join(f"#{c.pr} in {c.release}: {c.change}" for c in ch) + ")"
+    """:func:`_upstream` in words, with their releases and titles."""
+    ch = _upstream()
+    return f"{len(ch)} pull requests (" + "; ".join(f"#{c.pr} in {c.release} ('{c.title}'): {c.change}" for c in ch) + ")"
 
 
 def article_per_gpu() -> float:
@@ -224,9 +241,30 @@ def article_per_gpu() -> float:
 def article_leads() -> list[dict]:
     """At the article's own throughput, the MI355X's perf/$ lead over the B300 under each pair of
     independent rental prices (:func:`k3lab.prices.price_pairs`; no model): the pair with ``lead``
-    (a fraction) added."""
+    (a fraction, at the prices' middles) and ``lead_low``, ``lead_high`` (over a range's ends; the
+    lead three times for single figures) added."""
     be = article_per_gpu()
-    return [{**p, "lead": be / p["ratio"] - 1} for p in prices.price_pairs("mi355x", "b300")]
+    return [{**p, "lead": be / p["ratio"] - 1, "lead_low": be / p["ratio_high"] - 1, "lead_high": be / p["ratio_low"] - 1}
+            for p in prices.price_pairs("mi355x", "b300")]
+
+
+def _pair_text(p: dict, digits: int = 1) -> str:
+    """'label $8.60 / $15.00 = 0.573: +5.9%', a range as '$2.95 / $5.00-$7.25 = 0.407-0.590: +2.9% to +49.2%'."""
+    usd = lambda lo, hi: f"${lo:.2f}" if lo == hi else f"${lo:.2f}-${hi:.2f}"  # noqa: E731
+    r = f"{p['ratio']:.3f}" if not p["is_range"] else f"{p['ratio_low']:.3f}-{p['ratio_high']:.3f}"
+    return (f"{p['label']} {usd(p['a_low'], p['a_high'])} / {usd(p['b_low'], p['b_high'])} = {r}: "
+            f"{_span([p['lead_low'], p['lead_high']], digits)}")
+
+
+def _price_for_lead(p: dict, lead: float, per_gpu: float) -> tuple[str, float] | None:
+    """Where inside a pair's range the MI355X's lead reaches ``lead`` (a fraction): (the GPU priced as
+    a range, the price at which it does: the B300 at that price or more, the MI355X at that or less),
+    or None when the pair is no range or its range does not reach it."""
+    if not p["is_range"] or not p["lead_low"] <= lead <= p["lead_high"]:
+        return None
+    if p["b_low"] < p["b_high"]:  # lead = per_gpu x b / a - 1
+        return "B300", p["a_low"] * (1 + lead) / per_gpu
+    return "MI355X", per_gpu * p["b_low"] / (1 + lead)
 
 
 def _model_leads(b: decision.Breakeven, matched) -> list[tuple]:
@@ -234,7 +272,7 @@ def _model_leads(b: decision.Breakeven, matched) -> list[tuple]:
     (:func:`k3lab.findings.interactivity.matched_breakevens`) and per rental pair of ``b``
     (:func:`k3lab.decision.decide`'s break-even; your own prices left out): (TPOT ms, pair, (low,
     central, high) lead of the MI355X, the two families' bands combined)."""
-    return [(ms, p, (be["low"] / p["ratio"] - 1, be["ratio"] / p["ratio"] - 1, be["high"] / p["ratio"] - 1))
+    return [(ms, p, (be["low"] / p["ratio_high"] - 1, be["ratio"] / p["ratio"] - 1, be["high"] / p["ratio_low"] - 1))
             for ms, be in matched for p in b.sources if p["kind"] != "override"]
 
 
@@ -249,8 +287,8 @@ def _count(leads, of: str = "pair{s} of rental prices") -> str:
 
 
 def _span(leads, digits: int = 1) -> str:
-    """'+5.9%' or '-10.2% to +0.6%'."""
-    lo, hi = min(leads), max(leads)
+    """'+5.9%' or '-10.2% to +0.6%' (a lead that rounds to zero reads +0%, never -0%)."""
+    lo, hi = (round(x, digits + 2) + 0.0 for x in (min(leads), max(leads)))
     return f"{lo:+.{digits}%}" if lo == hi else f"{lo:+.{digits}%} to {hi:+.{digits}%}"
 
 
@@ -291,40 +329,54 @@ def throughput_records(d: decision.Decision | None = None) -> list[claims.Record
     rows = article_leads()
     if not rows:
         raise data.DataError("data/prices.yaml: no pair of independent rental prices for the MI355X and the B300")
-    leads = [p["lead"] for p in rows]
+    leads = [(p["lead_low"], p["lead_high"]) for p in rows]
+    ends = [x for pt in leads for x in pt]
     per_gpu = article_per_gpu()
     art = {x[0]: x[1] for x in d.article_prices}
     own = art["mi355x"] / art["b300"]
-    claimed = claims.get("T26").claimed_numbers[0] / 100
+    t26 = claims.get("T26")
+    claimed = t26.claimed_numbers[0] / 100
+    t_lo = claims.tolerance_interval(t26)[0] / 100
     need = per_gpu / (1 + claimed)
-    pairs = "; ".join(f"{p['label']} ${p['a_usd']:.2f} / ${p['b_usd']:.2f} = {p['ratio']:.3f}: {p['lead']:+.1%}"
-                      for p in rows)
-    ratios = f"{min(p['ratio'] for p in rows):.3f}-{max(p['ratio'] for p in rows):.3f}"
+    pairs = "; ".join(_pair_text(p) for p in rows)
+    ratios = f"{min(p['ratio_low'] for p in rows):.3f}-{max(p['ratio_high'] for p in rows):.3f}"
     out = [R("T20", f"the article's own throughput (MI355X ÷ B300 per GPU {per_gpu:.3f}: the MI355X wins perf/$ "
                     f"below that price ratio) under each pair of independent rental prices: {pairs}",
-             value=f"{_span(leads)} ({_count([(x, x) for x in leads])})", leads=[(x, x) for x in leads],
+             value=f"{_span(ends)} ({_count(leads)})", leads=leads,
              bound=f"break-even price ratio {per_gpu:.3f}: the rental pairs put it at {ratios}, the article's own "
                    f"prices at {own:.3f}",
-             correction=f"at independent rental prices the article's own throughput puts the MI355X {_span(leads, 0)}",
+             correction=f"at independent rental prices the article's own throughput puts the MI355X {_span(ends, 0)}",
              notes=f"the MI355X wins perf/$ while its price is below {per_gpu:.3f}x the B300's; "
                    f"{sum(p['paired'] for p in rows)} of the {len(rows)} pairs of one source and date, the rest "
                    "cross-source (a kind no source prices both GPUs in); "
-                   f"{_not_rental()}; the size of the lead is T26",
+                   f"{_not_rental()}; a price given as a range (Ornn's B300 index) pairs as a range of ratios, never "
+                   "one end of it; the size of the lead is T26",
              kind="substantive",
              reply=("the direction was the point, and the B300 is the dearer GPU at every price anyone quotes",
                     "it is judged on the article's own throughput at the prices found; where the pairs put the "
                     "MI355X behind, the direction is not 'hard to argue with'"))]
+    def reach(p) -> str:
+        tol, at = _price_for_lead(p, t_lo, per_gpu), _price_for_lead(p, claimed, per_gpu)
+        if tol is None:
+            return ""
+        side = "or more" if tol[0] == "B300" else "or less"
+        return (f" (inside its tolerance with the {tol[0]} at ${tol[1]:.2f} {side}"
+                + (f", ~{claimed:.0%} at ${at[1]:.2f}" if at else "") + ")")
+
+    where = " and ".join(f"{_span([p['lead_low'], p['lead_high']], 0)} at {p['name']}{reach(p)}" for p in rows)
     out.append(R("T26", f"the MI355X's lead at the article's own throughput under each pair of rental prices (as T20): "
                         f"{pairs}; 'roughly 45%' needs a price ratio of {need:.3f} ({per_gpu:.3f} / {1 + claimed:.2f})",
-                 value=f"{_span(leads)} (claimed ~{claimed:.0%})", values=[100 * x for x in leads],
+                 value=f"{_span(ends)} (claimed ~{claimed:.0%})", values=[(100 * lo, 100 * hi) for lo, hi in leads],
+                 undecided=f"~{claimed:.0%} (a quarter either side) needs a price ratio of {need:.3f}, the pairs give {where}: "
+                           "it holds at some of the prices found and not at others, by which B300 price is paired",
                  correction=f"~{claimed:.0%} needs the MI355X at {need:.2f}x the B300's price (the article's own prices: "
-                            f"{own:.2f}), below every rental pair found ({ratios}), which give {_span(leads, 0)}",
+                            f"{own:.2f}), below every rental pair found ({ratios}), which give {_span(ends, 0)}",
                  notes=f"the article's own prices give {per_gpu / own - 1:.1%} (T7); {_not_rental()}",
                  kind="substantive",
                  reply=("the article asks readers to treat the precise multipliers with care and the direction as solid",
                         f"the short version states 'MI355X wins perf/$ by ~45%' as its headline figure; at the prices "
-                        f"found the lead is {_span(leads, 0)}, an order of magnitude less, which care does not cover: "
-                        "the direction is judged apart (T20)")))
+                        f"found the lead is {_span(ends, 0)}, which care does not cover: the direction is judged apart "
+                        "(T20)")))
     b = d.breakeven
     if b is None:  # the serving model's speed is not validated for one of the two GPUs: it decides nothing
         why = "; ".join(f"{g.upper()}: {w}" for g, w in _unvalidated_pair())

@@ -1,4 +1,4 @@
-"""Finding 1, judged: claims M1–M15 from the inventory, sglang's layout and pool sizing.
+"""Finding 1, judged: claims M1–M18 from the inventory, sglang's layout and pool sizing.
 
 :func:`records` turns what :mod:`k3lab.memory` derives into one :class:`~k3lab.claims.Record`
 per claim; the verdict of each comes from the rule ``data/claims.yaml`` names. Tables for
@@ -271,7 +271,7 @@ def aiconfigurator_weights_table(cfg: ModelConfig, layout: str = "8xb300 tp8"):
 
 
 def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
-    """M1–M17 for Kimi K3 (the article's model), each judged by its rule (M14–M16:
+    """M1–M18 for Kimi K3 (the article's model), each judged by its rule (M14–M16:
     :mod:`k3lab.findings.conclusions`)."""
     cfg = load_model("kimi-k3") if cfg is None else cfg
     R = claims.judge
@@ -417,6 +417,10 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
                  notes=f"AMD's own engineers published Kimi K3 throughput on MI35x from the first day in sglang's tracker "
                        f"({day0.title}, {day0.date}; data/public_measurements.yaml), so performance work was not left to "
                        "Wafer alone; what the post itself said cannot be checked"))
+    out.append(R("M18", "a statement about what AMD's enablement post shows; the post was not found (M13)",
+                 notes="what it is said to validate is judged without it: the 191 GiB per GPU at TP8 (M5), the ~71% (M6), "
+                       "one 8-GPU node of 288 GB-class GPUs holding K3 and 8×B200 not (M7, M8, M11), and capacity deciding "
+                       "the hardware 'at all' (M16)"))
     return out + conclusions.memory_records(cfg)
 
 

@@ -1,4 +1,4 @@
-"""Finding 2, judged: claims S1–S12 — the scheduler crash, the top-k renorm fix, the speed-ups.
+"""Finding 2, judged: claims S1–S15 — the scheduler crash, the top-k renorm fix, the speed-ups.
 
 The evidence is replayed from runs on real sglang releases (``data/measured/cpu-2core``:
 the 0.5.16 transcript of :mod:`k3lab.probes.topk_repro`, the CPU renorm benchmark) and
@@ -219,5 +219,30 @@ def _blast_radius_records(doc: dict) -> list[claims.Record]:
                  correction="; ".join(f"{v}: {', '.join(f)}" for v, f in bad.items()) or None,
                  notes="emulated: the CUDA platform and its kernels are stand-ins on this CPU; that DSpark itself "
                        "serves K3 on CUDA needs a GPU (live mode)"))
-    return out
+    return out + [_cuda_import_record(m)]
+
+
+def _binding_module(bound: str) -> str:
+    """The module a bound name comes from, as the release matrix records it ('stand-in for
+    sgl_kernel.top_k_renorm_prob' → 'sgl_kernel'; 'LazyImport(flashinfer.sampling.x)' →
+    'flashinfer.sampling'); '' for an unbound one ('None')."""
+    path = bound.removeprefix("stand-in for ").removeprefix("LazyImport(").rstrip(")")
+    return "" if path == "None" or "." not in path else path.rsplit(".", 1)[0]
+
+
+def _cuda_import_record(m: dict) -> claims.Record:
+    """S15: where sglang's CUDA branch takes ``top_k_renorm_prob`` from, in the releases whose ROCm
+    build lacks it (the NameError releases of S2), from the release matrix's bindings."""
+    cuda = {r["sglang"]: _binding_module(r["bindings"]["cuda"]["top_k_renorm_prob"]) for r in m["rows"]}
+    crash = [r["sglang"] for r in m["rows"] if not _binding_module(r["bindings"]["hip"]["top_k_renorm_prob"])]
+    found = sorted({cuda[v] for v in crash})
+    moved = next(((v, mod) for v, mod in cuda.items() if mod not in found), None)
+    return claims.judge(
+        "S15", "release matrix, emulated platforms: the module each real sglang release's CUDA branch binds "
+               "top_k_renorm_prob from (its own import, run with labelled stand-ins in sys.modules): "
+               + "; ".join(f"{v} {mod or 'unbound'}" for v, mod in cuda.items())
+               + f"; the ROCm build lacks it in {', '.join(crash) or 'none'}",
+        value=" / ".join(found) or "unbound",
+        notes="emulated: the CUDA platform is a stand-in on this CPU, the import is sglang's own"
+              + (f"; from {moved[0]} CUDA takes it from {moved[1]} (data/sglang_upstream_changes.yaml)" if moved else ""))
 

@@ -247,7 +247,8 @@ def _p12(done: list, probe: dict) -> claims.Record:
               "its validated domain at 172k (P10, P11), and by the article's own numbers the fix leaves 17-26 s against "
               "the B300's 23 s (P9). Not free of kernel work everywhere: sglang PR #33341 (open since 2026-08-03) fences "
               "the fp8 PS-ASM prefill kernel off for 12-head models because it memory-faults on gfx950 with the padded "
-              "geometry, and upstream's own 12-head decode came with a new kernel (PR #34647)",
+              "geometry, and upstream's own 12-head decode wires in AITER's native 12-head Gluon kernel (PR #34647, after "
+              "ROCm/aiter#4480)",
         kind="substantive",
         reply=("we ran the fix and the TTFT fell 2-3x: the shape was the cause",
                "the emulation shows the mechanism, not the size of the gap it explains; it is 'inconsistent with the "

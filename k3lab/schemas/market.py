@@ -117,15 +117,28 @@ class Tier(_Doc):
 class Price(_Doc):
     """One price: its tier (source and kind), its quality (what the number is) and the evidence
     (where it was read; the provider, when one is named, for pairing a committed term with the
-    same provider's list price)."""
+    same provider's list price). ``usd_per_gpu_hour``: one figure, or ``[low, high]`` where the
+    source gives a range (an index's spread): both ends are kept, never one of them alone."""
 
     tier: Text
     gpu: Text
-    usd_per_gpu_hour: Positive
+    usd_per_gpu_hour: Positive | Annotated[list[Positive], Field(min_length=2, max_length=2)]
     quality: Literal["article", "provider_list", "committed_term", "market_index", "second_hand_quote", "cost_model",
                      "placeholder"]
     evidence: Text
     provider: str | None = None
+
+    @model_validator(mode="after")
+    def _range(self):
+        if isinstance(self.usd_per_gpu_hour, list) and not self.usd_per_gpu_hour[0] < self.usd_per_gpu_hour[1]:
+            raise ValueError(f"usd_per_gpu_hour: a range [low, high] needs low < high, got {self.usd_per_gpu_hour}")
+        return self
+
+    @property
+    def usd_range(self) -> tuple[float, float]:
+        """(low, high) $/GPU-hour: both the same for a single figure."""
+        v = self.usd_per_gpu_hour
+        return (float(v[0]), float(v[1])) if isinstance(v, list) else (float(v), float(v))
 
 
 class Electricity(_Doc):
@@ -150,6 +163,8 @@ class Prices(_Sourced):
                 raise ValueError(f"prices.{i}: a second price for {p.gpu} in tier {p.tier}")
             seen.add((p.tier, p.gpu))
             kind = self.tiers[p.tier].kind
+            if kind == "article" and isinstance(p.usd_per_gpu_hour, list):
+                raise ValueError(f"prices.{i}.usd_per_gpu_hour: the article's prices are single figures, got a range")
             if p.quality not in QUALITIES_OF_KIND[kind]:
                 raise ValueError(f"prices.{i}.quality: {p.quality!r} in a {kind} tier ({p.tier}); a {kind} tier holds "
                                  f"{' or '.join(QUALITIES_OF_KIND[kind])}")

@@ -146,6 +146,9 @@ class UpstreamChange(_Doc):
     opened: str | None = None
     confidence: Literal["confirmed", "likely", "not_found"]
     source: Text
+    #: the pull request adds a GPU kernel of its own (its title or description says so), as opposed to
+    #: binding, gating or padding around kernels that exist
+    adds_kernel: bool = False
 
     @model_validator(mode="after")
     def _pr_and_confidence_agree(self):
