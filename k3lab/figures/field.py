@@ -17,6 +17,10 @@ SPLIT_MARKS = {"leave_one_repository_out": ("o", "left out with its repository")
                "leave_one_engine_out": ("s", "left out with its engine"),
                "leave_one_harness_out": ("^", "left out with its harness"),
                "time_split": ("x", "later than the fit's figures")}
+#: the splits the validation figure draws (filled, hollow); the coverage figure has every split
+DRAWN_SPLITS = ("leave_one_repository_out", "time_split")
+#: a prediction extrapolated across nodes (recorded, never in a band): drawn apart from any GPU's colour
+EXTRAPOLATED_COLOR = "#9e9e9e"
 
 
 #: the ratio axis's ticks (a factor and its inverse read alike on a log axis)
@@ -36,8 +40,8 @@ def validation_figure(validation_rows, observations, bands: dict, article=None):
     (:func:`speed_ratio`: one direction for tok/s and ms alike, above 1 the model is optimistic)
     against the run's concurrency, log-log; 1 is a perfect model, the dashed lines the metric's
     band (or "not validated"). Colour: GPU; marker shape: what was measured (tok/s, TPOT, ITL,
-    TTFT); filled: predicted by a fit without the figure's own source; hollow: by a fit on earlier
-    figures only. ``bands``: {family: {metric: log band or None}}. ``article``: optional list of
+    TTFT); filled: predicted by a fit without the figure's own repository; hollow: by a fit on
+    earlier figures only; grey: extrapolated across nodes (not in the band). ``bands``: {family: {metric: log band or None}}. ``article``: optional list of
     (family, label, claimed, low, high, concurrency): the article's figures against the model's
     span at its workload (a star with the span, on the decode panel)."""
     import matplotlib.pyplot as plt
@@ -50,20 +54,23 @@ def validation_figure(validation_rows, observations, bands: dict, article=None):
     obs = {o.id: o for o in observations}
     fig, axes = plt.subplots(len(fams), len(metrics), figsize=(5.0 * len(metrics), 3.9 * len(fams) + 0.6),
                              squeeze=False)
-    kinds, gpus, stars = set(), set(), False
+    kinds, gpus, stars, extrapolations = set(), set(), False, False
     for i, fam in enumerate(fams):
         for j, m in enumerate(metrics):
             ax = axes[i][j]
-            rows = [r for r in validation_rows.get(fam, []) if r.metric == m]
+            # the repository and time splits; the engine and harness splits are the coverage figure's
+            rows = [r for r in validation_rows.get(fam, []) if r.metric == m and r.split in DRAWN_SPLITS]
             ys, cs = [], []
             for r in rows:
                 o = obs[r.id]
                 y = speed_ratio(o.kind, r.predicted_out_of_sample, r.published)
                 mk = KIND_MARKERS.get(o.kind, ("o", o.kind))[0]
-                col = GPU_COLORS.get(o.gpu, "0.4")
-                filled = r.split == "leave_one_source_out"
+                extrapolated = bool(getattr(r, "extrapolated", False))
+                col = EXTRAPOLATED_COLOR if extrapolated else GPU_COLORS.get(o.gpu, "0.4")
+                filled = r.split == DRAWN_SPLITS[0]
                 ax.scatter([o.concurrency], [y], marker=mk, s=34, facecolors=col if filled else "none", edgecolors=col,
-                           linewidth=1.2, alpha=0.85, zorder=3)
+                           linewidth=1.2, alpha=0.85, zorder=2 if extrapolated else 3)
+                extrapolations |= extrapolated
                 ys.append(y)
                 cs.append(o.concurrency)
                 kinds.add(o.kind)
@@ -113,7 +120,10 @@ def validation_figure(validation_rows, observations, bands: dict, article=None):
     handles = [Line2D([], [], marker="o", ls="", color=GPU_COLORS.get(g, "0.4"), label=g.upper()) for g in sorted(gpus)]
     handles += [Line2D([], [], marker=KIND_MARKERS[k][0], ls="", color="0.3", label=KIND_MARKERS[k][1])
                 for k in KIND_MARKERS if k in kinds]
-    handles += [Line2D([], [], marker="o", ls="", color="0.3", label="filled: fit without the figure's source"),
+    if extrapolations:
+        handles.append(Line2D([], [], marker="o", ls="", color=EXTRAPOLATED_COLOR,
+                              label="grey: extrapolated across nodes (a cost no fit had), not in the band"))
+    handles += [Line2D([], [], marker="o", ls="", color="0.3", label="filled: fit without the figure's repository"),
                 Line2D([], [], marker="o", ls="", color="0.3", mfc="white", label="hollow: fit on earlier figures only")]
     if stars:
         handles.append(Line2D([], [], marker="*", ls="", ms=11, color="gold", mec="k",
