@@ -340,6 +340,26 @@ def test_validation_reads_one_direction_for_times_and_rates():
     assert fig_field.speed_ratio("ttft_ms", 500.0, 1000.0) == 2.0   # optimistic: predicts it faster
 
 
+def test_validation_figure_draws_repository_and_time_splits_and_greys_extrapolations():
+    """Filled: left out with its repository; hollow: the time split; the engine and harness splits are
+    the coverage figure's; a prediction extrapolated across nodes (never in a band) is grey, whatever
+    its GPU, and the legend says so."""
+    from matplotlib.colors import to_rgba
+
+    from k3lab.findings import field_figures
+
+    rows, obs, bands = field_figures.validation_inputs()
+    fig = fig_field.validation_figure(rows, obs, bands)
+    drawn = sum(len(c.get_offsets()) for ax in fig.axes for c in ax.collections)
+    want = sum(r.split in fig_field.DRAWN_SPLITS for f in rows for r in rows[f])
+    assert drawn == want
+    grey = to_rgba(fig_field.EXTRAPOLATED_COLOR, 0.85)
+    greyed = sum(len(c.get_offsets()) for ax in fig.axes for c in ax.collections
+                 if tuple(c.get_edgecolor()[0]) == pytest.approx(grey))
+    assert greyed == sum(r.split in fig_field.DRAWN_SPLITS and r.extrapolated for f in rows for r in rows[f]) > 0
+    assert "extrapolated across nodes" in texts(fig)
+
+
 def test_fit_figure_draws_each_gpu_as_shipped_and_as_it_must_be_set():
     from k3lab import specs
     from k3lab.findings import f1_memory as f1
