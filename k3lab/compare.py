@@ -5,7 +5,8 @@ For one model (``data/model/``) and every GPU of ``data/hardware.yaml``, the can
 layouts are ``num_gpus`` ∈ {8, 16, 32} (and 4 on a GPU whose scale-up domain holds more
 than 8 GPUs, e.g. GB200 NVL72), each as TP = ``num_gpus`` and, for 16 and 32, as
 TP8 × PP(``num_gpus``/8), under each sglang setting of :func:`settings_for` (sglang's
-defaults; on AMD GPUs also the article's ``SGLANG_AITER_K3_OPT=1``, side by side). Each gets:
+defaults; on AMD GPUs also sglang's MI35x recipe setting ``SGLANG_AITER_K3_OPT=1``, which the
+article's 191 GiB implies, side by side). Each gets:
 
 - the memory fit of :func:`k3lab.memory.plan` (sglang 0.5.23's pool sizing) for one request of
   ``context_tokens``, and the state-pool setting under which it fits if the defaults do not;
@@ -57,8 +58,9 @@ MODEL_NOTE = ("model tok/s, TPOT, TTFT: the serving model fitted on public Kimi 
 
 def settings_for(gpu: str, variants=(), model: str = "kimi-k3") -> list[tuple]:
     """The sglang settings a GPU is compared under: the user's ``variants`` if any (the aiter-*
-    ones on AMD GPUs only); otherwise sglang's defaults, and for Kimi K3 on AMD GPUs also the
-    article's SGLANG_AITER_K3_OPT=1 (:data:`ARTICLE_AMD_SETTING`, a switch of sglang's K3 path)."""
+    ones on AMD GPUs only); otherwise sglang's defaults, and for Kimi K3 on AMD GPUs also sglang's
+    MI35x recipe setting SGLANG_AITER_K3_OPT=1 (:data:`ARTICLE_AMD_SETTING`, a switch of sglang's K3
+    path: the article names no switch, its 191 GiB implies this one)."""
     amd = load_gpu(gpu).vendor == "amd"
     if variants:
         return [tuple(v for v in variants if amd or not v.startswith("aiter-"))]
@@ -71,6 +73,16 @@ DEFAULT_SETTING = "sglang defaults"
 
 def setting_label(variants) -> str:
     return ", ".join(variants) if variants else DEFAULT_SETTING
+
+
+def pair_layouts(df) -> tuple[str, str] | None:
+    """A comparison's rows for the article's two GPUs: the 8×MI355X TP8 node under
+    :data:`ARTICLE_AMD_SETTING` and the 8×B300 TP8 node under sglang's defaults (the layouts of
+    :func:`compare_rows`), or None if either is not listed."""
+    rows = {(r["gpu"], r["num_gpus"], r["tp"], r["pp"], r["setting"]): r["layout"] for r in df.to_dict("records")}
+    a = rows.get(("mi355x", 8, 8, 1, setting_label(ARTICLE_AMD_SETTING)))
+    b = rows.get(("b300", 8, 8, 1, DEFAULT_SETTING))
+    return (a, b) if a and b else None
 
 
 def candidate_layouts(gpu: str) -> list[tuple[int, int, int]]:
@@ -193,7 +205,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     ``cfg``: a :class:`~k3lab.specs.ModelConfig` (or a model name). ``context_tokens``: the
     request length the fit is judged at (tokens; default the model's maximum). ``variants``:
     sglang switches for every row (default :func:`settings_for`: sglang's defaults, and on AMD
-    GPUs the article's K3_OPT beside them). ``tiers``: price tiers (default all of
+    GPUs sglang's K3_OPT recipe setting beside them). ``tiers``: price tiers (default all of
     ``data/prices.yaml``); ``overrides``: GPU → $/GPU-hour (tier ``override``). ``input_len`` /
     ``output_len``: the workload of the throughput columns (default the article's 1,024 / 400).
     ``tok_s``: GPU → output tok/s per GPU the user measured; it prices that GPU's rows instead of

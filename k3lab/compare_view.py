@@ -122,8 +122,9 @@ def header_lines(df) -> list[str]:
     """What a comparison asked, and under which sglang settings (every output starts with these)."""
     a = df.attrs
     sets = (f"sglang settings: {', '.join(a['variants'])} (aiter-* on AMD GPUs only)" if a.get("variants") else
-            "sglang settings: sglang 0.5.23's defaults on every GPU; AMD GPUs also with the article's "
-            "SGLANG_AITER_K3_OPT=1 (setting aiter-k3-opt), side by side" if a["model"] == "kimi-k3" else
+            "sglang settings: sglang 0.5.23's defaults on every GPU; AMD GPUs also with sglang's MI35x recipe "
+            "setting SGLANG_AITER_K3_OPT=1 (setting aiter-k3-opt, which the article's 191 GiB implies), side by side"
+            if a["model"] == "kimi-k3" else
             "sglang settings: sglang 0.5.23's defaults on every GPU")
     return [f"compare {a['model']}: does one {a['context_tokens']:,}-token request fit (KV {a['kv_dtype']}, "
             f"--mem-fraction-static {a['mem_fraction']:g}), and what does serving cost at "

@@ -3,7 +3,8 @@
 
 :func:`decide` answers, for one model and one request length (default Kimi K3 at its 1,048,576
 tokens), with the sglang settings of :func:`k3lab.compare.settings_for` (sglang's defaults, and on
-AMD GPUs the article's SGLANG_AITER_K3_OPT=1 beside them):
+AMD GPUs sglang's MI35x recipe setting SGLANG_AITER_K3_OPT=1, which the article's 191 GiB implies, beside
+them):
 
 1. which single nodes hold the request, with sglang's defaults or only with a state-pool setting;
 2. per price source, the layout that holds it at the lowest $/M output tokens
@@ -30,6 +31,7 @@ Units: $/GPU-hour, $/hour, $/M output tokens, tok/s per GPU; ratios are MI355X Ã
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import json
 from pathlib import Path
@@ -86,6 +88,29 @@ class Decision:
         """Your own prices judged (:func:`k3lab.compare_answers.user_verdict`), or None."""
         return compare_answers.user_verdict(self.comparison)
 
+    @cached_property
+    def matched(self) -> list[tuple[float, dict]]:
+        """The MI355X/B300 break-even with both nodes at the same TPOT, across the range both reach:
+        [(TPOT limit ms, :func:`k3lab.compare_answers.breakeven`)], the computation T21 reads
+        (:func:`k3lab.findings.interactivity.matched`); empty without a break-even, and under a latency
+        target (the break-even is then at one TPOT already). Computed when first asked (seconds)."""
+        if self.breakeven is None or self.slo.active:
+            return []
+        from .findings import interactivity
+
+        a = self.comparison.attrs
+        return interactivity.matched(a["input_len"], a["output_len"], a["kv_dtype"], context_tokens=a["context_tokens"],
+                                     mem_fraction=a["mem_fraction"], variants=tuple(a["variants"]))
+
+    def peak_tpots(self) -> tuple[float, float] | None:
+        """(MI355X, B300) TPOT ms of the pair's rows as the comparison priced them (each at its peak
+        without a latency target), or None without the pair."""
+        pair = compare.pair_layouts(self.comparison)
+        if pair is None:
+            return None
+        rows = self.comparison.set_index("layout")
+        return tuple(float(rows.loc[lay, "model_tpot_ms"]) for lay in pair)
+
 
 #: what notebook 04 asked the decision, beside its results (the report reads it back)
 QUESTION_FILE = "decision_question.json"
@@ -128,22 +153,12 @@ def write_question(path: Path, q: dict) -> Path:
     return write_text(path, json.dumps(q, indent=1, sort_keys=True) + "\n")
 
 
-def pair_layouts(df) -> tuple[str, str] | None:
-    """The comparison's rows for the article's two GPUs: the MI355X node under the article's
-    setting and the B300 node as ``compare`` lists them (8 GPUs, TP8), or None if either is not
-    listed."""
-    rows = {(r["gpu"], r["num_gpus"], r["tp"], r["pp"], r["setting"]): r["layout"] for r in df.to_dict("records")}
-    a = rows.get(("mi355x", 8, 8, 1, compare.setting_label(compare.ARTICLE_AMD_SETTING)))
-    b = rows.get(("b300", 8, 8, 1, compare.DEFAULT_SETTING))
-    return (a, b) if a and b else None
-
-
 def _breakeven(cmp_df) -> Breakeven | None:
     """The MI355X/B300 break-even on the comparison's own rows (:func:`k3lab.compare_answers.breakeven`:
     the same layouts and throughputs ``compare`` prints), the article's on its own table, and
     where each pair of rental prices (:func:`k3lab.prices.price_pairs`, your own prices first)
     falls against it, with the two layouts' $/M output tokens at that pair's prices."""
-    pair = pair_layouts(cmp_df)
+    pair = compare.pair_layouts(cmp_df)
     be = compare_answers.breakeven(cmp_df, *pair) if pair else None
     if be is None or be["low"] is None:
         return None
@@ -218,10 +233,30 @@ def headline(d: Decision) -> list[str]:
         own = ("" if not {"mi355x", "b300"} <= set(art) else
                f"; the article's own ${art['mi355x']:.2f} / ${art['b300']:.2f} is {art['mi355x'] / art['b300']:.2f}")
         out.append(f"The MI355X wins perf/$ while its $/GPU-hour is below {b.article:.2f}x the B300's by the article's "
-                   f"own throughput, {b.model:.2f}x ({b.model_low:.2f}-{b.model_high:.2f}) by the serving model; the "
-                   f"paired rental prices put it at {ratios or 'no pair'}{own}.")
+                   f"own throughput; by the serving model, {_model_breakevens(d, ends_only=True)}; the paired rental "
+                   f"prices put it at {ratios or 'no pair'}{own}.")
     out.append(d.measured)
     return out
+
+
+def _be_text(be_ratio: float, low: float, high: float) -> str:
+    return f"{be_ratio:.2f}x ({low:.2f}-{high:.2f})"
+
+
+def _model_breakevens(d: Decision, ends_only: bool = False) -> str:
+    """The serving model's break-even in words: with both nodes at the same TPOT (:attr:`Decision.matched`,
+    at its first and last limit with ``ends_only``) first, then each node at its own peak; under a
+    latency target, the one break-even at it."""
+    b = d.breakeven
+    if d.slo.active:
+        return f"{_be_text(b.model, b.model_low, b.model_high)} at {d.slo.label()}"
+    m = d.matched
+    shown = [m[0], m[-1]] if ends_only and len(m) > 2 else m
+    same = ("with both nodes at the same TPOT " + (" to " if ends_only else ", ").join(
+        f"{_be_text(be['ratio'], be['low'], be['high'])} at {ms:g} ms" for ms, be in shown) + ", and ") if m else ""
+    tp = d.peak_tpots()
+    at = f" (TPOT {tp[0]:.0f} and {tp[1]:.0f} ms)" if tp else ""
+    return f"{same}{_be_text(b.model, b.model_low, b.model_high)} with each node at its own peak{at}"
 
 
 def _usd_text(lo: float, hi: float) -> str:
@@ -261,9 +296,11 @@ def answer_lines(d: Decision) -> list[str]:
     out += [compare_view.answer_line(a, ctx) for a in d.answers]
     b = d.breakeven
     if b is not None:
+        at = d.comparison.attrs
         out.append(f"MI355X beats B300 on perf/$ while its $/GPU-hour is below {b.article:.2f}x the B300's on the "
-                   f"article's own throughput, or below {b.model:.2f}x ({b.model_low:.2f}-{b.model_high:.2f}) on the "
-                   f"serving model's ({b.model_setting}, {b.workload}).")
+                   f"article's own throughput, or on the serving model's ({b.model_setting}, {at['input_len']:,} in / "
+                   f"{at['output_len']:,} out) below {_model_breakevens(d)}; each pair of rental prices below is read "
+                   f"{'at that target' if d.slo.active else 'with each at its peak'}.")
         for p in b.sources:
             out.append(f"  {p['label']}: {_ratio_text(p)}x â†’ {p['reading']} ({_mtok(p, 0)} vs {_mtok(p, 1)} per M "
                        "output tokens).")

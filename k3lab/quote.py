@@ -132,8 +132,10 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
         verdict = "verdict: " + compare_view.your_prices_sentence(u)
     elif d.breakeven is not None:
         b = d.breakeven
+        at = f"at {d.slo.label()}" if d.slo.active else "each at its peak, --max-tpot MS for one latency"
         verdict = (f"verdict: the MI355X is cheaper per token while its $/GPU-hour is below {b.model:.2f}x the B300's "
-                   f"(model band {b.model_low:.2f}-{b.model_high:.2f}); --usd-per-gpu-hour GPU=PRICE (twice) judges yours")
+                   f"(model band {b.model_low:.2f}-{b.model_high:.2f}; {at}); --usd-per-gpu-hour GPU=PRICE (twice) "
+                   "judges yours")
     else:
         verdict = ""
     traps = []

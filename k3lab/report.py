@@ -200,7 +200,7 @@ def _question(root: Path, ask: dict) -> dict:
     kw = {k: ask[k] for k in ("kv_dtype", "context_tokens", "mem_fraction") if ask.get(k) is not None}
     if isinstance(ask.get("usd_per_gpu_hour"), dict) and ask["usd_per_gpu_hour"]:
         kw["overrides"] = ask["usd_per_gpu_hour"]
-    # sglang's defaults, and on AMD GPUs the article's SGLANG_AITER_K3_OPT=1 beside them (compare.settings_for),
+    # sglang's defaults, and on AMD GPUs sglang's recipe setting SGLANG_AITER_K3_OPT=1 beside them (compare.settings_for),
     # unless a what-if run names its own variants — the same settings `python -m k3lab compare` uses
     kw["variants"] = tuple(ask["variants"]) if isinstance(ask.get("variants"), list) else ()
     if isinstance(ask.get("gpus"), list) and ask["gpus"]:  # the run's shortlist of GPUs, if it names one

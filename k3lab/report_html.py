@@ -206,7 +206,7 @@ def fit_matrix_html(df) -> str:
     CSS classes ``yes`` / ``part`` / ``no`` / ``na`` colour it (see :mod:`k3lab.report_html`)."""
     a = df.attrs
     cols = [layout_name(n, tp, pp) for n, pp, tp in sorted({(r.num_gpus, r.pp, r.tp) for r in df.itertuples()})]
-    # one row per GPU and sglang setting: AMD GPUs under the defaults and the article's K3_OPT
+    # one row per GPU and sglang setting: AMD GPUs under the defaults and sglang's K3_OPT recipe
     cells = {((r["gpu"], r["setting"]), layout_name(r["num_gpus"], r["tp"], r["pp"])): r for r in df.to_dict("records")}
     keys = sorted({k for k, _ in cells}, key=lambda k: (k[0], k[1] != DEFAULT_SETTING, k[1]))
     body = "".join(f"<tr><th>{_esc(_matrix_row_label(*k))}</th>" + "".join(

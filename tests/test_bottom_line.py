@@ -37,7 +37,9 @@ def _ledger(t20="consistent", t21="not reproducible here", b200=True, t26="turns
              kind="literal"),
         _row("T20", "throughput", "arithmetic", t20, reproduced=T20_VALUE, bound=T20_BOUND, rule="direction"),
         _row("T21", "throughput", "modelled", t21,
-             bound="model: too close to call under 2 of 2 pairs of rental prices (central +68% to +73%)",
+             bound="model: behind under 2, too close to call under 8 of 10 readings (central -81% to +31%)",
+             notes=("undecided: the B300 is cheaper beyond the band at TPOT 20-21 ms, and too close to call at 22-43 ms; "
+                    "more" if t21 == "not reproducible here" else ""),
              rule="direction"),
         _row("T25", "throughput", "arithmetic", "corrected", notes="correction: the rows differ; more", kind="substantive"),
         _row("T26", "throughput", "arithmetic", t26, reproduced="+2.9% to +49.2% (claimed ~45%)",
@@ -49,12 +51,12 @@ def _ledger(t20="consistent", t21="not reproducible here", b200=True, t26="turns
              rule="bound"),
     ]
     if title:
-        rows.append(_row("S13", "spec_decode", "derived", "corrected",
-                         notes="correction: no kernel needed, but upstream took 5 pull requests; more", kind="literal"))
+        rows += [_row("S12", "spec_decode", "emulated", "consistent (emulated)"),
+                 _row("S13", "spec_decode", "derived", "not reproducible here",
+                      notes="undecided: an afternoon is an effort nothing here measures; more")]
     if b200:
-        rows += [_row("T23", "throughput", "cited", "inconsistent with public measurements",
-                      notes="correction: the network is on the path, 'purely' overstated: an outlier; more",
-                      kind="precision")]
+        rows += [_row("T23", "throughput", "cited", "not reproducible here",
+                      notes="undecided: per GPU at most 1.49x, per node at most 2.61x; more")]
     else:
         rows = [r for r in rows if r["claim_id"] != "T27"]
     return pd.DataFrame(rows, columns=claims.LEDGER_COLUMNS)
@@ -62,23 +64,25 @@ def _ledger(t20="consistent", t21="not reproducible here", b200=True, t26="turns
 
 def test_headline_reads_the_title_the_direction_the_magnitude_the_model_and_the_b200():
     h = bottom_line.headline(_ledger())
-    # audit 2: the article's titled bottom line comes first, read by its kind of correction
-    assert h.startswith("The article's bottom line is titled \u201cThe CUDA moat is a patch away\u201d: it holds as "
-                        "meant, wrong as worded (S13: corrected): no kernel needed, but upstream took 5 pull requests.")
+    # audit 3: the title in two parts, its mechanism (S12) and its effort (S13), each as its row reads
+    assert h.startswith("The article's bottom line is titled \u201cThe CUDA moat is a patch away\u201d: as a mechanism "
+                        "(no kernel needed, not a silicon limit) it holds as far as this study can tell (not shown "
+                        "independently) (S12: consistent (emulated)); as an effort ('an afternoon') it cannot be checked "
+                        "here (S13: not reproducible here): an afternoon is an effort nothing here measures.")
     # the direction under every pair, never "narrowly"
     assert ("Its conclusion, \u201cthe direction is hard to argue with\u201d (the MI355X ahead of the B300 on perf/$), "
             "holds in direction under every pair of rental prices found: at the article's own throughput they put the "
             f"MI355X {T20_VALUE} (T20: consistent); {T20_BOUND}.") in h
-    assert "narrowly" not in h and "1.4x, not 7x" not in h and "network decides" not in h
+    assert "narrowly" not in h and "1.4x, not 7x" not in h and "network decides" not in h and "outlier" not in h
     # the size apart: it depends on which price is paired, with why (the row's 'undecided' note, cut at ';')
     assert ("The size, its ~45%, depends on which price is paired (T26: turns on the price): +6% at Oracle's list "
             "prices and +3% to +49% at the market pair.") in h
-    # the serving model's central estimate beside its band
-    assert "too close to call under 2 of 2 pairs of rental prices (central +68% to +73%) (T21: not reproducible here)" in h
-    # the B200: the article's figure against public runs, the 7x both ways
-    assert h.endswith("Against the B200: the network is on the path, 'purely' overstated: an outlier (T23: inconsistent "
-                      "with public measurements); 1.4x or 9.6x by which side is public, and public against public 2.1x "
-                      "(T27: not reproducible here).")
+    # audit 3: the serving model by latency, from the row's 'undecided' note: never read as a tie
+    assert ("On the serving model at matched latency (each node at the same TPOT), the B300 is cheaper beyond the band "
+            "at TPOT 20-21 ms, and too close to call at 22-43 ms (T21: not reproducible here).") in h
+    # the B200: the article's figure against public runs under each reading of its link, the 7x both ways
+    assert h.endswith("Against the B200: per GPU at most 1.49x, per node at most 2.61x (T23: not reproducible here); "
+                      "1.4x or 9.6x by which side is public, and public against public 2.1x (T27: not reproducible here).")
 
 
 def test_headline_follows_the_verdicts():
@@ -110,23 +114,24 @@ def test_finding_lines_sort_claims_by_what_a_reader_can_do():
                          "holds, with a correction of precision", "not checked here"]
     spec = dict(lines["2 · top-k renorm fix"])
     # an emulation that disagrees is never listed as "does not hold"
-    assert spec == {"holds as far as this study can tell (not shown independently)": ["S2"],
-                    "holds as meant, wrong as worded": ["S13 (no kernel needed, but upstream took 5 pull requests)"],
-                    bottom_line.READINGS["inconsistent"]: ["S8 (only mixed batches)"]}
+    assert spec == {"holds as far as this study can tell (not shown independently)": ["S2", "S12"],
+                    bottom_line.READINGS["inconsistent"]: ["S8 (only mixed batches)"],
+                    "not checked here": ["S13 (an afternoon is an effort nothing here measures)"]}
     assert dict(lines["3 · head padding / TTFT"])["not checked here"] == [
         "P5 (the question is outside the serving model's validated domain)"]
     tp = dict(lines["4 · throughput and perf/$"])
     assert tp["does not hold"] == ["T25 (the rows differ)"]
     assert tp["holds as meant, wrong as worded"] == ["T17 (per deployment)"]
-    assert tp[bottom_line.READINGS["inconsistent"]] == [
-        "T5 (MI355X $2.50 sits below its 2 rental prices)",
-        "T23 (the network is on the path, 'purely' overstated: an outlier)"]
+    assert tp[bottom_line.READINGS["inconsistent"]] == ["T5 (MI355X $2.50 sits below its 2 rental prices)"]
     # audit 2: a split reading says why, from the row's 'undecided' note; an undecided row says why it is, too
     assert tp[bottom_line.READINGS[claims.TURNS]] == [
         "T26 (+6% at Oracle's list prices and +3% to +49% at the market pair)"]
+    # audit 3: T21 says what its readings say by latency, T23 both readings of the article's link
     assert tp["not checked here"] == ["T1 (the serving model's band is too wide to tell)",
-                                      "T21 (the serving model's band cannot call every pair of prices)",
-                                      "T27 (1.4x or 9.6x by which side is public, and public against public 2.1x)"]
+                                      "T21 (the B300 is cheaper beyond the band at TPOT 20-21 ms, and too close to call "
+                                      "at 22-43 ms)",
+                                      "T27 (1.4x or 9.6x by which side is public, and public against public 2.1x)",
+                                      "T23 (per GPU at most 1.49x, per node at most 2.61x)"]  # the ledger's order here
 
 
 def test_readme_text_and_html():

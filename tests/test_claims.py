@@ -264,10 +264,20 @@ def test_direction_rule():
 
 
 def test_in_range_per_value_ranges():
-    assert claims.verdict("P9", x=3.85, low=2, high=3) == "discrepancy"
-    assert claims.verdict("P9", x=3.0, low=2, high=3) == "consistent"
+    c = claims.Claim("X1", "prefill", "03_head_padding_prefill", "q", "2-3", "x", "arithmetic", "in_range", None)
+    rule = claims.RULES["in_range"]
+    assert rule(c, x=3.85, low=2, high=3) == "discrepancy"
+    assert rule(c, x=3.0, low=2, high=3) == "reproduced"
+    assert rule(c, x=[2, 3], low=[1, 2], high=[2, 3]) == "reproduced"
     with pytest.raises(ValueError, match="low 3.0 > high 2.0"):
-        claims.verdict("P9", x=2.5, low=3, high=2)
+        rule(c, x=2.5, low=3, high=2)
+
+
+def test_p9_is_a_bound_like_p8():
+    """Audit 3: the article's own numbers bound P9's speed-up (1x, and 3.85x with free attention): inside,
+    possible, never implied; beyond the ceiling, a contradiction among its numbers."""
+    assert claims.verdict("P9", x=[2, 3], floor=1.0, ceiling=3.85) == "not reproducible here"
+    assert claims.verdict("P9", x=[2, 4], floor=1.0, ceiling=3.85) == "discrepancy"
 
 
 def test_judge_keeps_model_outputs_out_of_the_reproduced_column():

@@ -72,6 +72,26 @@ def test_holds(correction):
 
 
 @settings(max_examples=60, deadline=None)
+@given(outcomes=st.lists(st.booleans(), min_size=1, max_size=4), correction=st.sampled_from((None, "what holds")))
+def test_holds_over_the_readings_the_article_leaves_open(outcomes, correction):
+    """Audit 3 (T23: ~195 Gb/s per GPU or per node): negating the claim's outcome under every reading
+    mirrors the verdict; holding under some readings and not under others decides nothing, whichever
+    way round."""
+    claim = _claim("x", "holds")
+    readings = {f"reading {i}": o for i, o in enumerate(outcomes)}
+    flipped = {k: not o for k, o in readings.items()}
+    a = RULES["holds"](claim, readings=readings, correction=correction)
+    b = RULES["holds"](claim, readings=flipped, correction=correction)
+    assert _mirrored(a, b)
+    if len(set(outcomes)) == 2:
+        assert a == b == "not reproducible here"
+    else:
+        assert abs(strength(a)) == 2
+    with pytest.raises(ValueError):
+        RULES["holds"](claim, holds=True, readings=readings)
+
+
+@settings(max_examples=60, deadline=None)
 @given(c=st.integers(min_value=2, max_value=900).filter(lambda n: n % 10), frac=st.floats(min_value=-0.45, max_value=0.45),
        off=st.floats(min_value=0.55, max_value=0.95), sign=st.sampled_from((-1, 1)))
 def test_rounding(c, frac, off, sign):
@@ -179,6 +199,27 @@ def test_cited_and_magnitude(c, ds, es):
         none = RULES[rule](claim, **{key: [c * (1 + e) for e in es]})
         split = RULES[rule](claim, **{key: [c * (1 + d) for d in ds] + [c * (1 + e) for e in es]})
         assert _mirrored(agree, none) and strength(split) == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(c=positive, k=st.floats(min_value=1.3, max_value=3.0), t=st.floats(min_value=0.05, max_value=0.95))
+def test_cited_spread_is_undecided_on_both_sides(c, k, t):
+    """Audit 3 (S6): a measured value whose gap to the claim lies inside a spread the same data
+    documents (DSpark's single-stream gain with the acceptance the prompts allow) reads undecided,
+    the value below the claim and, mirrored, above it alike; beyond the spread it disagrees on both
+    sides; within tolerance it agrees whatever the spread (the spread never widens agreement)."""
+    claim = _claim(c, "cited", REL)
+    rule = RULES["cited"]
+    room = 1 - 1 / k                                    # the spread's reach below a value, the narrower side
+    d = 0.105 + t * (room - 0.11)                       # beyond the 10% tolerance, inside the spread on both sides
+    assert strength(rule(claim, values=[c * (1 - d)], spread=k)) == 0
+    assert strength(rule(claim, values=[c * (1 + d)], spread=k)) == 0
+    assert _mirrored(rule(claim, values=[c / (k * 1.05)], spread=k), rule(claim, values=[c], spread=k))
+    assert _mirrored(rule(claim, values=[c * k * 1.05], spread=k), rule(claim, values=[c * (1 + 0.05 * t)], spread=k))
+    # without a spread the same gap disagrees, as before
+    assert strength(rule(claim, values=[c * 1.2])) == -2
+    with pytest.raises(ValueError):
+        rule(claim, values=[c], spread=0.5)
 
 
 lead = st.tuples(st.floats(min_value=-2, max_value=2), st.floats(min_value=0, max_value=1)).map(

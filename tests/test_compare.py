@@ -741,6 +741,32 @@ def test_the_decision_breaks_even_on_the_layouts_compare_lists():
     assert d.breakeven.workload == "1,024 in / 400 out, each at its peak"   # and the latency it was priced at
 
 
+def test_the_decision_breaks_even_at_matched_latency_as_t21_does():
+    """Audit 3 (#7): beside the peaks' break-even (each node at its own TPOT), the decision states the
+    break-even with both nodes at the same TPOT: at each limit, compare.breakeven on compare's own rows
+    under that TPOT limit (the rows T21 reads), and the headline leads with them. Under a latency target
+    the break-even is at one TPOT already: nothing matched is added."""
+    from k3lab.serving.slo import SLO
+
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400)
+    assert len(d.matched) >= 2
+    for ms, be in (d.matched[0], d.matched[-1]):
+        df = compare.compare_rows("kimi-k3", gpus=["mi355x", "b300"], input_len=1024, output_len=400,
+                                  slo=SLO(max_tpot_ms=ms))
+        hand = compare_answers.breakeven(df, "8xmi355x tp8 [aiter-k3-opt]", "8xb300 tp8")
+        assert (be["ratio"], be["low"], be["high"]) == pytest.approx((hand["ratio"], hand["low"], hand["high"]))
+    # the pair at the same TPOT, slower limits cheaper for the MI355X: the break-even rises with the limit
+    ratios = [be["ratio"] for _, be in d.matched]
+    assert ratios == sorted(ratios)
+    line = next(x for x in decision.headline(d) if x.startswith("The MI355X wins perf/$"))
+    first, last = d.matched[0], d.matched[-1]
+    assert (f"with both nodes at the same TPOT {first[1]['ratio']:.2f}x ({first[1]['low']:.2f}-{first[1]['high']:.2f}) "
+            f"at {first[0]:g} ms to {last[1]['ratio']:.2f}x") in line
+    assert line.index("same TPOT") < line.index("each node at its own peak")
+    slo = decision.decide("kimi-k3", input_len=1024, output_len=400, slo=SLO(max_tpot_ms=40))
+    assert slo.matched == [] and "same TPOT" not in " ".join(decision.headline(slo))
+
+
 def test_a_what_if_workload_and_your_prices_reach_the_decision():
     d = decision.decide("kimi-k3", input_len=1000, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})
     assert d.breakeven.workload == "1,000 in / 400 out, each at its peak"

@@ -82,8 +82,9 @@ STRENGTH = {"reproduced": 2, "consistent": 1, "not reproducible here": 0, TURNS:
 #: the same on both sides: consistent ↔ inconsistent with the evidence.
 SELF_CHECK_RULES = ("within_tolerance", "rounding", "self_contradiction", "in_range", "holds", "bound", "matches")
 #: a negative verdict's kind of correction (counted by kind): substantive (a reader acting on the claim
-#: would decide wrongly), precision (the point stands, a number or its scope is off), literal (the words
-#: are wrong, the meaning the article plainly intends holds)
+#: would decide wrongly), precision (the point stands, a number, its unit or what it counts is off),
+#: literal (the words are wrong, a quantifier too broad, while the meaning the article plainly intends
+#: holds: 'any', 'the only', 'at all', 'the very first'; data/claims.yaml's header)
 CORRECTION_KINDS = ("substantive", "precision", "literal")
 #: a modelled band wider than this factor (high / low) cannot tell a claim from its negation
 BAND_MAX_RATIO = 2.0
@@ -172,11 +173,23 @@ def rule_matches(claim, value, correction: str | None = None, covers_claim: bool
     return "corrected" if correction else "discrepancy"
 
 
-def rule_holds(claim, holds: bool | None, correction: str | None = None, **_):
+def rule_holds(claim, holds: bool | None = None, correction: str | None = None, readings: dict | None = None, **_):
     """A stated fact or argument holds (``holds``) given the evidence; else ``corrected``
     when ``correction`` says what holds instead, ``discrepancy`` otherwise. ``holds=None``:
-    the evidence cannot decide (it turns on a setting or a measurement nothing here has):
-    ``not reproducible here``."""
+    the evidence cannot decide (it turns on a setting or a measurement nothing here has, or on
+    an effort such as "an afternoon" that nothing here measures): ``not reproducible here``.
+
+    ``readings`` (instead of ``holds``): {a reading the article leaves open: whether the claim holds
+    under it} (T23: its ~195 Gb/s per GPU or per node). Every reading holds → as ``holds=True``;
+    none does → as ``holds=False``; some do and some do not → ``not reproducible here``: the verdict
+    turns on what the article left open, never on the reading the study prefers (audit 3)."""
+    if readings is not None:
+        if holds is not None:
+            raise ValueError("rule holds: give 'holds' or 'readings', not both")
+        vals = list(readings.values())
+        if not vals or not all(isinstance(v, bool) for v in vals):
+            raise ValueError(f"rule holds: 'readings' must map each reading to True or False, got {readings!r}")
+        holds = True if all(vals) else False if not any(vals) else None
     if holds is None:
         return "not reproducible here"
     if not isinstance(holds, bool):
@@ -294,17 +307,31 @@ def rule_validated_model(claim, readings, in_domain: bool = True, claimed_value=
     return "reproduced" if hi / lo <= BAND_MAX_RATIO else "not reproducible here"
 
 
-def rule_cited(claim, values, claimed_value=None, **_):
+def rule_cited(claim, values, claimed_value=None, spread: float = 1.0, **_):
     """Third-party measurements of the claim's setting (``values``; method ``cited``: measured, not
     here; the finding names where a setting differs): the claim within tolerance of every one agrees
     (capped at ``consistent``), of none is a ``discrepancy`` (capped at ``inconsistent with public
-    measurements``); of some but not all, or with none to compare, ``not reproducible here``."""
+    measurements``); of some but not all, or with none to compare, ``not reproducible here``.
+
+    ``spread`` (a factor >= 1): how far the same data documents the measured quantity moving with
+    what the cited runs did not hold to the claim's setting (S6: a single-stream DSpark gain with
+    the acceptance the prompts allow, 10th to 90th percentile of public runs). A claim within a
+    value's spread (value ÷ spread to value × spread), above or below alike, but within tolerance of
+    none → ``not reproducible here`` (possible, never shown), like ``plausible_range``'s margins; the
+    spread never widens what agrees."""
     vals = [_num("cited value", v) for v in values]
+    k = _num("spread", spread)
+    if k < 1:
+        raise ValueError(f"rule cited: spread is a factor >= 1, got {k}")
     if not vals:
         return "not reproducible here"
     c = claim.claimed_numbers[0] if claimed_value is None else _num("claimed_value", claimed_value)
     hits = [agrees(claim, v, c) for v in vals]
-    return "reproduced" if all(hits) else "discrepancy" if not any(hits) else "not reproducible here"
+    if all(hits):
+        return "reproduced"
+    if any(hits) or any(v / k <= c <= v * k for v in vals):
+        return "not reproducible here"
+    return "discrepancy"
 
 
 def rule_direction(claim, leads, correction: str | None = None, **_):
@@ -392,7 +419,8 @@ RULES = {
 CRITERIA = {
     "within_tolerance": "numeric tolerance of data/claims.yaml",
     "matches": "exact: the value found equals the claimed value",
-    "holds": "the stated fact holds given the evidence (yes/no; undecided: not reproducible here)",
+    "holds": "the stated fact holds given the evidence (yes/no; undecided, or holding under some readings the article "
+             "leaves open and not under others: not reproducible here)",
     "rounding": "exact value rounded half up at the claim's last stated digit (from rounded inputs only: "
                 "consistent (rounded inputs))",
     "self_contradiction": "numeric tolerance of data/claims.yaml",
@@ -402,7 +430,7 @@ CRITERIA = {
     "validated_model": (f"inside the serving model's validated band (its out-of-source error on public "
                         f"measurements), at most {BAND_MAX_RATIO:g}x wide, inside the validated domain"),
     "cited": "numeric tolerance of data/claims.yaml, against every third-party measurement of the same setting "
-             "(some agreeing, some not: undecided)",
+             "(some agreeing, some not, or a gap inside a spread the same data documents: undecided)",
     "direction": "every reading's lead above zero (every one below: reversed; some above and some below: turns on "
                  "the price; one straddling zero: cannot tell)",
     "bound": "inside the evidence's floor / ceiling (possible, never confirmed; outside: a discrepancy)",

@@ -124,7 +124,7 @@ def figure_plans(cfg: ModelConfig, layouts, mem_fraction: float = 0.9, kv_dtype:
     """What fit_per_gpu.png draws: per layout, its plan at sglang's defaults (with the run's
     ``variants_by_gpu``, default none), and — when that does not hold a full-context request —
     beside it the plan under the setting that does, chosen as ``compare`` chooses (on AMD GPUs
-    the article's SGLANG_AITER_K3_OPT=1 first, then the state-pool flags of
+    sglang's MI35x recipe setting SGLANG_AITER_K3_OPT=1 first, then the state-pool flags of
     :attr:`k3lab.memory.Plan.best_option`), so every GPU is drawn both as shipped and as it must
     be set. → list of (Plan, setting label)."""
     vb = variants_by_gpu or {}
@@ -389,19 +389,23 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
                         "the 96 KDA heads split the same way", value=cfg.num_attention_heads // 8))
     b3g, b2g = load_gpu("b300"), load_gpu("b200")
     same = all(claims.same_as_stated(g.usable_hbm_gb, c) for g, c in zip((mi, b3g), claims.get("M12").claimed_numbers))
-    exposed = {g: load_gpu(g).usable_hbm_gib / load_gpu(g).hbm_label_gb for g in ("mi355x", "b300")}
-    exposed["b200"] = b2g.usable_hbm_gib / 192  # the B200's 192 GiB of HBM3E (its label is the 180 GiB it exposes)
+    # audit 3: the two labels read 288 in different units (AMD's GiB, all exposed; the B300 exposes 288.4 GB, its label's
+    # figure in decimal GB, as the B200 exposes 192.3 GB against its "192GB"): a driver reading cannot tell a reserve
+    # from a decimal label, and the correction (what each exposes) does not turn on which
     out.append(R("M12", f"driver readings (data/hardware.yaml): MI355X {mi.usable_hbm_gb:.1f} GB = {mi.usable_hbm_gib:.1f} GiB, "
-                        f"B300 {b3g.usable_hbm_gb:.1f} GB = {b3g.usable_hbm_gib:.1f} GiB. Both carry 288 GiB of HBM3E; "
-                        f"AMD's driver exposes {exposed['mi355x']:.2%} of it, NVIDIA's {exposed['b300']:.2%} — the same "
-                        f"share as the B200's {b2g.usable_hbm_gib:.1f} of 192 GiB ({exposed['b200']:.2%}): the gap is "
-                        "NVIDIA's driver reserve, not a GB/GiB label",
+                        f"B300 {b3g.usable_hbm_gb:.1f} GB = {b3g.usable_hbm_gib:.1f} GiB. The two '288GB' are not one unit: "
+                        f"AMD's is {mi.hbm_label_gb:g} GiB, all of it exposed; the B300 exposes {b3g.usable_hbm_gb:.1f} GB, "
+                        f"its label's figure in decimal GB (as the B200 exposes {b2g.usable_hbm_gb:.1f} GB against the "
+                        "article's '192GB'). Whether NVIDIA's HBM3E is 288 GiB with a driver reserve or its label decimal, a "
+                        "driver reading cannot tell; what each exposes is the same either way",
                  value=f"{mi.usable_hbm_gb:.1f} / {b3g.usable_hbm_gb:.1f}", holds=same,
-                 correction=f"the same 288 GiB of HBM3E, not the same capacity: the MI355X exposes "
+                 correction=f"the same '288GB' on both labels, not the same capacity: the MI355X exposes "
                             f"{mi.usable_hbm_gb / b3g.usable_hbm_gb - 1:.1%} more than the B300 "
                             f"({mi.usable_hbm_gb - b3g.usable_hbm_gb:.1f} GB per GPU, "
                             f"{8 * (mi.usable_hbm_gb - b3g.usable_hbm_gb):.0f} GB per 8-GPU node)",
-                 notes=f"'both carry 288GB of HBM3E' is literally true; 'the same capacity' is what needs correcting. "
+                 notes=f"'both carry 288GB of HBM3E' is what both labels say; 'the same capacity' is what needs "
+                       "correcting (audit 3: the gap was said to be NVIDIA's driver reserve, 'not a GB/GiB label', which a "
+                       "driver reading cannot tell). "
                        f"The gap is the KV headroom behind M7/M8: {mi_art.max_kv_tokens:,} bf16 tokens on the MI355X "
                        f"node (SGLANG_AITER_K3_OPT=1) against {bb.max_kv_tokens:,} on the B300; T10 judges the 'third "
                        "of the hourly rate'",

@@ -177,13 +177,14 @@ def _blast_radius_records(doc: dict) -> list[claims.Record]:
              correction="only a dense-path batch that needs top-k crashes (one top-k request beside an unrestricted "
                         "or greedy one); top-p-only and unrestricted batches take the dense path and return",
              notes="emulated: the binding state is the study's (S3); the path choice and the calls are sglang's; read "
-                   "literally, like S10",
-             kind="precision",
+                   "literally, like S10, and of the same kind: the words' 'any' is too broad while the meaning (a request "
+                   "that needs the missing top-k renorm crashes the scheduler) holds (audit 3; it was precision)",
+             kind="literal",
              reply=("the dense path that matters is the top-k one, which is what DSpark's verify hit on our traffic",
                     "the sentence says 'any request landing on the dense path'; in the emulated state top-p-only and "
-                    "unrestricted batches take that path and return, a narrower blast radius than stated. The binding "
-                    "state is the study's (PR #32621's diff was not readable, S3), so this is the emulation's reading, "
-                    "not shown wrong"))]
+                    "unrestricted batches take that path and return, a narrower blast radius than stated, while the "
+                    "meaning holds: a literal correction. The binding state is the study's (PR #32621's diff was not "
+                    "readable, S3), so this is the emulation's reading, not shown wrong"))]
     uni = [r for r in pr if _uniform(r["mix"])]
     uni_crash = [r["mix"] for r in uni if r["outcome"] != "ok"]
     mixed_crash = [r["mix"] for r in pr if not _uniform(r["mix"]) and r["outcome"] != "ok"]
@@ -199,7 +200,10 @@ def _blast_radius_records(doc: dict) -> list[claims.Record]:
                  notes="read literally, like S8: a lone request whose top_k lies in 1..vocabulary-1 (greedy sets top_k = "
                        "1) takes the sparse torch.topk path and returns (sglang 0.5.16 "
                        "dflash_utils.build_dflash_verify_target_probs); one with top_k >= the vocabulary would crash alone, "
-                       "a setting no client sends by default; emulated",
+                       "a setting no client sends by default; emulated. The same emulation says a benchmark of like "
+                       "requests never crashes: either the article's traffic mixed settings or its build differed from "
+                       "the state the study built (S3), and the emulation cannot tell which, so it can show the words "
+                       "wrong no more than S2's agreement shows them right",
                  kind="literal",
                  reply=("'the very first real request' means the first real traffic we sent, which mixed sampling "
                         "settings as real clients do",

@@ -217,10 +217,13 @@ def records(cfg: ModelConfig | None = None, probe: dict | None = None, matrix: d
                        f"({S / art.tok_s_after:.1f} s), even free attention gives at most {bound:.2f}x (the Amdahl "
                        "bound of the TTFT model fitted to them, notebook 03)",
                  value=f"{art.speedup_low:g}-{art.speedup_high:g}x within 1-{bound:.2f}x",
-                 x=[art.speedup_low, art.speedup_high], low=[1.0, 1.0], high=[bound, bound],
-                 notes=f"the article never states the TTFT after the fix: {lo_s:.0f}-{hi_s:.0f} s is level with the "
-                       f"B300's {art.ttft_b300_s:g} s. P8 judges the section's 172k / 51 s against its 4-7k; this row "
-                       "does not pair the ~13k with 172k as a measured rate"))
+                 x=[art.speedup_low, art.speedup_high], floor=1.0, ceiling=bound,
+                 undecided=f"the article's own numbers bound the speed-up at {bound:.2f}x (free attention) and allow "
+                           f"{art.speedup_low:g}-{art.speedup_high:g}x, never imply it: the TTFT after the fix is not stated",
+                 notes=f"{lo_s:.0f}-{hi_s:.0f} s after the fix would be level with the B300's {art.ttft_b300_s:g} s. A bound "
+                       "reads alike here and in P8 (the section's 172k / 51 s against its 4-7k): possible, never shown "
+                       "(audit 3; it read consistent under in_range); this row does not pair the ~13k with 172k as a "
+                       "measured rate"))
     out.append(_p12(out, probe))
     return out
 
