@@ -42,7 +42,7 @@ READINGS = {"reproduced": "holds (shown here)",
             claims.TURNS: "turns on the price",
             "inconsistent": "disagrees with evidence that cannot show it wrong (an emulation, a model, public "
                             "measurements or a few prices)",
-            "not reproducible here": "not checked here"}
+            "not reproducible here": "not decided here"}  # audit 4: checked, or not checkable; the reason follows each row
 #: a discrepancy or correction, by its kind (k3lab.claims.CORRECTION_KINDS)
 CORRECTED_AS = {"substantive": "does not hold",
                 "precision": "holds, with a correction of precision",

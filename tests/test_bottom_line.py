@@ -109,15 +109,15 @@ def test_finding_lines_sort_claims_by_what_a_reader_can_do():
                                                              "M12 (not the same capacity)"]
     assert mem["holds as meant, wrong as worded"] == ["M16 (capacity decides how many GPUs)"]
     assert "does not hold" not in mem
-    assert mem["not checked here"] == ["M13 (nothing here can check it)"]
+    assert mem["not decided here"] == ["M13 (nothing here can check it)"]
     assert list(mem) == ["holds (shown here)", "holds as meant, wrong as worded",
-                         "holds, with a correction of precision", "not checked here"]
+                         "holds, with a correction of precision", "not decided here"]
     spec = dict(lines["2 · top-k renorm fix"])
     # an emulation that disagrees is never listed as "does not hold"
     assert spec == {"holds as far as this study can tell (not shown independently)": ["S2", "S12"],
                     bottom_line.READINGS["inconsistent"]: ["S8 (only mixed batches)"],
-                    "not checked here": ["S13 (an afternoon is an effort nothing here measures)"]}
-    assert dict(lines["3 · head padding / TTFT"])["not checked here"] == [
+                    "not decided here": ["S13 (an afternoon is an effort nothing here measures)"]}
+    assert dict(lines["3 · head padding / TTFT"])["not decided here"] == [
         "P5 (the question is outside the serving model's validated domain)"]
     tp = dict(lines["4 · throughput and perf/$"])
     assert tp["does not hold"] == ["T25 (the rows differ)"]
@@ -127,7 +127,7 @@ def test_finding_lines_sort_claims_by_what_a_reader_can_do():
     assert tp[bottom_line.READINGS[claims.TURNS]] == [
         "T26 (+6% at Oracle's list prices and +3% to +49% at the market pair)"]
     # audit 3: T21 says what its readings say by latency, T23 both readings of the article's link
-    assert tp["not checked here"] == ["T1 (the serving model's band is too wide to tell)",
+    assert tp["not decided here"] == ["T1 (the serving model's band is too wide to tell)",
                                       "T21 (the B300 is cheaper beyond the band at TPOT 20-21 ms, and too close to call "
                                       "at 22-43 ms)",
                                       "T27 (1.4x or 9.6x by which side is public, and public against public 2.1x)",
@@ -145,7 +145,7 @@ def test_readme_text_and_html():
 
 
 def test_a_claim_the_model_is_not_validated_for_says_so():
-    """T1-T3 read 'not checked here' because the serving model has no validated band for their
+    """T1-T3 read 'not decided here' because the serving model has no validated band for their
     metric, not because a band is too wide: the reader is told which."""
     df = pd.DataFrame([{"claim_id": "T1", "finding": "throughput", "verdict": "not reproducible here",
                         "rule": "validated_model", "bound": "model not validated here (2 readings)", "notes": "",
@@ -154,6 +154,6 @@ def test_a_claim_the_model_is_not_validated_for_says_so():
                         "rule": "validated_model", "bound": "model 744-3,165 (3 readings)", "notes": "",
                         "claimed": "1568", "reproduced": ""}])
     (title, parts), = bottom_line.finding_lines(df)
-    items = dict(parts)["not checked here"]
+    items = dict(parts)["not decided here"]
     assert items[0].startswith("T1 (the serving model is not validated for it")
     assert items[1] == "T2 (the serving model's band is too wide to tell)"

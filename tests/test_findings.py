@@ -72,7 +72,8 @@ EXPECTED = {
     "S10": ("emulated", "inconsistent with the emulation", "0 of 4 like-request batches crash, 3 mixed ones"),
     # issue 30: SpeculativeAlgorithm.NGRAM, NGRAMWorker.draft_worker -> None; issue 36: only the releases that
     # ship a K3 model count (0.5.16 ships none)
-    "S11": ("derived", "corrected", "n-gram speculative decoding, no draft model (0.5.23)"),
+    # audit 4, rule (b): n-gram drafting exists in 0.5.23; whether it speeds up K3's decode is not measured
+    "S11": ("derived", "not reproducible here", "n-gram speculative decoding, no draft model (0.5.23)"),
     "S12": ("emulated", "consistent (emulated)", "a missing definition and a shape mismatch, no new kernel"),
     # audit 2: read as worded like M16/S10/S11: upstream's #32641, #33694, #34647, #36356, #34438 (0.5.17, 0.5.18,
     # 0.5.19 twice, 0.5.22), #32641 the one adding a kernel; the meaning (no kernel needed, S12) holds: literal
@@ -123,7 +124,8 @@ EXPECTED = {
     "T11": ("unchecked", "not reproducible here", None),
     "T12": ("derived", "discrepancy", "1400 / 1000"),
     "T13": ("unchecked", "not reproducible here", None),
-    "T14": ("derived", "corrected", "TP16 and TP8×PP2 both load"),
+    # audit 4, rule (a): with DSpark (which the article leaves open, T25) sglang forces TP16; without it, a choice
+    "T14": ("derived", "not reproducible here", "TP16 and TP8×PP2 both load"),
     # issue 30: (1,400 - 1,100) W x PUE 1.3 x $0.10/kWh = $0.039 per GPU-hour, against 6.00 - 2.50; audit 2:
     # arithmetic like T24 (the article's own prices and throughput, an assumed electricity price): consistent
     "T15": ("arithmetic", "consistent", "partly offsets: $0.039 of a $3.50 gap per GPU-hour"),

@@ -138,9 +138,13 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
     lo_r, hi_r = sol_ratio(sol)
     out.append(R("T4", "1,568 / 952 tok/s per node from the article's own table", value=round(rat["b300_over_mi355x"], 3),
                  exact=rat["b300_over_mi355x"],
-                 notes=f"under aiconfigurator's speed-of-light mode, both GPUs described from their datasheets, B300/MI355X is "
-                       f"{lo_r:.2f}-{hi_r:.2f}x: a datasheet-level model explains almost none of the 1.65x (modelled, "
-                       "not a verdict)"))
+                 notes=f"the division only: that the B300 'genuinely' wins by 1.65x is the article's own measurement, "
+                       "which nothing here repeats (T1, T2: not validated or too wide). The study's models lean lower, "
+                       f"neither a verdict: under aiconfigurator's speed-of-light mode, both GPUs described from their "
+                       f"datasheets, B300/MI355X is {lo_r:.2f}-{hi_r:.2f}x, and the serving model, each node at its own "
+                       "peak without DSpark, breaks even near a price ratio of 1 (the decision box, T21's notes): about "
+                       "equal tok/s per node. A smaller B300 lead widens the MI355X's perf/$ lead; a 3-6% larger one "
+                       "reverses T20's thinnest readings"))
     gpus = ("mi355x", "b300", "b200")
     art = [prices.price(g, "article") for g in gpus]
     rng = {g: prices.rental_rate_range(g) for g in gpus}
@@ -238,7 +242,13 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                         "model's size forces two nodes, not TP16. With the DSpark drafter the article describes, "
                         f"sglang {', '.join(no_pp)} refuse --pp-size > 1 outside a PD prefill server ({dpp.where})",
                  value="TP16 and TP8×PP2 both load" if tp16.weights_fit and pp2.weights_fit else "only TP16 loads",
-                 holds=not pp2.weights_fit,
+                 # audit 4, rule (a) of data/claims.yaml: whether the B200 ran DSpark the article leaves open (T25);
+                 # with it sglang forces TP16, without it TP16 is a choice: split readings decide nothing
+                 holds=(None if no_pp else False) if pp2.weights_fit else True,
+                 undecided=f"it turns on whether the article's B200 ran DSpark, which it does not say (T25): with "
+                           f"DSpark sglang {', '.join(no_pp)} refuse --pp-size > 1, so two nodes mean TP16, as the "
+                           "article says; without it a TP8×PP2 layout also fits two B200 nodes, and TP16 is a choice "
+                           f"(public runs put TP8×PP2 within about 10% of TP16: {pub})",
                  correction="without speculative decoding a TP8×PP2 layout also fits two B200 nodes, with fewer bytes "
                             "per GPU and no per-layer cross-node all-reduce; with DSpark, TP16 is forced by sglang's "
                             "DSpark check, a software limit, not by the model's size",
@@ -286,10 +296,10 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                        f"{b2row.tok_s / (d2.gpus_per_node * b2row.usd_per_gpu_hour):.1f}, not "
                        f"{b2row.tok_s_per_dollar_hour_claimed:g}; k3lab reads the 498 as the deployment's "
                        "(data/article_table.yaml)",
-                 kind="literal",
+                 kind="precision",  # audit 4: a unit (per node) that is off is precision, by data/claims.yaml's header
                  reply=("the text says '498 tok/s across 16 GPUs'; the header is a slip",
-                        "a reader of the table alone reads 498 per node, twice the B200's own figure; the meaning "
-                        "(the whole deployment) holds, the header does not: a literal correction")))
+                        "a reader of the table alone reads 498 per node, twice the B200's own figure; the figure "
+                        "(the whole deployment) holds, its unit in the header does not: a correction of precision")))
     r3 = prices.rental_rate_range("b300")
     low3 = prices.rental_prices("b300").iloc[0]
     best, top = float(low3["usd_low"]), float(low3["usd_high"])
