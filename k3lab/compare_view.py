@@ -259,17 +259,17 @@ def sensitivity(u: dict) -> str:
     if r >= be["ratio"]:
         return f"At the model's values {u['second']} is as cheap or cheaper: your price ratio is at or above the break-even."
     need = be["ratio"] / r - 1
-    out = f"It flips if the model overrates the {a} against the {b} by {need:.0%} or more"
+    out = f"It flips if the model overrates the {a}'s speed against the {b}'s by {need:.0%} or more"
     if be["low"] is None:
         return out + "; how wrong it is for this pair is not validated (no band): measure before you commit."
     allow = be["ratio"] / be["low"] - 1
     worst = u["first_usd_per_gpu_hour"] / be["low"]
     yours = u["second_usd_per_gpu_hour"]
     if need <= allow:
-        return (out + f"; its error on runs it never saw reaches {allow:.0%} for this pair: it may. For you: the {a} "
-                f"stays cheaper even at that error while the {b} costs over ${worst:,.2f}/GPU-hour; at your "
-                f"${yours:,.2f}, measure both first.")
-    return (out + f", more than the {allow:.0%} it erred by on runs it never saw: at your ${yours:,.2f} the answer "
+        return (out + f"; on runs it never saw it erred by up to {allow:.0%} for this pair, so it may. For you: "
+                f"the {a} stays cheaper even at that error while the {b} costs over ${worst:,.2f}/GPU-hour; at "
+                f"your ${yours:,.2f}, measure both first.")
+    return (out + f", more than the {allow:.0%} it erred by on public runs it never saw: at your ${yours:,.2f} the answer "
             f"holds (the {a} stays cheaper even at that error while the {b} costs over ${worst:,.2f}/GPU-hour).")
 
 

@@ -110,8 +110,9 @@ def band_line(rows: dict) -> str:
         else:
             n = len(ev["repositories"])
             parts.append(f"{r['gpu'].upper()} x{ev['factor']:.2f} ({n} repositor{'y' if n == 1 else 'ies'}, median "
-                         f"x{ev['median_error']:.2f})")
-    return "band (the model's error on 9 in 10 public runs it never saw): " + ", ".join(parts)
+                         f"miss x{ev['median_error']:.2f})")
+    return ("band (its miss on 9 in 10 public runs it never saw; wider with fewer repositories, bigger misses): "
+            + ", ".join(parts))
 
 
 def _wrap(text: str) -> list[str]:

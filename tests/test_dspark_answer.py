@@ -77,7 +77,14 @@ def test_the_break_even_acceptance_is_where_dspark_meets_no_dspark():
     # the speed fit's DSpark runs on this family, from the committed observations
     seen = [o.accept_len for o in __import__("k3lab.serving.committed", fromlist=["x"]).fitted_observations()
             if o.family == "nvidia-blackwell" and o.metric == "dspark"]
-    assert a.speed_fit == (min(seen), max(seen))
+    assert a.speed_fit == tuple(sorted(set(seen)))
+    # the same question at each group's median acceptance: the answer at either kind of prompt
+    assert len(a.at_groups) == len(a.groups) == 2
+    for g, q in zip(a.groups, a.at_groups):
+        assert q.output_tok_s == pytest.approx(predict(CFG, B300, WORK, Spec("dspark", g["median"])).output_tok_s)
+    # repetitive prompts pay (the higher group, far above the break-even); natural text does not
+    assert a.at_groups[1].output_tok_s > 1.5 * a.plain.output_tok_s
+    assert a.at_groups[0].output_tok_s < a.plain.output_tok_s * 1.01
 
 
 @pytest.fixture(scope="module")
@@ -96,8 +103,13 @@ def test_the_text_explains_the_groups_and_names_the_break_even(runs):
     groups = field.accept_groups("nvidia-blackwell")
     for g in groups:
         assert f"{g['low']:g}-{g['high']:g} (median {g['median']:g}, {g['runs']} runs;" in flat
-    assert "plan real traffic (chat, code, agents) on the group whose prompts look like it" in flat
-    assert "2.22 sits in the lower group" in flat and "The speed fit saw DSpark runs at 4.5-6.41 only" in flat
+    assert f"plan real traffic (chat, code, agents) on the lower group (--accept-len {groups[0]['median']:g})" in flat
+    assert "2.22 sits in the lower group" in flat
+    seen = sorted({o.accept_len for o in __import__("k3lab.serving.committed", fromlist=["x"]).fitted_observations()
+                   if o.family == "nvidia-blackwell" and o.metric == "dspark"})
+    assert f"The speed fit saw DSpark runs at {', '.join(f'{v:g}' for v in seen)} tokens per step only" in flat
+    hi = predict(CFG, B300, WORK, Spec("dspark", groups[-1]["median"]))
+    assert f"{groups[-1]['median']:g} → {hi.output_tok_s:,.0f} tok/s, TPOT {hi.tpot_ms:,.1f} ms" in flat
     # 970 vs 969 tok/s: the break-even, said as such
     assert "so DSpark gives x1.00" in flat and "this is the break-even, not a bug" in flat
     high, _ = runs["high"]
@@ -119,6 +131,9 @@ def test_json_says_validated_only_where_the_band_holds(runs):
     assert d["outside_validated_domain"] == list(p.outside) and d["in_validated_domain"] is False
     assert d["without_dspark"]["output_tok_s"] == pytest.approx(predict(CFG, B300, WORK).output_tok_s)
     assert d["accept_len_breakeven"] == dspark_answer.answer(CFG, B300, WORK, Spec("dspark", 2.22)).breakeven
+    for g in d["accept_len_groups"]:
+        want = predict(CFG, B300, WORK, Spec("dspark", g["median"]))
+        assert g["at_median"]["output_tok_s"] == pytest.approx(want.output_tok_s)
 
 
 @pytest.mark.parametrize("dep, work, spec", [

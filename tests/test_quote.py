@@ -85,7 +85,7 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
         assert f"{lay:<29}  {int(r['model_concurrency']):>2}  {r['model_tpot_ms']:.0f} ms" in text
         assert f"${r['usd_per_million_tokens[override]']:,.2f} (" in text
     assert "SGLANG_AITER_K3_OPT=1" in text and "--mamba-full-memory-ratio 0.795" in text   # which setting it needs
-    assert "verdict: At your prices" in flat and "It flips if the model overrates the MI355X against the B300 by" in flat
+    assert "verdict: At your prices" in flat and "It flips if the model overrates the MI355X's speed against the B300's by" in flat
     # how far off the model is known to be, per GPU: its band, the repositories behind it and their median error
     for gpu, fam in (("MI355X", "amd-cdna4"), ("B300", "nvidia-blackwell")):
         assert f"{gpu} {_band_words(fam)}" in flat, gpu
@@ -118,7 +118,7 @@ def _band_words(family: str) -> str:
     repos = {o["origin"] for o in fit["observations"] if o["family"] == family and o["metric"] == "decode"}
     errs = [abs(r["log_error"]) for r in val["validation"][family]
             if r["metric"] == "decode" and r["split"] == "leave_one_repository_out" and not r["extrapolated"]]
-    return f"x{band:.2f} ({len(repos)} repositories, median x{math.exp(statistics.median(errs)):.2f})"
+    return f"x{band:.2f} ({len(repos)} repositories, median miss x{math.exp(statistics.median(errs)):.2f})"
 
 
 def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be():
@@ -130,13 +130,13 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     # flips at 0.75 / 0.5 - 1 = 50%; the combined band reaches 0.75 / 0.5 - 1 = 50% too, so it may; at the band's
     # low end (0.5) the MI355X stays cheaper while the B300 costs more than $3.00 / 0.5 = $6.00
     assert compare_view.sensitivity(u) == (
-        "It flips if the model overrates the MI355X against the B300 by 50% or more; its error on runs it never saw "
-        "reaches 50% for this pair: it may. For you: the MI355X stays cheaper even at that error while the B300 costs "
-        "over $6.00/GPU-hour; at your $6.00, measure both first.")
+        "It flips if the model overrates the MI355X's speed against the B300's by 50% or more; on runs it never saw it "
+        "erred by up to 50% for this pair, so it may. For you: the MI355X stays cheaper even at that error while the "
+        "B300 costs over $6.00/GPU-hour; at your $6.00, measure both first.")
     # a price ratio of 0.25: it flips only at 0.75 / 0.25 - 1 = 200%, beyond the band's 50%: the answer holds
     far = compare_view.sensitivity(dict(u, price_ratio=0.25, second_usd_per_gpu_hour=12.0))
-    assert far.startswith("It flips if the model overrates the MI355X against the B300 by 200% or more, more than "
-                          "the 50% it erred by") and "at your $12.00 the answer holds" in far
+    assert far.startswith("It flips if the model overrates the MI355X's speed against the B300's by 200% or more, "
+                          "more than the 50% it erred by") and "at your $12.00 the answer holds" in far
     assert "not validated (no band)" in compare_view.sensitivity(dict(u, breakeven={"ratio": 0.75, "low": None,
                                                                                        "high": None}))
     assert "8xb300 tp8 is as cheap or cheaper" in compare_view.sensitivity(dict(u, price_ratio=0.8))

@@ -29,19 +29,24 @@ EQUAL = 0.005
 class DSparkAnswer:
     """``plain``: the question without DSpark (same clients, lengths, engine); ``breakeven``: the
     acceptance at which DSpark's output tok/s equals it (None: not even at a full block; 1.0:
-    always faster); ``groups``: :func:`k3lab.serving.field.accept_groups`; ``speed_fit``: (low,
-    high) acceptance of the DSpark runs the speed fit saw in the family (None without any)."""
+    always faster); ``groups``: :func:`k3lab.serving.field.accept_groups`; ``speed_fit``: the
+    distinct acceptance lengths of the DSpark runs the speed fit saw in the family, lowest first
+    (empty without any); ``at_groups``: the same question at each group's median acceptance
+    (:class:`Prediction`, one per group, in the groups' order): the answer at either kind of prompt."""
 
     plain: Prediction
     breakeven: float | None
     groups: tuple
-    speed_fit: tuple | None
+    speed_fit: tuple
+    at_groups: tuple = ()
 
     def as_dict(self) -> dict:
         return {"without_dspark": {"output_tok_s": self.plain.output_tok_s, "tpot_ms": self.plain.tpot_ms,
                                    "ttft_ms": self.plain.ttft_ms, "concurrency": self.plain.concurrency},
-                "accept_len_breakeven": self.breakeven, "accept_len_groups": list(self.groups),
-                "accept_len_speed_fit": None if self.speed_fit is None else list(self.speed_fit)}
+                "accept_len_breakeven": self.breakeven,
+                "accept_len_groups": [{**g, "at_median": {"output_tok_s": q.output_tok_s, "tpot_ms": q.tpot_ms}}
+                                      for g, q in zip(self.groups, self.at_groups)],
+                "accept_len_speed_fit": list(self.speed_fit)}
 
 
 def answer(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec, variants=(), kv_dtype: str = "bf16",
@@ -52,8 +57,11 @@ def answer(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec, varian
               engine=engine, harness=harness)
     plain = predict(cfg, dep, work, NO_SPEC, **kw)
 
+    def at(a: float) -> Prediction:
+        return predict(cfg, dep, work, Spec(spec.algorithm, a, spec.block), **kw)
+
     def tok_s(a: float) -> float:
-        return predict(cfg, dep, work, Spec(spec.algorithm, a, spec.block), **kw).output_tok_s
+        return at(a).output_tok_s
 
     lo, hi = 1.0, float(spec.draft_tokens + 1)
     if tok_s(lo) >= plain.output_tok_s:
@@ -65,10 +73,10 @@ def answer(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec, varian
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if tok_s(mid) < plain.output_tok_s else (lo, mid)
         even = round((lo + hi) / 2, 2)
-    seen = [o.accept_len for o in committed.fitted_observations()
-            if o.family == plain.family and o.metric == "dspark"]
-    fit = (min(seen), max(seen)) if seen else None
-    return DSparkAnswer(plain, even, tuple(field.accept_groups(plain.family)), fit)
+    seen = sorted({o.accept_len for o in committed.fitted_observations()
+                   if o.family == plain.family and o.metric == "dspark"})
+    groups = tuple(field.accept_groups(plain.family))
+    return DSparkAnswer(plain, even, groups, tuple(seen), tuple(at(g["median"]) for g in groups))
 
 
 def _prompts(g: dict) -> str:
@@ -92,8 +100,8 @@ def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
                                for g in gs) + "."
                 + (f" {', '.join(both)} ran both on one engine: the prompts, not the GPU, set it." if both else "")
                 + " A draft guesses a repetitive output far better than natural text: plan real traffic (chat, code, "
-                  "agents) on the group whose prompts look like it, and use the other only to match a benchmark "
-                  "that prompted the same way (--accept-len sets it)."
+                  f"agents) on the lower group (--accept-len {lo['median']:g}), and use the higher only to match a "
+                  "benchmark that prompted the same way."
                 + (f" {p.accept_len:g} sits in the {'lower' if where == 0 else 'higher'} group." if where in (0, len(gs) - 1)
                    else f" {p.accept_len:g} sits between the groups."))
     elif gs:
@@ -102,12 +110,17 @@ def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
                 f"{g['median']:g}), one group; their prompts: {_prompts(g)}.")
     else:
         text = ""
-    if a.speed_fit is not None and not a.speed_fit[0] <= p.accept_len <= a.speed_fit[1]:
-        text += (f" The speed fit saw DSpark runs at {a.speed_fit[0]:g}-{a.speed_fit[1]:g} only: at {p.accept_len:g} "
-                 "DSpark's speed is the model's extrapolation.")
+    if a.speed_fit and not a.speed_fit[0] <= p.accept_len <= a.speed_fit[-1]:
+        text += (f" The speed fit saw DSpark runs at {', '.join(f'{v:g}' for v in a.speed_fit)} tokens per step only: "
+                 f"at {p.accept_len:g} DSpark's speed is the model's extrapolation, outside the validated domain.")
     if text:
         out += textwrap.wrap(text.strip(), width=width, initial_indent="  ", subsequent_indent="    ")
     pl = a.plain
+    if len(a.at_groups) > 1:
+        out += textwrap.wrap("at each group's median: " + "; ".join(
+            f"{g['median']:g} → {q.output_tok_s:,.0f} tok/s, TPOT {q.tpot_ms:,.1f} ms (x{q.output_tok_s / pl.output_tok_s:.2f} "
+            "against no DSpark)" for g, q in zip(a.groups, a.at_groups)) + ".", width=width, initial_indent="  ",
+            subsequent_indent="    ")
     ratio = p.output_tok_s / pl.output_tok_s
     vs = (f"without DSpark at the same {pl.concurrency:,} requests: {pl.output_tok_s:,.0f} tok/s, TPOT "
           f"{pl.tpot_ms:,.1f} ms, so DSpark gives x{ratio:.2f}")
