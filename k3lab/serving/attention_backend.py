@@ -97,7 +97,7 @@ def lines(c: BackendComparison, priced: str) -> list[str]:
     mark = lambda p: " (not validated here)" if p.not_validated("ttft_ms") else ""  # noqa: E731
     head = (f"  attention backend: {priced} priced (--attention-backend {priced}; sglang's ROCm default for K3 is "
             f"{ROCM_DEFAULT}): TTFT {a.ttft_ms:,.0f} ms with aiter{mark(a)}, {t.ttft_ms:,.0f} ms with triton{mark(t)} "
-            f"(x{t.ttft_ms / a.ttft_ms:.2f})")
+            f"(triton takes x{t.ttft_ms / a.ttft_ms:.2f} aiter's)")
     if abs(t.tpot_ms - a.tpot_ms) > 0.05:
         head += f"; TPOT {a.tpot_ms:,.1f} vs {t.tpot_ms:,.1f} ms (the verify step runs the same kernel)"
     cost = (f"  padding 12 heads to 16 for aiter's prefill costs at most {c.zero_heads_ttft_ms:,.0f} ms of aiter's TTFT "
