@@ -220,7 +220,8 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
 
     Columns: layout (``8xmi355x tp8 [aiter-k3-opt]``: the row's id), gpu, num_gpus, tp, pp, nodes,
     label, setting, shardable, weights_gib_per_gpu, weights_fit, max_kv_tokens,
-    full_context_requests, fits (with sglang's default state pool), fits_with (``defaults``, the
+    full_context_requests (with sglang's default state pool), full_context_requests_with_setting
+    (under the setting fits_with names; the defaults' count where it names none), fits (with sglang's default state pool), fits_with (``defaults``, the
     state-pool flags under which the request fits, ``no setting``, ``weights do not fit`` or
     ``cannot shard``), holds (fits with defaults or a setting), reason, model_tok_s (+ _low,
     _high), model_concurrency, model_in_domain, model_tpot_ms and model_ttft_ms (the latency at the
@@ -276,6 +277,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                     if include_all:
                         rows.append({**row, "shardable": False, "weights_gib_per_gpu": math.nan,
                                      "weights_fit": False, "max_kv_tokens": 0, "full_context_requests": 0,
+                                     "full_context_requests_with_setting": 0,
                                      "fits": False, "fits_with": "cannot shard", "holds": False, "reason": str(e)})
                     continue
                 p = memory.plan(cfg, gpu, n, tp, mem_fraction, kv_dtype, pp=pp, context_tokens=ctx, variants=vs)
@@ -283,7 +285,11 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                     continue
                 row.update({"shardable": True, "weights_gib_per_gpu": p.weights_bytes_per_gpu / GiB,
                             "weights_fit": bool(p.weights_fit), "max_kv_tokens": int(p.max_kv_tokens),
-                            "full_context_requests": int(p.max_full_context_requests), "fits": bool(p.fits),
+                            "full_context_requests": int(p.max_full_context_requests),
+                            # under the setting fits_with names (the defaults' count where it names none)
+                            "full_context_requests_with_setting": int(
+                                p.best_option.full_context_requests if p.fit_setting else p.max_full_context_requests),
+                            "fits": bool(p.fits),
                             "fits_with": p.fits_with, "holds": p.verdict in LISTED_VERDICTS,
                             "reason": _reason(p, ctx), "_w": p.weights_bytes_per_gpu})
                 cap = state_pool_cap(p)
@@ -321,7 +327,8 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                                                             else usd_per_million_tokens(v, n, usd))
                 rows.append(row)
     base = ["layout", "gpu", "num_gpus", "tp", "pp", "nodes", "label", "setting", "shardable", "weights_gib_per_gpu",
-            "weights_fit", "max_kv_tokens", "full_context_requests", "fits", "fits_with", "holds", "reason",
+            "weights_fit", "max_kv_tokens", "full_context_requests", "full_context_requests_with_setting", "fits",
+            "fits_with", "holds", "reason",
             *NO_MODEL, "model_note", "user_tok_s", "priced_tok_s", "priced_by", "roofline_bound_tok_s"]
     priced = [f"{pre}[{t}]" for pre in (HOUR_PREFIX, MTOK_PREFIX, MTOK_PREFIX + "_low", MTOK_PREFIX + "_high",
                                          MTOK_PREFIX + "_slow") for t in chosen]

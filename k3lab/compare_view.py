@@ -170,7 +170,7 @@ def format_table(df) -> str:
         w = "—" if not r["weights_gib_per_gpu"] == r["weights_gib_per_gpu"] else f"{r['weights_gib_per_gpu']:.1f}"
         m = r.get("model_tok_s", math.nan)
         band = "—" if not m == m else f"{_int(r['model_tok_s_low'])}-{_int(r['model_tok_s_high'])}"
-        cells = [r["layout"], str(r["num_gpus"]), w, f"{r['full_context_requests']:,}", r["fits_with"],
+        cells = [r["layout"], str(r["num_gpus"]), w, _full_ctx(r), r["fits_with"],
                  _int(m) + ("*" if m == m and not r["model_in_domain"] else ""), band, *_latency_cells(r)]
         if slo:
             cells += [str(r["slow_concurrency"]) if r["slow_concurrency"] == r["slow_concurrency"] and
@@ -208,6 +208,13 @@ def format_table(df) -> str:
     return "\n".join(lines)
 
 
+def _full_ctx(r) -> str:
+    """Full-context requests the row holds under the setting its "fits with" names, and with the
+    defaults beside it when that setting is needed (``1 (defaults 0)``)."""
+    n, d = r.get("full_context_requests_with_setting", r["full_context_requests"]), r["full_context_requests"]
+    return f"{n:,}" if n == d else f"{n:,} (defaults {d:,})"
+
+
 def _latency_cells(r) -> list[str]:
     """A row's concurrency, TPOT and TTFT (ms; ``†``: TTFT not validated) where the model priced it."""
     c = r.get("model_concurrency")
@@ -232,26 +239,49 @@ def verdict_lines(u: dict | None) -> list[str]:
             f"  {sensitivity(u)}"]
 
 
+def _gpu_name(layout: str) -> str:
+    """``8xmi355x tp8 [aiter-k3-opt]`` → ``MI355X``."""
+    from .specs import parse_layout
+
+    return parse_layout(layout.split(" [")[0]).gpu.upper()
+
+
 def sensitivity(u: dict) -> str:
     """How far the model may be off before :func:`~k3lab.compare_answers.user_verdict`'s cheaper
-    layout is not: the first layout is cheaper per token while its speed per GPU relative to the
-    runner-up's stays above your price ratio, so the answer turns when the model overstates that
-    relative speed by more than break-even ÷ price ratio − 1 (and the band says how far it may)."""
+    layout is not, against how far off it is known to be, and what that means for your prices, in
+    plain words. The first layout is cheaper per token while its speed per GPU relative to the
+    runner-up's stays above your price ratio, so the answer flips when the model overrates that
+    relative speed by break-even ÷ price ratio − 1 or more; the combined band (the first's low end
+    against the runner-up's high end: 90% of the public runs each family's fit never saw) says how
+    far it may, break-even ÷ its low end − 1. The runner-up's $/GPU-hour above which the first stays
+    cheaper even at the bands' worst is your first price ÷ that low end."""
     be, r = u["breakeven"], u["price_ratio"]
-    a, b = u["first"], u["second"]
+    a, b = _gpu_name(u["first"]), _gpu_name(u["second"])
     if r >= be["ratio"]:
-        return f"at the model's values {b} is as cheap or cheaper: your price ratio is at or above the break-even"
-    band = "" if be["low"] is None else f" (its band allows up to {be['ratio'] / be['low'] - 1:.0%})"
-    return (f"{a} stays cheaper per token unless the model overstates its speed relative to {b}'s by more than "
-            f"{be['ratio'] / r - 1:.0%}{band}")
+        return f"At the model's values {u['second']} is as cheap or cheaper: your price ratio is at or above the break-even."
+    need = be["ratio"] / r - 1
+    out = f"It flips if the model overrates the {a}'s speed against the {b}'s by {need:.0%} or more"
+    if be["low"] is None:
+        return out + "; how wrong it is for this pair is not validated (no band): measure before you commit."
+    allow = be["ratio"] / be["low"] - 1
+    worst = u["first_usd_per_gpu_hour"] / be["low"]
+    yours = u["second_usd_per_gpu_hour"]
+    if need <= allow:
+        return (out + f"; on runs it never saw it erred by up to {allow:.0%} for this pair, so it may. For you: "
+                f"the {a} stays cheaper even at that error while the {b} costs over ${worst:,.2f}/GPU-hour; at "
+                f"your ${yours:,.2f}, measure both first.")
+    return (out + f", more than the {allow:.0%} it erred by on public runs it never saw: at your ${yours:,.2f} the answer "
+            f"holds (the {a} stays cheaper even at that error while the {b} costs over ${worst:,.2f}/GPU-hour).")
 
 
-def your_prices_sentence(u: dict) -> str:
-    """Your prices' verdict in one sentence, with its sensitivity (the decision box's headline)."""
+def your_prices_sentence(u: dict, by_gpu: bool = False) -> str:
+    """Your prices' verdict with its sensitivity (the decision box's headline); ``by_gpu``: the two
+    named by their GPUs (the quote, whose table beside it names the layouts)."""
     f, s = u["first_usd_per_million_tokens"], u["second_usd_per_million_tokens"]
+    a, b = (f"the {_gpu_name(u['first'])}", f"the {_gpu_name(u['second'])}") if by_gpu else (u["first"], u["second"])
     return (f"At your prices (${u['first_usd_per_gpu_hour']:,.2f} and ${u['second_usd_per_gpu_hour']:,.2f} per "
-            f"GPU-hour) {u['first']} costs ${f[0]:,.2f}/M output tokens against {u['second']}'s ${s[0]:,.2f}/M: "
-            f"{u['reading']}; {sensitivity(u)}.")
+            f"GPU-hour) {a} costs ${f[0]:,.2f}/M output tokens against {b}'s ${s[0]:,.2f}/M: "
+            f"{u['reading']}. {sensitivity(u)}")
 
 
 def _tier_kind(pr, tier: str) -> str:

@@ -75,8 +75,9 @@ def _cells(df, r, overrides: dict) -> list[str]:
         t = prices.OVERRIDE_TIER
         m, lo, hi = (float(r[f"{compare.MTOK_PREFIX}{k}[{t}]"]) for k in ("", "_low", "_high"))
         slow = lat["usd_per_million_tokens_slow"]
-        cost = (f"${m:,.2f} (${lo:,.2f}-${hi:,.2f}" + (f"; c{lat['slow_concurrency']} ${slow:,.2f}" if slow else "")
-                + f") at ${overrides[r['gpu']]:,.2f}/GPU-h")
+        band = (f"${lo:,.2f}-${hi:,.2f}" + (f"; c{lat['slow_concurrency']} ${slow:,.2f}" if slow else "")
+                if r["model_in_domain"] else "no band*")   # outside the validated domain the band says nothing
+        cost = f"${m:,.2f} ({band}) at ${overrides[r['gpu']]:,.2f}/GPU-h"
     else:
         rng = _rental_range(df, r)
         cost = ("no independent rental price: give yours" if rng is None else
@@ -88,6 +89,30 @@ def _cells(df, r, overrides: dict) -> list[str]:
 def _band(r) -> float:
     """The row's decode band as a log factor (its tok/s band's half-width)."""
     return math.log(r["model_tok_s_high"] / r["model_tok_s"])
+
+
+def band_line(rows: dict) -> str:
+    """What each quoted GPU's band rests on (:func:`k3lab.serving.committed.band_evidence`, decode:
+    the quote has no DSpark): its factor, how many repositories' runs measured it and their median
+    error — why one GPU's band is wider than another's. A row outside the validated domain has no band."""
+    from .serving.committed import band_evidence
+    from .serving.observations import family_of
+
+    parts = []
+    for r in rows.values():
+        if r is None:
+            continue
+        ev = band_evidence(family_of(r["gpu"]))
+        if not r["model_in_domain"]:
+            parts.append(f"{r['gpu'].upper()}* none: outside the validated domain ({str(r['model_note']).split(';')[0]})")
+        elif ev["factor"] is None:
+            parts.append(f"{r['gpu'].upper()} none ({ev['why_not']})")
+        else:
+            n = len(ev["repositories"])
+            parts.append(f"{r['gpu'].upper()} x{ev['factor']:.2f} ({n} repositor{'y' if n == 1 else 'ies'}, median "
+                         f"miss x{ev['median_error']:.2f})")
+    return ("band (its miss on 9 in 10 public runs it never saw; wider with fewer repositories, bigger misses): "
+            + ", ".join(parts))
 
 
 def _wrap(text: str) -> list[str]:
@@ -104,7 +129,7 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     head = _wrap(f"quote {a['model']}: one {a['context_tokens']:,}-token request must fit; {a['input_len']:,} in / "
                  f"{a['output_len']:,} out at " + (target.label() if target.active else "each layout's peak (no "
                                                     "latency target: --max-tpot MS)")
-                 + "; serving model, no DSpark, nothing measured on a GPU")
+                 + "; serving model, no DSpark")
     rows = best_rows(df, gpus)
     body = [_cells(df, r, overrides) for r in rows.values() if r is not None]
     cost_head = "$/M output (band; slow edge)" if overrides else "$/M output, independent prices"
@@ -114,14 +139,12 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     needs = [f"{r['gpu'].upper()} {r['fits_with']}" for r in rows.values() if r is not None and r["fits_with"] != "defaults"]
     opt = [f"{r['gpu'].upper()} SGLANG_AITER_K3_OPT=1" for r in rows.values()
            if r is not None and compare.ARTICLE_AMD_SETTING[0] in r["setting"]]
-    outside = [f"{r['gpu'].upper()} ({str(r['model_note']).split(';')[0]})" for r in rows.values()
-               if r is not None and not r["model_in_domain"]]
-    legend = ((". † TTFT not validated" if any(r is not None and not r["model_ttft_validated"] for r in rows.values())
-               else "") + (f". * no band, outside the validated domain: {', '.join(outside)}" if outside else ""))
+    legend = ". † TTFT not validated" if any(r is not None and not r["model_ttft_validated"] for r in rows.values()) else ""
     if needs or opt:
         notes += _wrap("settings it needs: " + "; ".join(opt + needs) + legend)
     elif legend:
         notes += _wrap(legend[2:])
+    notes += _wrap(band_line(rows))
     for g, r in rows.items():
         if r is None:
             held = df[(df["gpu"] == g) & df["holds"].astype(bool)]
@@ -129,7 +152,7 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
                                                 else "no layout holds it"))
     u = d.yours
     if u is not None:
-        verdict = "verdict: " + compare_view.your_prices_sentence(u)
+        verdict = "verdict: " + compare_view.your_prices_sentence(u, by_gpu=True)
     elif d.breakeven is not None:
         b = d.breakeven
         at = f"at {d.slo.label()}" if d.slo.active else "each at its peak, --max-tpot MS for one latency"
@@ -144,12 +167,14 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
             vs = tuple(v.strip() for v in r["setting"].split(",")) if r["setting"] != compare.DEFAULT_SETTING else ()
             traps += setting_traps(load_model(a["model"]), parse_layout(r["layout"].split(" [")[0]), a["input_len"],
                                    a["output_len"], vs, a["kv_dtype"], a["mem_fraction"], target)
-    tail = [*(_wrap(verdict) if verdict else []),
-            *(x for w in prices.price_warnings(overrides) for x in _wrap(f"warning: {w}")),
-            *(x for t in traps[:1] for x in _wrap(f"trap: {t}")),
-            "more: python -m k3lab compare (every layout and price source, same flags)"]
-    lines = head + table + notes + tail
-    return lines if len(lines) <= MAX_LINES else lines[:MAX_LINES - 1] + [tail[-1]]
+    # whole sentences, in the order they are dropped from the end when the screen is full (never cut mid-sentence)
+    groups = [head, table, *([x] for x in notes), *([_wrap(verdict)] if verdict else []),
+              *(_wrap(f"warning: {w}") for w in prices.price_warnings(overrides)),
+              *(_wrap(f"trap: {t}") for t in traps[:1])]
+    more = "more: python -m k3lab compare (every layout and price source, same flags); nothing here ran on a GPU"
+    while groups and sum(map(len, groups)) + 1 > MAX_LINES:
+        groups.pop()
+    return [x for g in groups for x in g] + [more]
 
 
 def _parser() -> OneLineParser:

@@ -187,6 +187,10 @@ def test_fits_with_says_defaults_a_setting_or_why_not(k3):
     r = float(b300.fits_with.split()[-1])
     assert 0 < r < 0.9   # less than the default share goes to state, so the KV pool grows
     assert memory.plan(load_model("kimi-k3"), "b300", 8, 8, mamba_full_memory_ratio=r).fits
+    # the renter's report: "full-ctx reqs 0" beside that setting; the row also says how many fit with it
+    with_it = memory.plan(load_model("kimi-k3"), "b300", 8, 8, mamba_full_memory_ratio=r).max_full_context_requests
+    assert b300.full_context_requests == 0 and b300.full_context_requests_with_setting == with_it >= 1
+    assert compare_view._full_ctx(b300.to_dict()) == f"{with_it} (defaults 0)"
     mi = row(k3, "mi355x", 8, 8)
     assert mi.fits_with == "no setting" and not mi.holds
     assert row(k3, "mi355x", 8, 8, setting=K3_OPT).fits_with == "defaults"

@@ -85,7 +85,10 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
         assert f"{lay:<29}  {int(r['model_concurrency']):>2}  {r['model_tpot_ms']:.0f} ms" in text
         assert f"${r['usd_per_million_tokens[override]']:,.2f} (" in text
     assert "SGLANG_AITER_K3_OPT=1" in text and "--mamba-full-memory-ratio 0.795" in text   # which setting it needs
-    assert "verdict: At your prices" in flat and "stays cheaper per token unless the model overstates" in flat
+    assert "verdict: At your prices" in flat and "It flips if the model overrates the MI355X's speed against the B300's by" in flat
+    # how far off the model is known to be, per GPU: its band, the repositories behind it and their median error
+    for gpu, fam in (("MI355X", "amd-cdna4"), ("B300", "nvidia-blackwell")):
+        assert f"{gpu} {_band_words(fam)}" in flat, gpu
     assert "trap: without SGLANG_AITER_K3_OPT=1" in flat and "no longer holds a 1,048,576-token request" in flat
     # without your prices: the independent rental prices of each GPU, and the break-even
     plain = " ".join(x.strip() for x in quote.quote_lines(decision.decide("kimi-k3")))
@@ -94,18 +97,49 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     # nodes, whose cross-node costs only one repository measured: its row carries no band and says why
     b200 = next(x for x in quote.quote_lines(decision.decide("kimi-k3")) if x.startswith("B200 "))
     assert b200.rstrip().endswith("no band*") and re.search(r"\d\*  +\$", b200)      # tok/s/GPU marked too
-    assert "* no band, outside the validated domain: B200 (it spans nodes over scale-out)" in plain
+    assert "B200* none: outside the validated domain (it spans nodes over scale-out)" in plain
+    # ... and at your price too: no $ band where the model's band does not hold
+    mine = quote.quote_lines(decision.decide("kimi-k3", overrides={"b200": 4.0, "mi355x": 3.0}))
+    assert next(x for x in mine if x.startswith("B200 ")).rstrip().endswith("(no band*) at $4.00/GPU-h")
 
 
-def test_the_sensitivity_is_how_far_the_model_may_be_off():
+def _band_words(family: str) -> str:
+    """'x1.29 (4 repositories, median x1.08)' from the committed files themselves: the band of the family's
+    decode metric, the repositories (origins) of its observations, and the median |log error| of its
+    leave-one-repository-out predictions that are not extrapolations."""
+    import math
+    import statistics
+
+    import yaml
+
+    fit = yaml.safe_load((REPO_ROOT / "data" / "serving_fit.yaml").read_text(encoding="utf-8"))
+    val = yaml.safe_load((REPO_ROOT / "data" / "serving_validation.yaml").read_text(encoding="utf-8"))
+    band = math.exp(fit["families"][family]["bands"]["decode"]["band_log"])
+    repos = {o["origin"] for o in fit["observations"] if o["family"] == family and o["metric"] == "decode"}
+    errs = [abs(r["log_error"]) for r in val["validation"][family]
+            if r["metric"] == "decode" and r["split"] == "leave_one_repository_out" and not r["extrapolated"]]
+    return f"x{band:.2f} ({len(repos)} repositories, median miss x{math.exp(statistics.median(errs)):.2f})"
+
+
+def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be():
     from k3lab import compare_view
 
-    u = {"first": "A", "second": "B", "price_ratio": 0.5, "breakeven": {"ratio": 0.75, "low": 0.5, "high": 1.1}}
-    # A is cheaper while its speed relative to B's (0.75) stays above the price ratio (0.5): 0.75 / 0.5 - 1 = 50%;
-    # the band allows 0.75 / 0.5 - 1 = 50% too
-    assert compare_view.sensitivity(u) == ("A stays cheaper per token unless the model overstates its speed relative "
-                                           "to B's by more than 50% (its band allows up to 50%)")
-    assert "B is as cheap or cheaper" in compare_view.sensitivity(dict(u, price_ratio=0.8))
+    u = {"first": "8xmi355x tp8 [aiter-k3-opt]", "second": "8xb300 tp8", "first_usd_per_gpu_hour": 3.0,
+         "second_usd_per_gpu_hour": 6.0, "price_ratio": 0.5, "breakeven": {"ratio": 0.75, "low": 0.5, "high": 1.1}}
+    # the MI355X is cheaper while its speed relative to the B300's (0.75) stays above the price ratio (0.5): it
+    # flips at 0.75 / 0.5 - 1 = 50%; the combined band reaches 0.75 / 0.5 - 1 = 50% too, so it may; at the band's
+    # low end (0.5) the MI355X stays cheaper while the B300 costs more than $3.00 / 0.5 = $6.00
+    assert compare_view.sensitivity(u) == (
+        "It flips if the model overrates the MI355X's speed against the B300's by 50% or more; on runs it never saw it "
+        "erred by up to 50% for this pair, so it may. For you: the MI355X stays cheaper even at that error while the "
+        "B300 costs over $6.00/GPU-hour; at your $6.00, measure both first.")
+    # a price ratio of 0.25: it flips only at 0.75 / 0.25 - 1 = 200%, beyond the band's 50%: the answer holds
+    far = compare_view.sensitivity(dict(u, price_ratio=0.25, second_usd_per_gpu_hour=12.0))
+    assert far.startswith("It flips if the model overrates the MI355X's speed against the B300's by 200% or more, "
+                          "more than the 50% it erred by") and "at your $12.00 the answer holds" in far
+    assert "not validated (no band)" in compare_view.sensitivity(dict(u, breakeven={"ratio": 0.75, "low": None,
+                                                                                       "high": None}))
+    assert "8xb300 tp8 is as cheap or cheaper" in compare_view.sensitivity(dict(u, price_ratio=0.8))
 
 
 def test_a_setting_that_changes_the_answer_past_x1_5_is_named():

@@ -8,6 +8,7 @@ the new output). The decision sentences under it are ``k3lab.decision.headline``
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import sys
@@ -82,3 +83,115 @@ def test_readme_decision_headline_is_current():
     text = _readme()
     missing = [x for x in lines if x not in text]
     assert not missing, f"README.md's decision sentences are stale: {missing}"
+
+
+# --------------------------------------------------------------------------- every number of the prose
+
+#: a number in running text, with its unit (a factor, a percentage) when it has one
+_NUM = re.compile(r"(?<![\w.#/])\$?(\d[\d,]*(?:\.\d+)*)(%|×|x(?![a-z]))?")
+#: references that are numbers only by spelling: each is checked against what it names
+_REFS = [(re.compile(r"\*\*(\d+)\.? "), lambda n: 1 <= int(n) <= len(SHOWN) - 1),      # **1. Which layouts ...
+         (re.compile(r"command (\d+)"), lambda n: 1 <= int(n) <= len(SHOWN) - 1),
+         (re.compile(r"finding (\d)"), lambda n: 1 <= int(n) <= 4),
+         (re.compile(r"(?:\*\*|notebook )(\d\d)\b"),
+          lambda n: any((REPO_ROOT / "notebooks").glob(f"{n}_*.ipynb")))]
+
+
+def _prose_and_sources() -> tuple[str, str]:
+    """(the README's own prose: no code block, no generated block, no inline code, no link target;
+    the text its numbers may come from: the pasted command outputs, kept current by the tests above,
+    and the generated bottom-line block, kept current by tests/test_reproduce.py)."""
+    text = _readme()
+    start, end = "<!-- bottom-line:start", "<!-- bottom-line:end -->"
+    block = text[text.index(start):text.index(end)]
+    text = text.replace(block, "")
+    parts = text.split("```")
+    prose, fenced = "".join(parts[0::2]), "".join(parts[1::2])
+    spans = re.findall(r"`([^`]+)`", prose)
+    for s in spans:  # inline code: a command, flag or setting that a pasted output shows, or the Makefile's
+        flat = " ".join(s.split())
+        assert not _NUM.search(flat) or flat in " ".join(fenced.split()) or flat in \
+            (REPO_ROOT / "Makefile").read_text(encoding="utf-8"), f"README.md: `{flat}` is in no pasted output"
+    prose = re.sub(r"\]\([^)]*\)", "]", re.sub(r"`[^`]+`", "", prose))
+    return prose, fenced + block
+
+
+def _numbers(text: str) -> list[tuple[float, int, str]]:
+    """(value, decimals, unit) of every number in ``text`` (× and x one unit; $ dropped)."""
+    out = []
+    for m in _NUM.finditer(text):
+        s = m.group(1).replace(",", "")
+        if s.count(".") > 1:
+            continue  # a release: judged apart
+        out.append((float(s), len(s.split(".")[1]) if "." in s else 0, {"×": "x"}.get(m.group(2), m.group(2) or "")))
+    return out
+
+
+def _checked_fragments(block: str) -> list[str]:
+    """Sentences of the README's prose computed here from the study's code and data (and, for a unit the
+    bottom line writes otherwise, from ``block``, that bottom line): what the README must say, to the digit,
+    for each number no pasted output holds."""
+    import calendar
+    import datetime
+
+    from k3lab import attention, claims, data, specs
+    from k3lab.findings import f3_prefill
+    from k3lab.model.inventory import count_params
+    from k3lab.serving.field import accept_groups
+
+    cfg = specs.load_model("kimi-k3")
+    per_rank = cfg.num_attention_heads // 8
+    padded = int(attention.head_table(cfg.num_attention_heads).set_index("tp").loc[8, "kernel_heads"])
+    groups = accept_groups("nvidia-blackwell")
+    pad = f3_prefill.padding_cost_table(cfg).set_index("prompt_tokens")
+    n = list(pad.index)[1:]   # 8,192, the article's, the longest
+    pr = next(c for c in data.load("upstream_changes").changes if c.pr == 32641)
+    opened = datetime.date.fromisoformat(str(pr.opened))
+    return [
+        f"{count_params(cfg).total_without_mtp / 1e12:.2f}T-parameter",
+        f"K3's {per_rank} heads per rank", f"padding {per_rank} attention heads to {padded}",
+        f"## Is the {per_rank}→{padded} head padding", f"The cost is the {padded - per_rank} extra heads: "
+        f"{padded}/{per_rank} = {padded / per_rank:.2f}×",
+        f"a {cfg.max_position_embeddings // 2 ** 20}M-token request",
+        f"accept a median {groups[0]['median']:.1f} tokens per step on natural\n  text and agent traces, "
+        f"{groups[-1]['median']:.1f} on synthetic repeated prompts",
+        f"grow only ×{pad.loc[n[0], 'padded_flops_x']:.3f} at {n[0]:,} tokens, ×{pad.loc[n[1], 'padded_flops_x']:.2f} "
+        f"at the article's {n[1]:,} and ×{pad.loc[n[2], 'padded_flops_x']:.2f}\nat {n[2]:,}",
+        f"zero heads at +{pad.loc[n[0], 'zero_heads_pct']:.1f}%, +{pad.loc[n[1], 'zero_heads_pct']:.0f}% and "
+        f"+{pad.loc[n[2], 'zero_heads_pct']:.0f}%",
+        f"gain over Triton of ×{pad.loc[n[0], 'gain_x']:.2f}, ×{pad.loc[n[1], 'gain_x']:.1f} and (past what public "
+        f"Triton runs validate) ×{pad.loc[n[2], 'gain_x']:.1f}",
+        f"late {calendar.month_name[opened.month]} {opened.year}" if opened.day > 20 else "(the fix opened early)",
+        "the {}–{}× TTFT".format(*claims.get("P6").claimed.split("-")),
+        f"a {float(re.search(r'over ([0-9,]+) Gb/s per node', block).group(1).replace(',', '')) / 1e3:.1f} Tbps link"]
+
+
+def test_every_number_in_the_readme_prose_comes_from_a_shown_output_or_a_check():
+    """Q1 of the renter's report: a README bullet said 536 and 1,801 tok/s, numbers no command produced (the
+    serving model had moved on). Every number of the prose is now either in a pasted output (or the generated
+    bottom line) at the prose's precision and unit, a release of the release matrix, a reference to what
+    exists, or part of a sentence computed here from the code and data (:func:`_checked_fragments`)."""
+    from k3lab import release_status
+
+    prose, sources = _prose_and_sources()
+    flat = " ".join(prose.split())
+    checked = _checked_fragments(sources)
+    missing = [f for f in checked if " ".join(f.split()) not in flat]
+    assert not missing, f"README.md's prose no longer says what the study computes: {missing}"
+    for f in checked:
+        flat = flat.replace(" ".join(f.split()), " ")
+    releases = {r["sglang"] for r in release_status.load_matrix()["rows"]}
+    for v in re.findall(r"\b\d+\.\d+\.\d+\b", flat):
+        assert v in releases, f"README.md names sglang {v}, which the release matrix does not hold"
+    flat = re.sub(r"\b\d+\.\d+\.\d+\b", " ", flat)
+    for pattern, ok in _REFS:
+        for n in pattern.findall(flat):
+            assert ok(n), f"README.md refers to {pattern.pattern} {n}, which does not exist"
+        flat = pattern.sub(" ", flat)
+    prs = re.findall(r"#(\d+)", flat)
+    known = {str(c.pr) for c in __import__("k3lab.data", fromlist=["load"]).load("upstream_changes").changes}
+    assert set(prs) <= known, f"README.md cites PRs the upstream data lacks: {set(prs) - known}"
+    have = _numbers(sources)
+    stale = [f"{v:g}{u}" for v, d, u in _numbers(flat)
+             if not any(u == u2 and abs(round(v2, d) - v) < 10 ** -(d + 3) for v2, _, u2 in have)]
+    assert not stale, f"README.md's prose has numbers no pasted output, bottom line or check gives: {stale}"

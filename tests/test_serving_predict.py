@@ -391,7 +391,8 @@ BASE = ["--gpu", "mi355x", "--gpus", "8", "--tp", "8", "--input-len", "8192", "-
 
 JSON_KEYS = {
     "layout", "gpu", "family", "variants", "input_len", "output_len", "concurrency_asked", "concurrency",
-    "admitted_requests", "spec", "accept_len", "accept_len_range", "bands_log", "validated", "in_validated_domain",
+    "admitted_requests", "spec", "accept_len", "accept_len_range", "bands_log", "band_validated", "validated",
+    "in_validated_domain",
     "ttft_outside_validated_domain", "admission", "engine", "regime", "arrival", "length_distribution",
     "speed_in_validated_domain", "ttft_in_validated_domain",
     "outside_validated_domain", "params", "nearest_measurements",
@@ -454,13 +455,16 @@ def runs():
     return out
 
 
-#: what the CLI's JSON adds to Prediction.as_dict: the latency target and the settings that change the answer
-CLI_KEYS = {"slo", "slo_met", "slo_concurrency", "slo_slow_edge_concurrency", "setting_traps"}
+#: what the CLI's JSON adds to Prediction.as_dict: the latency target, the settings that change the answer and
+#: (None off AMD GPUs) the attention backends side by side
+CLI_KEYS = {"slo", "slo_met", "slo_concurrency", "slo_slow_edge_concurrency", "setting_traps", "attention_backend"}
+#: ... and with DSpark: the answer without it, the break-even acceptance, the field's acceptance groups
+DSPARK_KEYS = {"without_dspark", "accept_len_breakeven", "accept_len_groups", "accept_len_speed_fit"}
 
 
 def _same(got: dict, p: P.Prediction):
     want = p.as_dict()
-    assert set(got) == set(want) | CLI_KEYS and set(want) == JSON_KEYS
+    assert set(got) == set(want) | CLI_KEYS | (DSPARK_KEYS if p.spec_on else set()) and set(want) == JSON_KEYS
     assert got["slo"] == {"max_tpot_ms": None, "max_ttft_ms": None, "min_tok_s_per_user": None}
     for k, v in want.items():
         if k == "bands_log":

@@ -97,6 +97,58 @@ def ttft_facts(cfg: ModelConfig):
     return pd.DataFrame(rows, columns=["quantity", "value"])
 
 
+#: prompt lengths the padding's cost is shown at (tokens): a short prompt, a long one, the article's
+#: 172k cold prefill (data/article_prefill.yaml) and the longest that fits K3's context with one output token
+PADDING_PROMPTS = (1_024, 8_192, "article", 1_048_575)
+
+
+def padding_cost_table(cfg: ModelConfig, prompts=PADDING_PROMPTS):
+    """What padding 12 heads to 16 costs against what the fast prefill gains, per prompt length
+    (one cold prefill, one output token, one request on the article's 8×MI355X TP8 with K3_OPT):
+    ``attention_share`` (MLA attention's share of a rank's prefill FLOPs with 12 heads),
+    ``padded_flops_x`` (the whole prefill's FLOPs with 16 heads ÷ with 12: the padding's cost if
+    every FLOP took the same time), and the serving model's TTFT (s) with ``aiter`` (the fast kernel)
+    and ``triton`` (sglang's ROCm default, the fallback), ``gain_x`` (triton ÷ aiter),
+    ``zero_heads_ms`` and ``zero_heads_pct`` (what the 4 zero heads add to aiter's TTFT at most:
+    :func:`k3lab.serving.attention_backend.compare`), each TTFT with whether it lies in the
+    model's validated domain. "article" in ``prompts`` is the article's prompt length."""
+    import pandas as pd
+
+    from ..serving import attention_backend as ab
+    from ..serving.article import article_table, variants_for
+    from ..serving.model import Workload
+
+    art = P.load_article()
+    dep = article_table()["mi355x_tp8"].deployment
+    rows = []
+    for n in prompts:
+        n = art.context_tokens if n == "article" else n
+        real = P.attention_flops_per_rank(n, cfg, art.tp)
+        rest = P.rest_flops_per_token_per_rank(cfg, art.tp) * n
+        padded = P.attention_flops_per_rank(n, cfg, art.tp, heads=ab.PADDED)
+        c = ab.compare(cfg, dep, Workload(n, 1, 1), variants=variants_for(dep))
+        rows.append({"prompt_tokens": n, "attention_share": real / (real + rest),
+                     "padded_flops_x": (rest + padded) / (rest + real),
+                     "aiter_ttft_s": c.aiter.ttft_ms / 1e3, "aiter_in_domain": not c.aiter.not_validated("ttft_ms"),
+                     "triton_ttft_s": c.triton.ttft_ms / 1e3, "triton_in_domain": not c.triton.not_validated("ttft_ms"),
+                     "gain_x": c.triton.ttft_ms / c.aiter.ttft_ms, "zero_heads_ms": round(c.zero_heads_ttft_ms, 1),
+                     "zero_heads_pct": 100 * c.zero_heads_ttft_ms / c.aiter.ttft_ms})
+    return pd.DataFrame(rows)
+
+
+def prefill_reach(kernel: str = "fallback") -> tuple[int, str]:
+    """(the longest prompt, its source) of the public TTFT runs on the MI355X's family with prefill
+    attention ``kernel`` (``fast`` or ``fallback``) that the serving model was fitted on: how far
+    that kernel's TTFT band reaches (x2 beyond, :data:`k3lab.serving.domain.DOMAIN_FACTOR`)."""
+    from ..serving.committed import fitted_observations
+    from ..serving.observations import family_of
+
+    runs = [o for o in fitted_observations() if o.family == family_of("mi355x") and o.metric == "ttft"
+            and o.prefill_attention == kernel]
+    top = max(runs, key=lambda o: (o.input_len, o.id))
+    return top.input_len, top.source
+
+
 def decode_table(cfg: ModelConfig):
     """Absorbed-MLA decode attention intensity (FLOP per KV byte) at 12 and 16 q heads vs the
     MI355X ridge point (bf16 peak / HBM bandwidth)."""

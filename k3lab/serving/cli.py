@@ -19,7 +19,7 @@ from ..model.sharding import VARIANTS
 from ..setting_traps import setting_traps
 from ..spelling import did_you_mean
 from ..specs import Deployment, known_gpus, load_model, parse_layout
-from . import field, slo
+from . import attention_backend, dspark_answer, field, slo
 from .engines import ARRIVALS, ENGINES, LENGTHS, Engine, Harness
 from .model import SPEC_ALGORITHMS, Spec, Workload
 from .observations import family_of
@@ -62,6 +62,10 @@ def _parser() -> OneLineParser:
     ap.add_argument("--block-size", type=arg("requests", "--block-size"), default=None,
                     help=help_text("DSpark draft tokens per step (sglang --speculative-dspark-block-size; default: "
                                    "the draft's)", "requests"))
+    ap.add_argument("--attention-backend", default=None, choices=tuple(attention_backend.BACKENDS),
+                    help="sglang's --attention-backend on an AMD GPU: aiter (AITER's fast MLA prefill, 12 heads padded "
+                         "to 16; the default priced) or triton (sglang's ROCm default for Kimi K3, the slow fallback); "
+                         "either way the output prices the other beside it")
     ap.add_argument("--kv-dtype", default="bf16", choices=("bf16", "fp8"))
     ap.add_argument("--engine", default="sglang", choices=ENGINES,
                     help="the serving engine: its scheduler and admission defaults (default sglang)")
@@ -209,15 +213,21 @@ def cli_main(argv: list[str] | None = None) -> int:
         if args.concurrency is None and not target.active:
             raise ValueError("give --concurrency C, or a latency target (--max-tpot MS, --max-ttft MS or "
                              "--min-tok-s-per-user N) to find the highest concurrency that meets it")
+        kernel = attention_backend.prefill_attention(dep, args.attention_backend)
         op = slo.operating_point(cfg, dep, args.input_len, args.output_len, target, spec, variants, args.kv_dtype,
                                  args.mem_fraction, accept_range=accept, engine=engine,
-                                 harness=harness) if target.active else None
+                                 harness=harness, prefill_attention=kernel) if target.active else None
         if args.concurrency is None and op.point is None:
             raise ValueError(f"{dep.label}: {op.why}")
         c = op.point.concurrency if args.concurrency is None else args.concurrency
-        p = predict(cfg, dep, Workload(args.input_len, args.output_len, c), spec, variants, args.kv_dtype,
-                    args.mem_fraction, accept_range=accept, engine=engine, harness=harness)
+        work = Workload(args.input_len, args.output_len, c)
+        p = predict(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction, accept_range=accept,
+                    engine=engine, harness=harness, prefill_attention=kernel)
         traps = setting_traps(cfg, dep, args.input_len, args.output_len, variants, args.kv_dtype, slo=target)
+        backends = attention_backend.compare(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction,
+                                             accept, engine, harness)
+        ds = (dspark_answer.answer(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction, kernel, engine,
+                                   harness) if spec.on else None)
     except (ValueError, OverflowError) as e:
         print(f"k3lab predict: error: {e}", file=sys.stderr)
         return 2
@@ -225,11 +235,16 @@ def cli_main(argv: list[str] | None = None) -> int:
         text = json_text({**p.as_dict(), "slo": target.as_dict(), "slo_met": not target.misses(p),
                            "slo_concurrency": None if op is None or op.point is None else op.point.concurrency,
                            "slo_slow_edge_concurrency": None if op is None or op.slow is None else op.slow.concurrency,
-                           "setting_traps": traps})
+                           "setting_traps": traps,
+                           "attention_backend": None if backends is None else {
+                               "priced": args.attention_backend or "aiter", **backends.as_dict()},
+                           **({} if ds is None else ds.as_dict())})
     else:
         lines = format_prediction(p, accept_note).split("\n")  # the target and the traps under the workload line
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
-                         + [f"  a setting that changes the answer: {t}" for t in traps] + lines[2:])
+                         + [f"  a setting that changes the answer: {t}" for t in traps]
+                         + ([] if backends is None else attention_backend.lines(backends, args.attention_backend or "aiter"))
+                         + ([] if ds is None else dspark_answer.lines(p, ds)) + lines[2:])
     try:
         print(text, flush=True)
     except BrokenPipeError:  # `| head`: the reader has what it wanted (Python's documented recipe)

@@ -228,6 +228,22 @@ def fitted_bands(family: str) -> dict:
     return _fitted_doc().families[family].bands
 
 
+def band_evidence(family: str, metric: str = "decode") -> dict:
+    """What a family's band of ``metric`` rests on (why it is as wide as it is): ``factor`` (the
+    band as a factor, None when the metric is not validated), ``why_not``, ``repositories`` (the
+    origins whose figures of the metric the fit saw), ``points`` (the leave-one-repository-out
+    predictions inside each refit's domain) and ``median_error`` (their median error as a factor,
+    e^median|log error|; None without points). Read from the committed fit and validation."""
+    from .calibration import SPLITS, quantile
+
+    b = fitted_bands(family)[metric]
+    errs = [abs(r.log_error) for r in fitted_validation(family)
+            if r.metric == metric and r.split == SPLITS[0] and not r.extrapolated]
+    repos = sorted({o.origin for o in fitted_observations() if o.family == family and o.metric == metric})
+    return {"factor": math.exp(b.band_log) if b.validated else None, "why_not": b.why_not, "repositories": repos,
+            "points": len(errs), "median_error": math.exp(quantile(errs, 0.5)) if errs else None}
+
+
 def fitted_families() -> list[str]:
     """Families with a fit in the committed file (each metric validated or not: :func:`fitted`)."""
     return list(_fitted_doc().families)

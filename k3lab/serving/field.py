@@ -10,6 +10,8 @@ A figure at another workload or layout is context for the notes, never a verdict
 
 from __future__ import annotations
 
+import re
+
 from .. import data
 from .calibration import quantile
 from .committed import fitted_observations
@@ -49,6 +51,41 @@ def accept_range(family: str | None = None) -> tuple[float, float, float, int]:
         raise data.DataError("data/public_measurements.yaml: no measured DSpark acceptance length")
     mid, lo, hi = (round(quantile(vals, q), 2) for q in (0.5, *ACCEPT_PERCENTILES))
     return mid, max(1.0, lo), hi, len(vals)
+
+
+#: consecutive acceptance lengths (sorted) this far apart (a factor) split the field's runs into two groups
+GROUP_GAP = 1.5
+
+
+def accept_groups(family: str | None = None) -> list[dict]:
+    """The field's DSpark acceptance lengths (:func:`accept_lengths`, the family's own where it has
+    any) in groups: split at the widest gap between consecutive values when it exceeds
+    :data:`GROUP_GAP` (acceptance follows the prompts: a draft guesses a repetitive output far
+    better than natural text), one group otherwise. → list of dicts, lowest first: low, high,
+    median (tokens per verify step), runs, and prompts: what its runs prompted with (the first clause
+    of ``dataset`` in ``data/public_measurements.yaml``, "not stated" without one) → the sources
+    that did."""
+    vals = sorted(accept_lengths(family), key=lambda x: (x[1], x[0]))
+    if not vals:
+        return []
+    ratios = [(b[1] / a[1], i + 1) for i, (a, b) in enumerate(zip(vals, vals[1:]))]
+    gap, at = max(ratios, default=(1.0, len(vals)))
+    parts = [vals[:at], vals[at:]] if gap > GROUP_GAP else [vals]
+    by_id = {m.id: m for m in data.load("public_measurements").measurements}
+
+    def prompts(m) -> str:
+        return "not stated" if not m.dataset else re.split(r", |; | \(", m.dataset)[0].strip()
+
+    out = []
+    for part in parts:
+        srcs = {}
+        for i, _ in part:
+            m = by_id.get(i)
+            if m is not None and m.source not in srcs.setdefault(prompts(m), []):
+                srcs[prompts(m)].append(m.source)
+        out.append({"low": part[0][1], "high": part[-1][1], "median": round(quantile([v for _, v in part], 0.5), 2),
+                    "runs": len(part), "prompts": srcs})
+    return out
 
 
 def figure(measurement_id: str):

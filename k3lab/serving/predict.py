@@ -111,6 +111,16 @@ class Prediction:
     def validated(self, kind: str = "output_tok_s") -> bool:
         return self.band_of(kind) is not None
 
+    def not_validated(self, kind: str) -> list[str]:
+        """Why output ``kind``'s band does not hold for this question: its metric's band is not
+        validated for the family (the committed fit's reason), and where the question leaves the
+        metric's domain; empty when the band holds."""
+        m = metric_of(kind, self.spec_on)
+        name = {"ttft": "TTFT", "dspark": "DSpark speed", "decode": "decode speed"}.get(m, m)
+        why = [] if self.validated(kind) else [
+            f"{name} is not validated for {self.family}: {committed.fitted_bands(self.family)[m].why_not}"]
+        return why + list(self.gaps(kind))
+
     @property
     def output_tok_s_per_node(self) -> float:
         return self.output_tok_s / self.num_nodes
@@ -138,12 +148,16 @@ class Prediction:
              "accept_len_range": list(self.accept_range),
              "engine": self.engine, "regime": self.regime, "arrival": self.harness.arrival,
              "length_distribution": self.harness.lengths,
-             "bands_log": dict(self.bands), "validated": {k: self.validated(k) for k in self.KINDS},
-             # every output inside (speed and TTFT); each metric's own flag beside it
-             "in_validated_domain": self.in_domain and self.ttft_in_domain,
-             "speed_in_validated_domain": self.in_domain, "ttft_in_validated_domain": self.ttft_in_domain,
-             "outside_validated_domain": list(self.outside),
-             "ttft_outside_validated_domain": list(self.ttft_outside),
+             "bands_log": dict(self.bands),
+             # one truth: "validated" means the band printed beside the value holds for this question — the
+             # family's band of its metric is validated AND the question lies inside that metric's domain
+             "band_validated": {k: self.validated(k) for k in self.KINDS},
+             "validated": {k: self.validated(k) and not self.gaps(k) for k in self.KINDS},
+             "in_validated_domain": not self.not_validated("output_tok_s") and not self.not_validated("ttft_ms"),
+             "speed_in_validated_domain": not self.not_validated("output_tok_s"),
+             "ttft_in_validated_domain": not self.not_validated("ttft_ms"),
+             "outside_validated_domain": self.not_validated("output_tok_s"),
+             "ttft_outside_validated_domain": self.not_validated("ttft_ms"),
              "params": {k: getattr(self.params, k) for k in FamilyParams.NAMES}}
         per = {"output_tok_s": ("output_tok_s", 1.0), "output_tok_s_per_node": ("output_tok_s", 1 / self.num_nodes),
                "output_tok_s_per_gpu": ("output_tok_s", 1 / self.num_gpus)}

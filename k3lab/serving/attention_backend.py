@@ -1,0 +1,107 @@
+"""sglang's ``--attention-backend`` for Kimi K3 on ROCm, as the serving model prices it (finding 3):
+what the fast prefill gains over sglang's default at your prompt length, and what padding 12 heads
+to 16 costs there.
+
+Every sglang release measured (0.5.16–0.5.23) picks ``triton`` for K3's 12 heads per rank on ROCm
+unless told (notebook 03: ``ServerArgs._get_default_attn_backend``, replayed per release);
+``aiter`` runs AITER's MLA prefill, which in the releases and patches that pad 12 heads to 16 for
+its ASM kernel (0.5.22–0.5.23, ``k3lab-patches``' head pad) computes 4 zero heads. The model prices
+a prefill — and a DSpark verify step, which sglang runs in the same extend kernel — with the kernel
+the backend runs (:data:`BACKENDS` → :data:`k3lab.serving.model.PREFILL_ATTENTION`), each at the
+efficiency fitted on the public runs that used it. Decode is priced the same under both: the fit
+does not tell the two decode kernels apart.
+
+The padding's cost (:func:`compare`) is an upper bound: the model with the fast kernel's attention
+time raised by a third (16 heads for 12 at the kernel's fitted speed per head). The fitted runs
+include padded ones, whose zero heads are already in that speed, so the true cost is at most this.
+Units: ms; output tok/s per deployment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..specs import Deployment, ModelConfig
+from .engines import SGLANG, Engine, Harness, mean_lengths, usual_harness
+from .model import NO_SPEC, Spec, Workload, benchmark
+from .predict import Prediction, admission, family_params, predict
+
+#: sglang's --attention-backend values the model prices on ROCm → its prefill-attention kernel
+BACKENDS = {"aiter": "fast", "triton": "fallback"}
+#: what sglang picks for Kimi K3 on ROCm when not told (every release measured: notebook 03)
+ROCM_DEFAULT = "triton"
+#: q heads the fast kernel computes per rank for K3's 12 at TP8 (AITER's ASM prefill takes 16 or more)
+PADDED, REAL = 16, 12
+
+
+def prefill_attention(dep: Deployment, backend: str | None) -> str:
+    """The model's prefill-attention kernel for ``--attention-backend backend`` on ``dep`` (None:
+    the fast kernel, the model's default); ValueError for a backend the model does not price or a
+    GPU that is not AMD's (the aiter/triton choice is ROCm's; NVIDIA GPUs run their own fast MLA)."""
+    if backend is None:
+        return "fast"
+    if backend not in BACKENDS:
+        raise ValueError(f"--attention-backend {backend!r}: the model prices {' or '.join(BACKENDS)} (ROCm)")
+    if dep.gpu_spec.vendor != "amd":
+        raise ValueError(f"--attention-backend {backend}: the aiter/triton choice is ROCm's (finding 3); on "
+                         f"{dep.gpu.upper()} the model prices its own fast MLA prefill kernel")
+    return BACKENDS[backend]
+
+
+@dataclass(frozen=True)
+class BackendComparison:
+    """The question under each backend: ``aiter`` and ``triton`` (:class:`Prediction`), and under
+    aiter the 4 zero heads' cost at most (``zero_heads_ttft_ms``, ``zero_heads_tpot_ms``: what they
+    add to TTFT and TPOT; TPOT moves only with DSpark, whose verify step runs the same kernel)."""
+
+    aiter: Prediction
+    triton: Prediction
+    zero_heads_ttft_ms: float
+    zero_heads_tpot_ms: float
+
+    def as_dict(self) -> dict:
+        def one(p):
+            return {"ttft_ms": p.ttft_ms, "tpot_ms": p.tpot_ms, "output_tok_s": p.output_tok_s,
+                    "ttft_validated": not p.not_validated("ttft_ms"),
+                    "ttft_not_validated_why": p.not_validated("ttft_ms")}
+        return {"aiter": one(self.aiter), "triton": one(self.triton), "rocm_default": ROCM_DEFAULT,
+                "zero_heads_ttft_ms_at_most": self.zero_heads_ttft_ms,
+                "zero_heads_tpot_ms_at_most": self.zero_heads_tpot_ms}
+
+
+def compare(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_SPEC, variants=(),
+            kv_dtype: str = "bf16", mem_fraction: float | None = None, accept_range=None, engine: Engine = SGLANG,
+            harness: Harness | None = None) -> BackendComparison | None:
+    """:class:`BackendComparison` of a question on an AMD deployment (None on another vendor's)."""
+    if dep.gpu_spec.vendor != "amd":
+        return None
+    kw = dict(variants=variants, kv_dtype=kv_dtype, mem_fraction=mem_fraction, accept_range=accept_range,
+              engine=engine, harness=harness)
+    fast = predict(cfg, dep, work, spec, prefill_attention="fast", **kw)
+    slow = predict(cfg, dep, work, spec, prefill_attention="fallback", **kw)
+    harness = usual_harness(engine.name) if harness is None else harness
+    _, params, _ = family_params(dep.gpu)
+    I, O = mean_lengths(work.input_len, work.output_len, harness)
+    adm = admission(cfg, dep, I + O, spec, variants, kv_dtype, mem_fraction, engine).requests
+    # 16 heads' time for 12 at the fitted speed per head: the attention term a third longer
+    padded = replace(params, prefill_attention_efficiency=params.prefill_attention_efficiency * REAL / PADDED)
+    t = benchmark(cfg, dep, work, padded, spec, variants, kv_dtype, None, "fast", engine, harness, adm)
+    return BackendComparison(fast, slow, max(0.0, t.ttft_s * 1e3 - fast.ttft_ms),
+                             max(0.0, t.tpot_s * 1e3 - fast.tpot_ms))
+
+
+def lines(c: BackendComparison, priced: str) -> list[str]:
+    """Two sentences for ``predict``: which backend was priced and what the other gives, and the
+    padding's cost at most (``priced``: ``aiter`` or ``triton``)."""
+    a, t = c.aiter, c.triton
+    mark = lambda p: " (not validated here)" if p.not_validated("ttft_ms") else ""  # noqa: E731
+    head = (f"  attention backend: {priced} priced (--attention-backend {priced}; sglang's ROCm default for K3 is "
+            f"{ROCM_DEFAULT}): TTFT {a.ttft_ms:,.0f} ms with aiter{mark(a)}, {t.ttft_ms:,.0f} ms with triton{mark(t)} "
+            f"(triton takes x{t.ttft_ms / a.ttft_ms:.2f} aiter's)")
+    if abs(t.tpot_ms - a.tpot_ms) > 0.05:
+        head += f"; TPOT {a.tpot_ms:,.1f} vs {t.tpot_ms:,.1f} ms (the verify step runs the same kernel)"
+    cost = (f"  padding 12 heads to 16 for aiter's prefill costs at most {c.zero_heads_ttft_ms:,.0f} ms of aiter's TTFT "
+            f"(+{c.zero_heads_ttft_ms / a.ttft_ms:.1%})"
+            + (f" and {c.zero_heads_tpot_ms:,.1f} ms of TPOT" if c.zero_heads_tpot_ms > 0.05 else "")
+            + "; decode pays nothing for it")
+    return [head, cost]

@@ -1,0 +1,136 @@
+"""What a DSpark answer needs beside its prediction, so that it can be read: the same question
+without DSpark, the acceptance length at which DSpark breaks even with it, and the acceptance the
+field measured, in groups by the prompts it ran (:func:`k3lab.serving.field.accept_groups`).
+
+DSpark pays only when a verify step emits enough tokens to cover what the draft pass and the
+wider verify step cost; below that acceptance it is slower than no speculation. An answer equal to
+the no-DSpark one to the digit is that break-even, not a bug, and the output says so.
+Units: tokens per verify step (acceptance), output tok/s per deployment, ms.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+from ..specs import Deployment, ModelConfig
+from . import committed, field
+from .engines import SGLANG, Engine, Harness
+from .model import NO_SPEC, Spec, Workload
+from .predict import Prediction, predict
+
+#: the bisection stops when the bracket is this narrow (tokens per verify step)
+TOLERANCE = 0.005
+#: ... and a DSpark tok/s within this share of no DSpark's is read as equal (the print's rounding)
+EQUAL = 0.005
+
+
+@dataclass(frozen=True)
+class DSparkAnswer:
+    """``plain``: the question without DSpark (same clients, lengths, engine); ``breakeven``: the
+    acceptance at which DSpark's output tok/s equals it (None: not even at a full block; 1.0:
+    always faster); ``groups``: :func:`k3lab.serving.field.accept_groups`; ``speed_fit``: the
+    distinct acceptance lengths of the DSpark runs the speed fit saw in the family, lowest first
+    (empty without any); ``at_groups``: the same question at each group's median acceptance
+    (:class:`Prediction`, one per group, in the groups' order): the answer at either kind of prompt."""
+
+    plain: Prediction
+    breakeven: float | None
+    groups: tuple
+    speed_fit: tuple
+    at_groups: tuple = ()
+
+    def as_dict(self) -> dict:
+        return {"without_dspark": {"output_tok_s": self.plain.output_tok_s, "tpot_ms": self.plain.tpot_ms,
+                                   "ttft_ms": self.plain.ttft_ms, "concurrency": self.plain.concurrency},
+                "accept_len_breakeven": self.breakeven,
+                "accept_len_groups": [{**g, "at_median": {"output_tok_s": q.output_tok_s, "tpot_ms": q.tpot_ms}}
+                                      for g, q in zip(self.groups, self.at_groups)],
+                "accept_len_speed_fit": list(self.speed_fit)}
+
+
+def answer(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec, variants=(), kv_dtype: str = "bf16",
+           mem_fraction: float | None = None, prefill_attention: str = "fast", engine: Engine = SGLANG,
+           harness: Harness | None = None) -> DSparkAnswer:
+    """The :class:`DSparkAnswer` of a DSpark question (``spec`` on)."""
+    kw = dict(variants=variants, kv_dtype=kv_dtype, mem_fraction=mem_fraction, prefill_attention=prefill_attention,
+              engine=engine, harness=harness)
+    plain = predict(cfg, dep, work, NO_SPEC, **kw)
+
+    def at(a: float) -> Prediction:
+        return predict(cfg, dep, work, Spec(spec.algorithm, a, spec.block), **kw)
+
+    def tok_s(a: float) -> float:
+        return at(a).output_tok_s
+
+    lo, hi = 1.0, float(spec.draft_tokens + 1)
+    if tok_s(lo) >= plain.output_tok_s:
+        even = 1.0
+    elif tok_s(hi) < plain.output_tok_s:
+        even = None
+    else:  # DSpark's tok/s rises with the acceptance: bisect to where it meets no DSpark's
+        while hi - lo > TOLERANCE:
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if tok_s(mid) < plain.output_tok_s else (lo, mid)
+        even = round((lo + hi) / 2, 2)
+    seen = sorted({o.accept_len for o in committed.fitted_observations()
+                   if o.family == plain.family and o.metric == "dspark"})
+    groups = tuple(field.accept_groups(plain.family))
+    return DSparkAnswer(plain, even, groups, tuple(seen), tuple(at(g["median"]) for g in groups))
+
+
+def _prompts(g: dict) -> str:
+    return "; ".join(f"{what} ({srcs[0] if len(srcs) == 1 else f'{len(srcs)} sources'})"
+                     for what, srcs in g["prompts"].items())
+
+
+def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
+    """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: the field's acceptance
+    groups and which to plan on, where the speed fit's runs lie, and DSpark against no DSpark with
+    the break-even acceptance."""
+    out = []
+    gs = a.groups
+    n = sum(g["runs"] for g in gs)
+    if len(gs) > 1:
+        lo, hi = gs[0], gs[-1]
+        both = sorted({x for v in lo["prompts"].values() for x in v} & {x for v in hi["prompts"].values() for x in v})
+        where = next((i for i, g in enumerate(gs) if g["low"] <= p.accept_len <= g["high"]), None)
+        text = (f"DSpark acceptance: the {n} public runs of {p.family} fall in {len(gs)} groups by their prompts: "
+                + " and ".join(f"{g['low']:g}-{g['high']:g} (median {g['median']:g}, {g['runs']} runs; {_prompts(g)})"
+                               for g in gs) + "."
+                + (f" {', '.join(both)} ran both on one engine: the prompts, not the GPU, set it." if both else "")
+                + " A draft guesses a repetitive output far better than natural text: plan real traffic (chat, code, "
+                  f"agents) on the lower group (--accept-len {lo['median']:g}), and use the higher only to match a "
+                  "benchmark that prompted the same way."
+                + (f" {p.accept_len:g} sits in the {'lower' if where == 0 else 'higher'} group." if where in (0, len(gs) - 1)
+                   else f" {p.accept_len:g} sits between the groups."))
+    elif gs:
+        g = gs[0]
+        text = (f"DSpark acceptance: the {n} public runs of {p.family} span {g['low']:g}-{g['high']:g} (median "
+                f"{g['median']:g}), one group; their prompts: {_prompts(g)}.")
+    else:
+        text = ""
+    if a.speed_fit and not a.speed_fit[0] <= p.accept_len <= a.speed_fit[-1]:
+        text += (f" The speed fit saw DSpark runs at {', '.join(f'{v:g}' for v in a.speed_fit)} tokens per step only: "
+                 f"at {p.accept_len:g} DSpark's speed is the model's extrapolation, outside the validated domain.")
+    if text:
+        out += textwrap.wrap(text.strip(), width=width, initial_indent="  ", subsequent_indent="    ")
+    pl = a.plain
+    if len(a.at_groups) > 1:
+        out += textwrap.wrap("at each group's median: " + "; ".join(
+            f"{g['median']:g} → {q.output_tok_s:,.0f} tok/s, TPOT {q.tpot_ms:,.1f} ms (x{q.output_tok_s / pl.output_tok_s:.2f} "
+            "against no DSpark)" for g, q in zip(a.groups, a.at_groups)) + ".", width=width, initial_indent="  ",
+            subsequent_indent="    ")
+    ratio = p.output_tok_s / pl.output_tok_s
+    vs = (f"without DSpark at the same {pl.concurrency:,} requests: {pl.output_tok_s:,.0f} tok/s, TPOT "
+          f"{pl.tpot_ms:,.1f} ms, so DSpark gives x{ratio:.2f}")
+    if a.breakeven is None:
+        vs += f"; it never pays here, not even at a full block ({p.accept_len:g} now)"
+    elif a.breakeven <= 1.0:
+        vs += "; it pays at any acceptance here"
+    else:
+        vs += f"; it pays above an acceptance of {a.breakeven:g} tokens per step (the break-even)"
+        if abs(ratio - 1) < EQUAL:
+            vs += f": at {p.accept_len:g} the two are equal because this is the break-even, not a bug"
+    out += textwrap.wrap(vs + ".", width=width, initial_indent="  ", subsequent_indent="    ")
+    return out

@@ -1,0 +1,85 @@
+"""sglang's --attention-backend priced by the serving model (the renter's report, Q5): the Triton fallback
+against AITER's fast prefill at the user's own prompt length, and what padding 12 heads to 16 costs."""
+
+import math
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+
+from k3lab.findings import f3_prefill
+from k3lab.paths import REPO_ROOT
+from k3lab.prefill import attention_flops_per_rank, rest_flops_per_token_per_rank
+from k3lab.serving import attention_backend as ab
+from k3lab.serving.model import NO_SPEC, Workload, benchmark
+from k3lab.serving.predict import admission, family_params, predict
+from k3lab.specs import load_model, parse_layout
+
+CFG = load_model("kimi-k3")
+MI355X = parse_layout("8xmi355x tp8")
+OPT = ("aiter-k3-opt",)
+#: the article's cold prefill: one request, one output token
+COLD = Workload(172_000, 1, 1)
+
+
+def test_the_flag_maps_to_the_kernel_and_is_rocms_only():
+    assert ab.prefill_attention(MI355X, None) == "fast"
+    assert ab.prefill_attention(MI355X, "aiter") == "fast" and ab.prefill_attention(MI355X, "triton") == "fallback"
+    with pytest.raises(ValueError, match="the aiter/triton choice is ROCm's"):
+        ab.prefill_attention(parse_layout("8xb300 tp8"), "triton")
+    assert ab.compare(CFG, parse_layout("8xb300 tp8"), COLD) is None
+
+
+def test_both_backends_are_the_models_kernels_and_the_zero_heads_a_third_of_the_attention():
+    c = ab.compare(CFG, MI355X, COLD, variants=OPT)
+    assert c.aiter.ttft_ms == pytest.approx(predict(CFG, MI355X, COLD, variants=OPT, prefill_attention="fast").ttft_ms)
+    assert c.triton.ttft_ms == pytest.approx(
+        predict(CFG, MI355X, COLD, variants=OPT, prefill_attention="fallback").ttft_ms)
+    assert c.triton.ttft_ms > 2 * c.aiter.ttft_ms   # at 172k the fallback's absorbed form is far slower
+    # TTFT is linear in the attention time: TTFT(attention free) by an efficiency so high attention costs
+    # nothing, and the padded kernel computes 16 heads for 12, one third more attention time
+    _, params, _ = family_params("mi355x")
+    adm = admission(CFG, MI355X, 172_001, NO_SPEC, OPT).requests
+    free = benchmark(CFG, MI355X, COLD, replace(params, prefill_attention_efficiency=1e9), NO_SPEC, OPT,
+                     admitted=adm).ttft_s * 1e3
+    assert c.zero_heads_ttft_ms == pytest.approx((c.aiter.ttft_ms - free) / 3, rel=1e-6)
+    assert c.zero_heads_tpot_ms == pytest.approx(0, abs=1e-9)     # no DSpark: decode pays nothing
+
+
+def test_the_padding_table_against_the_flop_arithmetic():
+    t = f3_prefill.padding_cost_table(CFG).set_index("prompt_tokens")
+    for n, r in t.iterrows():
+        a12, a16 = attention_flops_per_rank(n, CFG, 8, 12), attention_flops_per_rank(n, CFG, 8, 16)
+        rest = rest_flops_per_token_per_rank(CFG, 8) * n
+        assert r["attention_share"] == pytest.approx(a12 / (a12 + rest))
+        # attention FLOPs scale with the heads: the whole prefill grows by a third of attention's share
+        assert r["padded_flops_x"] == pytest.approx(1 + r["attention_share"] / 3)
+        assert r["padded_flops_x"] == pytest.approx((rest + a16) / (rest + a12))
+        assert r["gain_x"] == pytest.approx(r["triton_ttft_s"] / r["aiter_ttft_s"])
+    # the cost grows with the prompt, and stays under the attention-only 1.33x everywhere
+    assert list(t["zero_heads_pct"]) == sorted(t["zero_heads_pct"]) and (t["padded_flops_x"] < 16 / 12).all()
+    # past twice the longest public Triton-fallback prompt the fallback is an extrapolation, and says so
+    reach, _ = f3_prefill.prefill_reach("fallback")
+    for n, r in t.iterrows():
+        assert r["triton_in_domain"] == (n <= 2 * reach), n
+
+
+def test_predict_prices_the_backend_asked_and_the_other_beside_it():
+    base = [sys.executable, "-m", "k3lab", "predict", "--layout", "8xmi355x tp8 [aiter-k3-opt]", "--input-len",
+            "172000", "--output-len", "1", "--concurrency", "1"]
+    r = subprocess.run(base + ["--attention-backend", "triton"], capture_output=True, text=True, cwd=REPO_ROOT,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    c = ab.compare(CFG, MI355X, COLD, variants=OPT)
+    ttft = next(x for x in r.stdout.splitlines() if x.strip().startswith("TTFT (ms)"))
+    assert f"{c.triton.ttft_ms:,.0f}" in ttft                       # the table prices Triton
+    line = next(x for x in r.stdout.splitlines() if "attention backend: triton priced" in x)
+    assert f"TTFT {c.aiter.ttft_ms:,.0f} ms with aiter" in line and f"{c.triton.ttft_ms:,.0f} ms with triton" in line
+    assert f"(triton takes x{c.triton.ttft_ms / c.aiter.ttft_ms:.2f} aiter's)" in line
+    assert f"costs at most {c.zero_heads_ttft_ms:,.0f} ms of aiter's TTFT" in r.stdout
+    bad = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len", "1024",
+                          "--output-len", "1", "--concurrency", "1", "--attention-backend", "aiter"],
+                         capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "ROCm's" in bad.stderr
+    assert not math.isnan(c.zero_heads_ttft_ms)

@@ -1,0 +1,150 @@
+"""A DSpark answer a renter can read (the renter's report, Q3): the field's acceptance in groups by the
+prompts its runs used, the same question without DSpark and the acceptance at which DSpark breaks even
+(an answer equal to the no-DSpark one is that break-even, and says so), and predict's JSON flags that
+say "validated" only where the printed band holds."""
+
+import json
+import statistics
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from k3lab import data
+from k3lab.paths import REPO_ROOT
+from k3lab.serving import dspark_answer, field
+from k3lab.serving.model import NO_SPEC, Spec, Workload
+from k3lab.serving.predict import predict
+from k3lab.specs import load_model, parse_layout
+
+CFG = load_model("kimi-k3")
+B300 = parse_layout("8xb300 tp8")
+MI355X = parse_layout("8xmi355x tp8")
+#: the report's question: 8xB300, c32, 8,192 / 1,024, DSpark
+WORK = Workload(8192, 1024, 32)
+
+
+@pytest.fixture(scope="module")
+def fit_yaml():
+    return yaml.safe_load((REPO_ROOT / "data" / "serving_fit.yaml").read_text(encoding="utf-8"))
+
+
+def _family_values(fit_yaml, family):
+    return sorted((r["value"], r["id"]) for r in fit_yaml["accept_lengths"] if r["family"] == family)
+
+
+def test_the_blackwell_acceptances_split_into_two_groups_by_their_prompts(fit_yaml):
+    vals = _family_values(fit_yaml, "nvidia-blackwell")
+    # the widest step between neighbours, by hand: every ratio of consecutive values
+    steps = [(b[0] / a[0], i + 1) for i, (a, b) in enumerate(zip(vals, vals[1:]))]
+    gap, at = max(steps)
+    assert gap > field.GROUP_GAP
+    low, high = vals[:at], vals[at:]
+    groups = field.accept_groups("nvidia-blackwell")
+    assert len(groups) == 2
+    for g, part in zip(groups, (low, high)):
+        assert (g["low"], g["high"], g["runs"]) == (part[0][0], part[-1][0], len(part))
+        assert g["median"] == pytest.approx(statistics.median(v for v, _ in part), abs=0.005)
+    # what each group's runs prompted with, from the public measurements themselves
+    by_id = {m.id: m for m in data.load("public_measurements").measurements}
+    for g, part in zip(groups, (low, high)):
+        srcs = {by_id[i].source for _, i in part}
+        assert {s for v in g["prompts"].values() for s in v} == srcs
+    assert any("non-repetitive" in p for p in groups[0]["prompts"])
+    assert any("repeated passage" in p for p in groups[1]["prompts"])
+    # one repository ran both: the prompts, not the GPU, set the acceptance
+    both = {s for v in groups[0]["prompts"].values() for s in v} & {s for v in groups[1]["prompts"].values() for s in v}
+    assert both == {"kernelore_gcp_b200"}
+
+
+def test_without_a_wide_step_the_field_is_one_group(fit_yaml):
+    vals = [v for v, _ in _family_values(fit_yaml, "amd-cdna4")]
+    assert max(b / a for a, b in zip(vals, vals[1:])) <= field.GROUP_GAP
+    (g,) = field.accept_groups("amd-cdna4")
+    assert (g["low"], g["high"], g["runs"]) == (vals[0], vals[-1], len(vals))
+
+
+def test_the_break_even_acceptance_is_where_dspark_meets_no_dspark():
+    a = dspark_answer.answer(CFG, B300, WORK, Spec("dspark", 2.22))
+    plain = predict(CFG, B300, WORK, NO_SPEC).output_tok_s
+    assert a.plain.output_tok_s == pytest.approx(plain)
+    even = a.breakeven
+    assert 1.0 < even < Spec("dspark", 2.0).draft_tokens + 1
+    # just below it DSpark is slower than no DSpark, just above it faster (0.02: four times the bisection's tolerance)
+    assert predict(CFG, B300, WORK, Spec("dspark", even - 0.02)).output_tok_s < plain
+    assert predict(CFG, B300, WORK, Spec("dspark", even + 0.02)).output_tok_s > plain
+    # the speed fit's DSpark runs on this family, from the committed observations
+    seen = [o.accept_len for o in __import__("k3lab.serving.committed", fromlist=["x"]).fitted_observations()
+            if o.family == "nvidia-blackwell" and o.metric == "dspark"]
+    assert a.speed_fit == tuple(sorted(set(seen)))
+    # the same question at each group's median acceptance: the answer at either kind of prompt
+    assert len(a.at_groups) == len(a.groups) == 2
+    for g, q in zip(a.groups, a.at_groups):
+        assert q.output_tok_s == pytest.approx(predict(CFG, B300, WORK, Spec("dspark", g["median"])).output_tok_s)
+    # repetitive prompts pay (the higher group, far above the break-even); natural text does not
+    assert a.at_groups[1].output_tok_s > 1.5 * a.plain.output_tok_s
+    assert a.at_groups[0].output_tok_s < a.plain.output_tok_s * 1.01
+
+
+@pytest.fixture(scope="module")
+def runs():
+    procs = {k: subprocess.Popen([sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len",
+                                  "8192", "--output-len", "1024", "--concurrency", "32", "--spec", "dspark", *a],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+             for k, a in {"default": [], "json": ["--json"], "high": ["--accept-len", "6.4"]}.items()}
+    return {k: p.communicate(timeout=300) for k, p in procs.items()}
+
+
+def test_the_text_explains_the_groups_and_names_the_break_even(runs):
+    out, err = runs["default"]
+    assert err == ""
+    flat = " ".join(out.split())
+    groups = field.accept_groups("nvidia-blackwell")
+    for g in groups:
+        assert f"{g['low']:g}-{g['high']:g} (median {g['median']:g}, {g['runs']} runs;" in flat
+    assert f"plan real traffic (chat, code, agents) on the lower group (--accept-len {groups[0]['median']:g})" in flat
+    assert "2.22 sits in the lower group" in flat
+    seen = sorted({o.accept_len for o in __import__("k3lab.serving.committed", fromlist=["x"]).fitted_observations()
+                   if o.family == "nvidia-blackwell" and o.metric == "dspark"})
+    assert f"The speed fit saw DSpark runs at {', '.join(f'{v:g}' for v in seen)} tokens per step only" in flat
+    hi = predict(CFG, B300, WORK, Spec("dspark", groups[-1]["median"]))
+    assert f"{groups[-1]['median']:g} → {hi.output_tok_s:,.0f} tok/s, TPOT {hi.tpot_ms:,.1f} ms" in flat
+    # 970 vs 969 tok/s: the break-even, said as such
+    assert "so DSpark gives x1.00" in flat and "this is the break-even, not a bug" in flat
+    high, _ = runs["high"]
+    assert "not a bug" not in high and "6.4 sits in the higher group" in " ".join(high.split())
+
+
+def test_json_says_validated_only_where_the_band_holds(runs):
+    """The report's Q3: `ttft_in_validated_domain: true` beside "TTFT not validated" in the text."""
+    out, err = runs["json"]
+    d = json.loads(out)
+    p = predict(CFG, B300, WORK, Spec("dspark", d["accept_len"]))
+    # the family's TTFT band is not validated: no validated domain for TTFT, and the reason is named
+    assert p.band_of("ttft_ms") is None
+    assert d["ttft_in_validated_domain"] is False and d["validated"]["ttft_ms"] is False
+    assert any("TTFT is not validated for nvidia-blackwell" in w for w in d["ttft_outside_validated_domain"])
+    # DSpark speed: the family's band is validated, but 2.22 lies outside the acceptance it was measured at
+    assert d["band_validated"]["output_tok_s"] is True and p.outside
+    assert d["validated"]["output_tok_s"] is False and d["speed_in_validated_domain"] is False
+    assert d["outside_validated_domain"] == list(p.outside) and d["in_validated_domain"] is False
+    assert d["without_dspark"]["output_tok_s"] == pytest.approx(predict(CFG, B300, WORK).output_tok_s)
+    assert d["accept_len_breakeven"] == dspark_answer.answer(CFG, B300, WORK, Spec("dspark", 2.22)).breakeven
+    for g in d["accept_len_groups"]:
+        want = predict(CFG, B300, WORK, Spec("dspark", g["median"]))
+        assert g["at_median"]["output_tok_s"] == pytest.approx(want.output_tok_s)
+
+
+@pytest.mark.parametrize("dep, work, spec", [
+    (MI355X, Workload(8192, 1024, 16), NO_SPEC), (B300, WORK, NO_SPEC), (B300, WORK, Spec("dspark", 6.4)),
+    (MI355X, Workload(8192, 1024, 16), Spec("dspark", 3.0))])
+def test_a_validated_flag_means_a_validated_band_inside_its_domain(dep, work, spec):
+    p = predict(CFG, dep, work, spec)
+    d = p.as_dict()
+    for kind, ok in d["validated"].items():
+        assert ok == (p.band_of(kind) is not None and not p.gaps(kind)), kind
+    assert d["in_validated_domain"] == (d["validated"]["output_tok_s"] and d["validated"]["ttft_ms"])
+    # every "no" names why
+    assert bool(d["outside_validated_domain"]) != d["speed_in_validated_domain"]
+    assert bool(d["ttft_outside_validated_domain"]) != d["ttft_in_validated_domain"]
