@@ -162,8 +162,7 @@ def _checked_fragments(block: str) -> list[str]:
         f"gain over Triton of ×{pad.loc[n[0], 'gain_x']:.2f}, ×{pad.loc[n[1], 'gain_x']:.1f} and (past what public "
         f"Triton runs validate) ×{pad.loc[n[2], 'gain_x']:.1f}",
         f"late {calendar.month_name[opened.month]} {opened.year}" if opened.day > 20 else "(the fix opened early)",
-        "the {}–{}× TTFT".format(*claims.get("P6").claimed.split("-")),
-        f"a {float(re.search(r'over ([0-9,]+) Gb/s per node', block).group(1).replace(',', '')) / 1e3:.1f} Tbps link"]
+        "the {}–{}× TTFT".format(*claims.get("P6").claimed.split("-"))]
 
 
 def test_every_number_in_the_readme_prose_comes_from_a_shown_output_or_a_check():
