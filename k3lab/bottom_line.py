@@ -42,13 +42,16 @@ READINGS = {"reproduced": "holds (shown here)",
             claims.TURNS: "turns on the price",
             "inconsistent": "disagrees with evidence that cannot show it wrong (an emulation, a model, public "
                             "measurements or a few prices)",
-            "not reproducible here": "not decided here"}  # audit 4: checked, or not checkable; the reason follows each row
+            "not reproducible here": "not decided here"}
+#: a consistent row whose method is arithmetic on the article's own numbers (audit 5: its inputs are not checked,
+#: so it does not read as holding)
+ADDS_UP = "adds up on the article's own numbers (its inputs not checked here)"  # audit 4: checked, or not checkable; the reason follows each row
 #: a discrepancy or correction, by its kind (k3lab.claims.CORRECTION_KINDS)
 CORRECTED_AS = {"substantive": "does not hold",
                 "precision": "holds, with a correction of precision",
                 "literal": "holds as meant, wrong as worded"}
 #: the order a finding's sentence lists the readings in
-ORDER = ("holds (shown here)", "holds as far as this study can tell (not shown independently)",
+ORDER = ("holds (shown here)", "holds as far as this study can tell (not shown independently)", ADDS_UP,
          CORRECTED_AS["literal"], CORRECTED_AS["precision"], READINGS[claims.TURNS], READINGS["inconsistent"],
          CORRECTED_AS["substantive"], READINGS["not reproducible here"])
 #: why a claim could not be checked, by the rule that judged it (a model's row: by its bound)
@@ -79,13 +82,16 @@ def reading(row: dict) -> str:
     base = claims.base_verdict(row["verdict"])
     if base in ("discrepancy", "corrected"):
         return CORRECTED_AS.get(str(row.get("correction_kind") or ""), READINGS[base])
+    if base == "consistent" and row.get("method") == "arithmetic":
+        return ADDS_UP
     return READINGS[base]
 
 
 def _direction(row: dict) -> str:
     b = claims.base_verdict(row["verdict"])
     return {"reproduced": "holds in direction under every pair of rental prices found",
-            "consistent": "holds in direction under every pair of rental prices found",
+            "consistent": "holds in direction at the article's own (self-reported) throughput under every pair of rental "
+                          "prices found",
             claims.TURNS: "turns on the price", "not reproducible here": "cannot be settled here"}.get(b, "does not hold")
 
 
@@ -116,7 +122,7 @@ def headline(df) -> str:
                    + "; ".join(_title_part(t) for t in title) + ".")
     art, mod, mag = (rows[c] for c in BOTTOM_LINE)
     out.append(f"Its conclusion, \u201cthe direction is hard to argue with\u201d (the MI355X ahead of the B300 on "
-               f"perf/$), {_direction(art)}: at the article's own throughput they put the MI355X {art['reproduced']} "
+               f"perf/$), {_direction(art)}: there they put the MI355X {art['reproduced']} "
                f"{_said(art)}" + (f"; {art['bound']}" if art["bound"] else "") + ".")
     out.append(f"The size, its ~45%, {_size(mag)} {_said(mag)}: {correction(mag) or mag['reproduced']}.")
     out.append(f"On the serving model at matched latency (each node at the same TPOT), "

@@ -71,8 +71,8 @@ def test_headline_reads_the_title_the_direction_the_magnitude_the_model_and_the_
                         "here (S13: not reproducible here): an afternoon is an effort nothing here measures.")
     # the direction under every pair, never "narrowly"
     assert ("Its conclusion, \u201cthe direction is hard to argue with\u201d (the MI355X ahead of the B300 on perf/$), "
-            "holds in direction under every pair of rental prices found: at the article's own throughput they put the "
-            f"MI355X {T20_VALUE} (T20: consistent); {T20_BOUND}.") in h
+            "holds in direction at the article's own (self-reported) throughput under every pair of rental prices "
+            f"found: there they put the MI355X {T20_VALUE} (T20: consistent); {T20_BOUND}.") in h
     assert "narrowly" not in h and "1.4x, not 7x" not in h and "network decides" not in h and "outlier" not in h
     # the size apart: it depends on which price is paired, with why (the row's 'undecided' note, cut at ';')
     assert ("The size, its ~45%, depends on which price is paired (T26: turns on the price): +6% at Oracle's list "
@@ -120,6 +120,9 @@ def test_finding_lines_sort_claims_by_what_a_reader_can_do():
     assert dict(lines["3 · head padding / TTFT"])["not decided here"] == [
         "P5 (the question is outside the serving model's validated domain)"]
     tp = dict(lines["4 · throughput and perf/$"])
+    # audit 5: arithmetic on the article's own numbers that checks out adds up; it does not read as holding
+    assert tp[bottom_line.ADDS_UP] == ["T20"]
+    assert "T20" not in tp.get("holds as far as this study can tell (not shown independently)", [])
     assert tp["does not hold"] == ["T25 (the rows differ)"]
     assert tp["holds as meant, wrong as worded"] == ["T17 (per deployment)"]
     assert tp[bottom_line.READINGS["inconsistent"]] == ["T5 (MI355X $2.50 sits below its 2 rental prices)"]

@@ -38,7 +38,8 @@ EXPECTED = {
     "M13": ("unchecked", "not reproducible here", None),
     # issue 30: MI355X / B200 dense 2,500/2,250 = 1.11x, FP4 10,100/9,000 = 1.12x, 8.0/8.0 TB/s,
     # 309.22/192.27 GB = 1.61x usable, against 952/8 ÷ 498/16 = 3.82x tok/s per GPU
-    "M14": ("derived", "reproduced", "compute 1.11-1.12x, bandwidth 1.00x, capacity 1.61x"),
+    # audit 5: the deciding number is the article's own per-GPU gap: arithmetic, at most consistent
+    "M14": ("arithmetic", "consistent", "compute 1.11-1.12x, bandwidth 1.00x, capacity 1.61x"),
     # issue 30: DeepSeek-V3 (688.6 GB) and Kimi K2 (1,029 GB) exceed 8 x 85.5 GB of H100, fit 8 x 150.8 GB of H200;
     # audit 2: two precedents without release dates cannot refute the vague "one of the first" (was corrected)
     "M15": ("derived", "not reproducible here", "capacity decided for 2 of 2 earlier models (deepseek-v3, kimi-k2)"),

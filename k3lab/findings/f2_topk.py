@@ -116,8 +116,8 @@ def records(cfg: ModelConfig | None = None, doc: dict | None = None, bench=None)
     dense = blast[blast["path"] == "dense"]["request mix"].tolist()
     sparse = blast[blast["path"] == "sparse"]["request mix"].tolist()
     out.append(R("S4", f"observed on real sglang {doc['sglang_version']}: all-top-k batches take torch.topk (sparse: "
-                       f"{len(sparse)} mixes); top-p-only batches and top-k mixed with unrestricted or greedy requests "
-                       f"take softmax + top_k_renorm_prob (dense: {len(dense)} mixes)",
+                       f"{len(sparse)} mixes); the other batches take the dense path (softmax, then the renorms its "
+                       f"requests need: top_k_renorm_prob only where a request asks for top-k; dense: {len(dense)} mixes)",
                  value=f"dense: {len(dense)} mixes / sparse: {len(sparse)} mixes",
                  holds=any("mixed with unrestricted" in m for m in dense) and "all top_k=20" in sparse,
                  notes="the sparse path also calls top_p_renorm_prob when top-p is set, so 0.5.16 as shipped fails there too"))

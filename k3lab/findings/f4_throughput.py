@@ -189,7 +189,9 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                         "every price found reads 'inconsistent with the evidence', resting on a few prices, not 'wrong'")))
     ppd = rat["perf_per_dollar"]
     out.append(R("T6", "952/(8×2.50), 1568/(8×6.00), 498/(16×4.25) from the article's own table",
-                 value=" / ".join(f"{x:.1f}" for x in ppd), exact=ppd))
+                 value=" / ".join(f"{x:.1f}" for x in ppd), exact=ppd,
+                 notes="the article's 'tok/s per dollar' is tok/s per $/GPU-hour of the node (its own arithmetic: tok/s "
+                       "÷ (GPUs × $/GPU-hour)); in tokens per dollar each figure is 3,600 times larger"))
     out.append(R("T7", "the lead from the exact tok/s/$ and from the article's rounded 48 / 33",
                  value=round(rat["lead_vs_b300_pct"], 1), exact=rat["lead_vs_b300_pct"],
                  from_rounded=rat["lead_vs_b300_pct_rounded"], notes="the article divided its rounded 48 by 33"))
@@ -252,9 +254,8 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
                  correction="without speculative decoding a TP8×PP2 layout also fits two B200 nodes, with fewer bytes "
                             "per GPU and no per-layer cross-node all-reduce; with DSpark, TP16 is forced by sglang's "
                             "DSpark check, a software limit, not by the model's size",
-                 notes=f"the article does not say whether its B200 run used DSpark; the correction holds under both: "
-                       f"without it TP16 is a choice, with it the reason is software (PD prefill servers may pipeline "
-                       f"from sglang {', '.join(pd_ok) or 'none'}; checked against the real releases by "
+                 notes=f"with DSpark the reason for TP16 is sglang's check, software, not the model's size (PD prefill "
+                       f"servers may pipeline from sglang {', '.join(pd_ok) or 'none'}; checked against the real releases by "
                        f"tests/sglang/test_serving_rules.py); measured by others: {pub}; an unvalidated model ({db}) "
                        f"puts TP8×PP2 at {ratio64:.1f}x TP16 at c64 over 195 Gb/s per GPU, far beyond what the public "
                        "runs show: a note, not evidence",
