@@ -155,10 +155,12 @@ def test_a_build_needs_force_and_says_what_judged_it():
     assert k3lab_patches.status(T.PATCH, "0.5.18.dev4") == "fixed in 0.5.17"
     with pytest.raises(k3lab_patches.UpstreamFixed, match="first in sglang 0.5.19"):
         k3lab_patches.check_version(AH.PATCH, "0.5.20.dev1", force=True)
-    # an unmeasured release (not a build) is refused even forced: nothing is inferred
+    # an unmeasured release (not a build) is refused unforced: nothing is inferred; forced, the patch's own
+    # look at the code decides (tests/test_patches_force.py)
     assert not releases.is_build("0.5.24")
-    with pytest.raises(k3lab_patches.UnsupportedSglangVersion, match="not in the release matrix"):
-        k3lab_patches.check_version(T.PATCH, "0.5.24", force=True)
+    with pytest.raises(k3lab_patches.UnsupportedSglangVersion, match="0.5.24 is not a release the matrix measured"):
+        k3lab_patches.check_version(T.PATCH, "0.5.24", force=False)
+    k3lab_patches.check_version(T.PATCH, "0.5.24", force=True)
 
 
 # --------------------------------------------------------------------------- the command line
@@ -206,7 +208,8 @@ def test_status_names_the_release_that_fixed_it_and_what_kimi_k3_needs(monkeypat
     assert all("--attention-backend aiter" in k3lab_patches.release_facts(v)[1] for v in ("0.5.16", "0.5.23"))
     assert k3lab_patches.release_facts("0.5.24") == []
     note = k3lab_patches.force_note()
-    assert "sglang 0.5.16 (which cannot run Kimi K3)" in note and "(0.5.17, 0.5.18, a K3 branch image)" in note
+    assert "sglang 0.5.16 (which cannot run Kimi K3)" in note and "(0.5.17, 0.5.18) status says 'needed, untested'" in note
+    assert "on a K3 branch image (a build older than sglang 0.5.16, the oldest measured) 'unknown'" in note
     assert "from sglang 0.5.19 none is needed" in note
     monkeypatch.setattr(k3lab_patches, "sglang_version", lambda: "0.5.17")
     assert M.status_main([]) == 0
@@ -252,3 +255,71 @@ def test_the_study_and_the_package_share_one_one_line_parser():
 
     assert issubclass(cli_parser.OneLineParser, oneline.OneLineParser)
     assert cli_parser.OneLineParser.error is oneline.OneLineParser.error and cli_parser.OneLineParser.prefix == "k3lab"
+
+
+# --------------------------------------------------------------------------- status --version (offline)
+
+@pytest.mark.parametrize("version, lines", [
+    # the late-July K3 branch build (data/public_measurements.yaml): below 0.5.16, the oldest measured row
+    ("0.5.15.post1.dev20260723+g6c9fd0adc5", [
+        "sglang 0.5.15.post1.dev20260723+g6c9fd0adc5 (--version: not the installed sglang)",
+        "  topk_renorm: unknown: ", "sglang 0.5.17, measured, has the fix",
+        "  aiter_head_pad: unknown: ", "sglang 0.5.19, measured, has the fix",
+        "  a build older than sglang 0.5.16, the oldest measured"]),
+    # the matrix: 0.5.18 ships kimi_k3.py, its top-k fixed in 0.5.17, AITER refusing 12 heads until 0.5.19
+    ("0.5.18", ["sglang 0.5.18 (--version: not the installed sglang)", "  topk_renorm: not needed: fixed in 0.5.17",
+                "  aiter_head_pad: needed, untested (apply with --force); fixed upstream in sglang 0.5.19",
+                "  sglang 0.5.18 ships Kimi K3's model module", "picks the triton attention backend"]),
+])
+def test_status_of_a_version_given_needs_no_sglang(version, lines):
+    r = _cli("status", "--version", version)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    for want in lines:
+        assert want in r.stdout, (want, r.stdout)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--version", "main"], "--version 'main' is not a PEP 440 version"),
+    (["--version"], "argument --version: expected one argument"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_status_refuses_a_bad_version_in_one_line(args, says):
+    r = _cli("status", *args)
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("k3lab_patches status: error: ") and says in r.stderr, r.stderr
+
+
+def test_status_without_sglang_says_to_pass_version(monkeypatch, capsys):
+    from k3lab_patches import __main__ as M
+
+    def missing():
+        raise RuntimeError("sglang is not installed in this environment")
+    monkeypatch.setattr(k3lab_patches, "sglang_version", missing)
+    with pytest.raises(SystemExit) as e:
+        M.status_main([])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and out == "" and err.count("\n") == 1
+    assert "sglang is not installed" in err and "pass --version X" in err
+
+
+# --------------------------------------------------------------------------- who fixed what upstream
+
+def test_the_patches_credit_the_pull_requests_the_upstream_data_records():
+    """data/sglang_upstream_changes.yaml: #34647 (0.5.19) accepts 12 heads with the 12-head fp8 Gluon decode and
+    gates prefill to flash_attn_varlen_func; #36356 (0.5.19) adds pad_heads not yet reached; #34438 (0.5.22) removes
+    the gate so the fp8 ASM prefill pads 12 -> 16. The patch's words and docs/operators.md must say the same."""
+    from k3lab_patches import aiter_head_pad as AH
+
+    from k3lab import data
+
+    by_pr = {c.pr: c for c in data.load("upstream_changes").changes if c.pr}
+    for role, (release, pr) in AH.PATCH.UPSTREAM.items():
+        assert by_pr[pr].release == release, (role, pr)
+        assert f"#{pr}" in AH.PATCH.fixed_by
+    assert "decode" in by_pr[AH.PATCH.UPSTREAM["accepts"][1]].change
+    assert "prefill pads 12 -> 16" in by_pr[AH.PATCH.UPSTREAM["prefill"][1]].change
+    assert "not yet reached" in by_pr[AH.PATCH.UPSTREAM["pad_heads"][1]].change
+    assert by_pr[32641].release == "0.5.17" and "#32641" in T.PATCH.fixed_by
+    ops = (PATCHES_DIR.parent / "docs" / "operators.md").read_text(encoding="utf-8")
+    assert "PR #34438" in ops and "PR #34647" in ops and "PR #36356" in ops
+    assert "(PR #34647: sglang accepts 12 heads per rank itself)" not in ops

@@ -18,6 +18,7 @@ def fake_dflash(monkeypatch):
     m = types.ModuleType(MOD)
     m.top_k_renorm_prob = None
     m.top_p_renorm_prob = None
+    m.build_dflash_verify_target_probs = lambda *, next_token_logits, sampling_info, **kw: None  # what calls them
     monkeypatch.setitem(sys.modules, MOD, m)
     patch = T.TopKRenormPatch()
     yield m, patch
@@ -59,8 +60,14 @@ def test_the_release_matrix_decides_which_releases_need_the_patch(fake_dflash):
     assert patches.status(patch, "0.5.23") == "fixed in 0.5.17"
     with pytest.raises(patches.UpstreamFixed, match="first in sglang 0.5.17"):
         patch.apply("0.5.23", force=True)
-    with pytest.raises(patches.UnsupportedSglangVersion, match="not in the release matrix.*0.5.16, 0.5.17"):
-        patch.apply("9.9.9", force=True)      # never measured: nothing inferred, even forced
+    with pytest.raises(patches.UnsupportedSglangVersion, match="9.9.9 is not a release the matrix measured.*force=True"):
+        patch.apply("9.9.9")                  # never measured: nothing inferred, refused unforced
+    assert m.top_k_renorm_prob is None
+    assert patch.apply("9.9.9", force=True)   # forced: the code decides (the verifier and its names are there)
+    del m.build_dflash_verify_target_probs
+    patch.revert()
+    with pytest.raises(RuntimeError, match="build_dflash_verify_target_probs is missing"):
+        patch.apply("9.9.9", force=True)
     assert m.top_k_renorm_prob is None
 
 
@@ -130,7 +137,7 @@ def test_serve_splits_arguments():
     opts, rest = serve.split_argv(["--force", "--", "--model-path", "m", "--tp", "8", "--force"])
     assert opts == {"force": True, "dry_run": False}
     assert rest == ["--model-path", "m", "--tp", "8", "--force"]  # sglang's, untouched
-    with pytest.raises(ValueError, match="unknown k3lab serve option"):
+    with pytest.raises(ValueError, match="unknown k3lab_patches serve option"):
         serve.split_argv(["--model-path", "m"])
 
 

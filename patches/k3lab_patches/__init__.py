@@ -17,7 +17,12 @@ the installed release, :func:`status` says per patch:
   measured release at or below it, and is never a release a patch was tested on;
 - ``fixed in X``: the matrix shows the release no longer has the bug (X = the first
   release without it); the patch refuses;
-- ``unknown``: the matrix has never seen this release; nothing is inferred, the patch refuses.
+- ``unknown``: the matrix has never seen this version (a release it did not measure, or a
+  build below every measured release, such as the late-July K3 branch images that report
+  ``0.5.15.post1.dev20260723+g…``); nothing is inferred from the version: the patch refuses
+  unless forced, and forced it applies only if the code it replaces is there as it expects
+  (each patch's own check, :mod:`k3lab_patches.preconditions`), else it refuses naming what is
+  missing.
 
 :func:`apply` is all-or-nothing over the patches the release needs: either each of them is
 applied, or — if one refuses or fails midway — every binding already changed is restored
@@ -86,12 +91,14 @@ def status(patch: "Patch", version: str) -> str:
 
 def upstream_fix(patch: "Patch", version: str) -> str | None:
     """The first measured release after ``version`` without the bug ``patch`` fixes (the way out
-    without the patch), or None when the matrix shows none (or ``version`` is unknown)."""
+    without the patch), or None when the matrix shows none. For an unknown version (not a
+    version at all → None) it is still a measured release, so upgrading to it is known to help."""
     doc = rm.load()
     row = rm.lookup(version, doc)
-    if row.get("status") == "unknown":
+    try:
+        key = rm.version_key(version if row.get("status") == "unknown" else row["sglang"])
+    except ValueError:
         return None
-    key = rm.version_key(row["sglang"])
     later = [r["sglang"] for r in doc["rows"] if rm.version_key(r["sglang"]) > key and not patch.broken(r)]
     return later[0] if later else None
 
@@ -102,6 +109,9 @@ def release_facts(version: str) -> list[str]:
     the attention backend it picks on HIP for Kimi K3's 12 heads per rank."""
     doc = rm.load()
     row = rm.lookup(version, doc)
+    if row.get("status") == "unknown" and rm.is_build(version) and rm.built_on(version, doc) is None:
+        return [f"a build older than sglang {doc['rows'][0]['sglang']}, the oldest measured: the matrix says nothing "
+                "of its Kimi K3 module or attention backend (a K3 branch image brings its own Kimi K3 module)"]
     if row.get("status") == "unknown" or "kimi_k3_module" not in row:
         return []
     first = next((r["sglang"] for r in doc["rows"] if r.get("kimi_k3_module")), None)
@@ -133,23 +143,30 @@ def force_note() -> str:
     free = next((r["sglang"] for r in doc["rows"] if not any(p.broken(r) for p in ps)), None)
     can = ("which cannot run Kimi K3" if len(tested) == 1 else "none of which runs Kimi K3") if not k3 & set(tested) \
         else "some of which run Kimi K3"
-    return (f"the patches were written and tested for sglang {', '.join(tested)} ({can}): on a release or build that "
-            f"runs Kimi K3 and still needs one ({', '.join(forced + ['a K3 branch image'])}), status says 'needed, "
-            "untested' and the patch applies only with --force (serve --force, K3LAB_PATCHES_FORCE=1)"
-            + (f"; from sglang {free} none is needed" if free else ""))
+    untested = (f"on a release that runs Kimi K3 and still needs one ({', '.join(forced)}) status says 'needed, "
+                "untested', and ") if forced else "status says "
+    return (f"the patches were written and tested for sglang {', '.join(tested)} ({can}): {untested}"
+            f"on a K3 branch image (a build older than sglang {doc['rows'][0]['sglang']}, the oldest measured) "
+            "'unknown'; either applies only with --force (serve --force, K3LAB_PATCHES_FORCE=1), and then only if "
+            "the code it replaces is there as it expects" + (f"; from sglang {free} none is needed" if free else ""))
 
 
 def check_version(patch: "Patch", version: str, force: bool) -> None:
-    """Raise unless the matrix says ``version`` needs ``patch`` (``force`` for an untested one)."""
+    """Raise unless the matrix says ``version`` needs ``patch``, or ``force`` is given for one
+    the patch was not written for: ``needed, untested`` or ``unknown`` (then the patch's own
+    look at the code decides; a release that has the fix is refused, forced or not)."""
     s = status(patch, version)
-    if s == "needed" or (s == "needed, untested" and force):
+    if s == "needed" or (s in ("needed, untested", "unknown") and force):
         return
-    known = ", ".join(rm.measured())
+    how = "force=True (serve --force, K3LAB_PATCHES_FORCE=1)"
     if s == "unknown":
+        below = rm.is_build(version) and rm.built_on(version) is None
+        what = (f"a build older than every measured release ({rm.measured()[0]}), as the K3 branch images are"
+                if below else "not a release the matrix measured")
         raise UnsupportedSglangVersion(
-            f"k3lab patch {patch.name!r}: sglang {version} is not in the release matrix (measured: {known}); "
-            f"rebuild it (the k3lab study's benchmarks/sglang_release_matrix.py) before patching an "
-            f"unmeasured release")
+            f"k3lab patch {patch.name!r}: sglang {version} is {what}, so nothing is known of its bugs; if it has "
+            f"the one this patch fixes, apply with {how}: the patch then applies only if the code it replaces is "
+            f"there as it expects")
     if s.startswith("fixed in"):
         raise UpstreamFixed(f"k3lab patch {patch.name!r} is not needed: sglang {version} has the fix "
                             f"(first in sglang {s.removeprefix('fixed in ')}, {patch.fixed_by})")
@@ -157,7 +174,7 @@ def check_version(patch: "Patch", version: str, force: bool) -> None:
     judged = f" (a build, judged by sglang {base}, the newest measured release at or below it)" if base else ""
     raise UnsupportedSglangVersion(
         f"k3lab patch {patch.name!r}: sglang {version}{judged} still has the bug, but the patch was written "
-        f"for {', '.join(sorted(patch.known_versions))}; read what it replaces, then use force=True")
+        f"for {', '.join(sorted(patch.known_versions))}; read what it replaces, then use {how}")
 
 
 def _patches() -> list["Patch"]:

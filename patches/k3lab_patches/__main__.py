@@ -1,6 +1,7 @@
 """``python -m k3lab_patches <status | verify | serve> …``: the operator's commands.
 
-* ``status``: the installed sglang's version and, per patch, ``needed`` / ``needed,
+* ``status [--version X]``: the installed sglang's version (or sglang ``X``, offline: no
+  sglang needed, e.g. on the operator's laptop before patching an image) and, per patch, ``needed`` / ``needed,
   untested`` (``--force`` required) / ``fixed in X`` / ``unknown`` (:func:`k3lab_patches.status`),
   with the release that fixed it upstream; whether the release can run Kimi K3 and which attention
   backend it picks for it on ROCm (:func:`k3lab_patches.release_facts`).
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import sys
 
-USAGE = "usage: python -m k3lab_patches {status | verify [--device D] [--vocab N] [--force] | serve [--force] [--dry-run] -- <sglang args>}"
+USAGE = "usage: python -m k3lab_patches {status [--version X] | verify [--device D] [--vocab N] [--force] | serve [--force] [--dry-run] -- <sglang args>}"
 
 
 def status_line(p, version: str) -> str:
@@ -28,23 +29,37 @@ def status_line(p, version: str) -> str:
         return f"{s}{' (apply with --force)' if s == 'needed, untested' else ''}{way} ({p.fixed_by})"
     if s.startswith("fixed in"):
         return f"not needed: {s} ({p.fixed_by})"
-    return f"{s}: this release is not in the measured matrix; nothing is inferred, the patch refuses"
+    fix = upstream_fix(p, version)
+    way = f"; sglang {fix}, measured, has the fix: upgrading removes the need" if fix else ""
+    return (f"{s}: not in the measured matrix; nothing is inferred from the version: the patch applies only with "
+            f"--force, and then only if the code it replaces is there as it expects{way} ({p.fixed_by})")
 
 
 def status_main(argv) -> int:
-    """Print each patch's status for the installed sglang, the release that fixed each upstream,
-    and what the release means for Kimi K3 → 0 (2 if sglang is missing)."""
+    """Print each patch's status for the installed sglang (or ``--version X``, without sglang), the
+    release that fixed each upstream, and what the release means for Kimi K3 → 0 (2 on a usage
+    error, a version that is not one, or no sglang and no ``--version``)."""
     from . import _patches, force_note, release_facts, sglang_version
+    from .oneline import OneLineParser
+    from .releases import parse
 
-    if argv:
-        print(f"k3lab_patches status: error: no arguments expected, got {argv}\n{USAGE}", file=sys.stderr)
-        return 2
-    try:
-        version = sglang_version()
-    except RuntimeError as e:
-        print(f"k3lab_patches status: error: {e}", file=sys.stderr)
-        return 2
-    print(f"sglang {version}")
+    ap = OneLineParser(prog="k3lab_patches status", add_help=False)
+    ap.add_argument("--version", help="an sglang version (PEP 440), read from the shipped matrix")
+    args = ap.parse_args(argv)
+    if args.version is not None:
+        version = args.version.strip()
+        try:
+            parse(version)
+        except ValueError:
+            ap.error(f"--version {args.version[:40]!r} is not a PEP 440 version (e.g. 0.5.17, "
+                     "0.5.15.post1.dev20260723+g6c9fd0adc5)")
+    else:
+        try:
+            version = sglang_version()
+        except RuntimeError:
+            ap.error("sglang is not installed in this environment; pass --version X (what the image's "
+                     "`pip show sglang` says) to read the release matrix for sglang X without it")
+    print(f"sglang {version}" + (" (--version: not the installed sglang)" if args.version is not None else ""))
     for p in _patches():
         print(f"  {p.name}: {status_line(p, version)}")
     for fact in release_facts(version):

@@ -21,7 +21,10 @@ refuses Kimi K3 at TP8 (12 heads) at start-up. After :data:`PATCH` is applied:
   ``--decode-attention-backend triton`` it is never called.
 
 The non-fp8 prefill (``flash_attn_varlen_func``, CK) accepts any head count and is left as
-it is. Version-guarded (``known_versions``), idempotent (a second ``apply`` patches
+it is. Upstream (data/sglang_upstream_changes.yaml of the study): sglang 0.5.19 accepts 12
+heads itself (PR #34647, the 12-head fp8 Gluon decode, with the 12-head prefill gated to
+``flash_attn_varlen_func``); its fp8 ASM prefill pads 12 → 16 from 0.5.22 (PR #34438, the
+gate removed; PR #36356 in 0.5.19 added the ``pad_heads`` it uses). Version-guarded (``known_versions``), idempotent (a second ``apply`` patches
 nothing), reversible (``revert`` restores the original functions). Written against
 sglang 0.5.16's source; it copies none of it.
 """
@@ -32,10 +35,14 @@ import functools
 
 from . import check_version
 from . import head_padding as A
+from .preconditions import signature_gap
 
 _MODULE = "sglang.srt.layers.attention.aiter_backend"
 _CLASS = "AiterAttnBackend"
 _METHODS = ("__init__", "mla_fp8_prefill_attn", "_mla_decode_fwd_with_head_pad")
+# the leading parameters each wrapper passes on by position (0.5.16's signatures)
+_PARAMS = {"__init__": ("self", "model_runner"), "mla_fp8_prefill_attn": ("self", "q", "k", "v", "layer"),
+           "_mla_decode_fwd_with_head_pad": ("self", "q", "k_buffer_flat", "layer")}
 _MARK = "__k3lab_aiter_head_pad__"
 
 
@@ -128,7 +135,12 @@ class AiterHeadPadPatch:
 
     name = "aiter_head_pad"
     known_versions = frozenset({"0.5.16"})
-    fixed_by = "sglang 0.5.19 (PR #34647): AiterAttnBackend accepts 12 heads per rank itself"
+    # upstream, as the study read it (data/sglang_upstream_changes.yaml; a study test holds the two equal)
+    UPSTREAM = {"accepts": ("0.5.19", 34647), "prefill": ("0.5.22", 34438), "pad_heads": ("0.5.19", 36356)}
+    fixed_by = ("sglang 0.5.19 accepts 12 heads per rank itself (PR #34647, the 12-head fp8 Gluon decode; its "
+                "prefill falls back to flash_attn_varlen_func); the fp8 ASM prefill pads 12 -> 16 itself from "
+                "sglang 0.5.22 (PR #34438, matched as likely; PR #36356 in 0.5.19 added its pad_heads, not yet "
+                "reached by 12 heads)")
 
     @staticmethod
     def broken(row: dict) -> bool:
@@ -136,16 +148,19 @@ class AiterHeadPadPatch:
         refuses 12 heads per rank."""
         return bool(row["aiter_head_pad"])
 
-    def _cls(self):
+    def _cls(self, check: bool = True):
+        """sglang's backend class; ``check``: refuse unless each method to wrap takes what the wrapper
+        passes (revert needs only the class: it restores what apply wrapped, whatever the signatures)."""
         import importlib
 
         mod = importlib.import_module(_MODULE)
         cls = getattr(mod, _CLASS, None)
         if cls is None:
             raise RuntimeError(f"{_MODULE} has no {_CLASS}; this sglang is not one the patch knows")
-        missing = [m for m in _METHODS if not hasattr(cls, m)]
-        if missing:
-            raise RuntimeError(f"{_MODULE}.{_CLASS} lacks {missing}; refusing to patch")
+        gaps = check and [g for m in _METHODS if (g := signature_gap(
+            f"{_CLASS}.{m}", getattr(getattr(cls, m, None), _MARK, getattr(cls, m, None)), _PARAMS[m]))]
+        if gaps:
+            raise RuntimeError(f"k3lab patch {self.name!r}: {_MODULE}: {'; '.join(gaps)}; refusing to patch")
         return cls
 
     def is_applied(self) -> bool:
@@ -171,7 +186,7 @@ class AiterHeadPadPatch:
 
         if _MODULE not in sys.modules:
             return []
-        cls = self._cls()
+        cls = self._cls(check=False)
         done = []
         for m in _METHODS:
             cur = cls.__dict__.get(m)

@@ -12,13 +12,17 @@ It does nothing unless ``K3LAB_PATCHES=1`` is in the environment (``python -m k3
 serve`` and the study's ``python -m k3lab serve`` set it, and spawned children inherit it), so
 installing k3lab-patches next to sglang never changes sglang by surprise.
 ``K3LAB_PATCHES_FORCE=1`` passes ``force=True``. sglang logs a plugin's exception and goes on
-(``load_plugins``, 0.5.16): a refused patch leaves that process unpatched, with
-``Failed to execute general plugin: k3lab`` in its log — ``serve`` refuses up front instead.
+(``load_plugins`` in ``sglang/srt/plugins/__init__.py``, 0.5.16: ``logger.exception`` and the
+next plugin): a refused patch leaves that process — and the server — unpatched, with
+``Failed to execute general plugin: k3lab_patches`` and a traceback somewhere in its log. So the
+plugin first prints one line of its own to stderr, ``k3lab_patches: sglang is running UNPATCHED
+…: <why>``, then raises for sglang to log; ``serve`` refuses up front instead.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 ENV_ENABLE = "K3LAB_PATCHES"
 ENV_FORCE = "K3LAB_PATCHES_FORCE"
@@ -28,6 +32,17 @@ def sglang_plugin() -> list[str]:
     """Apply every k3lab patch if ``K3LAB_PATCHES=1`` → what was newly patched."""
     if os.environ.get(ENV_ENABLE) != "1":
         return []
-    from . import apply  # the package imports this module: resolved at call time
+    from . import UpstreamFixed, apply  # the package imports this module: resolved at call time
 
-    return apply(force=os.environ.get(ENV_FORCE) == "1")
+    force = os.environ.get(ENV_FORCE) == "1"
+    try:
+        return apply(force=force)
+    except Exception as e:
+        why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        if isinstance(e, UpstreamFixed):
+            print(f"k3lab_patches: not patched, none needed (pid {os.getpid()}): {why}", file=sys.stderr, flush=True)
+        else:
+            hint = "" if force else f"; {ENV_FORCE}=1 forces an untested release or build"
+            print(f"k3lab_patches: sglang is running UNPATCHED (pid {os.getpid()}, {ENV_ENABLE}=1): {why}{hint}",
+                  file=sys.stderr, flush=True)
+        raise

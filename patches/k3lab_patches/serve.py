@@ -41,7 +41,7 @@ def split_argv(argv: Sequence[str]) -> tuple[dict, list[str]]:
         mine, theirs = argv, []
     unknown = [a for a in mine if a not in K3LAB_OPTIONS]
     if unknown:
-        raise ValueError(f"unknown k3lab serve option(s) {unknown}; sglang's arguments go "
+        raise ValueError(f"unknown k3lab_patches serve option(s) {unknown}; sglang's arguments go "
                          f"after '--'.\n{USAGE}")
     return {"force": "--force" in mine, "dry_run": "--dry-run" in mine}, theirs
 
@@ -72,10 +72,10 @@ def main(argv: Sequence[str] | None = None,
     try:
         opts, sglang_args = split_argv(argv)
     except ValueError as e:
-        print(f"k3lab serve: error: {e}", file=sys.stderr)
+        print(f"k3lab_patches serve: error: {e}", file=sys.stderr)
         return 2
     if not sglang_args:
-        print(f"k3lab serve: error: no sglang arguments after '--'\n{USAGE}", file=sys.stderr)
+        print(f"k3lab_patches serve: error: no sglang arguments after '--'\n{USAGE}", file=sys.stderr)
         return 2
     from . import UnsupportedSglangVersion, apply  # the package imports this module
 
@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None,
         patched = apply(force=opts["force"])
     except (UnsupportedSglangVersion, RuntimeError, ImportError, AttributeError) as e:
         # a refusal, or sglang's backend failing to import: one line (apply rolled back)
-        print(f"k3lab serve: error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", file=sys.stderr)
+        print(f"k3lab_patches serve: error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", file=sys.stderr)
         return 2
     print(f"[k3lab] patched: {', '.join(patched) or 'nothing (already bound)'}", file=sys.stderr)
     if opts["dry_run"]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 
 from . import check_version, sampling
+from .preconditions import signature_gap
 
 _MISSING = object()
 
@@ -28,6 +29,9 @@ TARGETS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "0.5.16": (("sglang.srt.speculative.dflash_utils", ("top_k_renorm_prob", "top_p_renorm_prob")),),
 }
 _LATEST = "0.5.16"
+# the function that calls those names, by the keywords it is called with (0.5.16's
+# build_dflash_verify_target_probs): without it, binding the names fixes nothing
+VERIFIER = ("build_dflash_verify_target_probs", ("next_token_logits", "sampling_info"))
 
 
 def _k3lab_top_k_renorm_prob(probs, top_ks):
@@ -70,8 +74,9 @@ class TopKRenormPatch:
 
         :func:`k3lab_patches.check_version` decides from the release matrix (a release that
         fixed the bug is refused; one the patch was not written for needs ``force``, and then
-        the newest known version's targets are tried). Calling it again binds nothing new
-        and returns ``[]``.
+        the newest known version's targets are tried, and a module without the verifier
+        that calls them, :data:`VERIFIER`, is refused in one line). Calling it again binds
+        nothing new and returns ``[]``.
         """
         check_version(self, version, force)
         targets = TARGETS.get(version, TARGETS[_LATEST])
@@ -82,6 +87,11 @@ class TopKRenormPatch:
             except ImportError as e:
                 raise RuntimeError(f"k3lab patch {self.name!r}: sglang {version} has no module "
                                    f"{mod_name} ({e}); this patch cannot apply") from e
+            fn, params = VERIFIER
+            gap = signature_gap(f"{mod_name}.{fn}", getattr(mod, fn, None), params, leading=False)
+            if gap:
+                raise RuntimeError(f"k3lab patch {self.name!r}: sglang {version}: {gap}; the patch binds "
+                                   f"the renorm names that function calls, and refuses")
             for attr in names:
                 key = f"{mod_name}.{attr}"
                 current = mod.__dict__.get(attr, _MISSING)
