@@ -261,7 +261,9 @@ def _upstream() -> list:
 #: the pull requests that close a gap the article names, each with the gap (audit 4: read 2026-12-05 from their
 #: titles and descriptions, data/sglang_upstream_changes.yaml; the others gate another kernel, enable the 12-head
 #: decode or match only as 'likely')
-GAP_CLOSERS = {32641: "the NameError", 36356: "the 12-head prefill"}
+GAP_CLOSERS = {32641: "the NameError", 34647: "the 12-head refusal"}
+#: what came after, closing the rest of a gap the article names (the padded fp8 prefill, as the article's fix)
+GAP_FOLLOW_UPS = {34438: "the padded fp8 prefill (the article's fix)"}
 
 
 def _gap_closers(prs) -> str:
@@ -270,7 +272,10 @@ def _gap_closers(prs) -> str:
     said = [f"{gap} with one pull request (#{pr} in {by_pr[pr].release}, opened {by_pr[pr].opened}"
             + (", adding a kernel" if by_pr[pr].adds_kernel else "") + ")"
             for pr, gap in GAP_CLOSERS.items() if pr in by_pr]
-    return " and ".join(said) if said else "neither gap in the pull requests read"
+    then = [f"{what} with #{pr} in {by_pr[pr].release}" + (" (matched as likely)" if by_pr[pr].confidence != "confirmed" else "")
+            for pr, what in GAP_FOLLOW_UPS.items() if pr in by_pr]
+    return (" and ".join(said) + (f", then {', '.join(then)}" if then else "")) if said else \
+        "neither gap in the pull requests read"
 
 
 def _upstream_prs() -> str:
