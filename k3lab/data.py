@@ -41,10 +41,11 @@ from .limits import as_number
 from .paths import DATA_DIR, REPO_ROOT, data_dir
 from .readers import DataError  # noqa: F401  (the loader's error, raised by every step)
 from .schemas import (METHODS, PRICE_KINDS, PRICE_UNIT, ArticlePrefill, ArticleTable, Claims,  # noqa: F401
-                      DraftModel, Hardware, Predictions, Prices, PublicLinks, PublicMeasurements, ServingFit,
+                      DraftModel, Hardware, PredictionSeals, Predictions, Prices, PublicLinks, PublicMeasurements, ServingFit,
                       ServingModel, ServingRules, ServingValidation,
                       Sharding, StartupLogs, StorageOverrides, UpstreamChanges)
 from .schemas.files import JsonFile, Lines, Table, adapter
+from .schemas.serving import PREDICTION_SEALS
 from .schemas.gpu_bench import committed as gpu_bench_files
 from .schemas.measured import AttentionHeads, BenchServing, Meta, TopkRenorm, TopkTies
 from .schemas.model import ModelConfigFile, PublishedModels
@@ -96,8 +97,9 @@ SCHEMAS: dict[str, tuple[str, type]] = {
 SCHEMAS.update(gpu_bench_files(DATA_DIR / "measured"))
 #: the serving model's predictions on record (k3lab.serving.score), one file per recording: found, not listed
 PREDICTIONS_DIR = "predictions"
+SCHEMAS["prediction_seals"] = (f"{PREDICTIONS_DIR}/{PREDICTION_SEALS}", PredictionSeals)
 SCHEMAS.update({f"predictions@{p.stem}": (f"{PREDICTIONS_DIR}/{p.name}", Predictions)
-                for p in sorted((DATA_DIR / PREDICTIONS_DIR).glob("*.yaml"))})
+                for p in sorted((DATA_DIR / PREDICTIONS_DIR).glob("*.yaml")) if p.name != PREDICTION_SEALS})
 
 #: files under ``data/`` that k3lab never reads, and why
 NOT_INPUTS: dict[str, str] = {
@@ -259,7 +261,10 @@ def read(name: str, path=None):
     path = data_dir() / rel if path is None else Path(path)
     where = _where(path)
     if isinstance(schema, type) and issubclass(schema, BaseModel):
-        return validate(name, readers.read_yaml(path, where), where)
+        doc = validate(name, readers.read_yaml(path, where), where)
+        if schema is Predictions:
+            _as_recorded(path, where)
+        return doc
     if issubclass(schema, Table):
         return _read_table(schema, path, where)
     if issubclass(schema, Lines):
@@ -267,6 +272,21 @@ def read(name: str, path=None):
     if issubclass(schema, JsonFile):
         return validate(name, readers.read_json(path, where, schema.allow_infinity), where)
     raise TypeError(f"SCHEMAS[{name!r}]: unknown schema kind {schema!r}")
+
+
+def _as_recorded(path: Path, where: str) -> None:
+    """A recording of predictions is the file ``make record-predictions`` wrote: its sha256 is the
+    one the registry beside it (:data:`PREDICTION_SEALS`) holds; DataError (one line) otherwise."""
+    import hashlib
+
+    seals = Path(path).parent / PREDICTION_SEALS
+    recorded = read("prediction_seals", seals).recorded
+    if Path(path).name not in recorded:
+        raise DataError(f"{where}: not in {_where(seals)} (a recording is registered when `make record-predictions` "
+                        f"writes it)")
+    if hashlib.sha256(Path(path).read_bytes()).hexdigest() != recorded[Path(path).name]:
+        raise DataError(f"{where}: edited since it was recorded (its sha256 is not the one {_where(seals)} holds); "
+                        f"predictions on record are never edited: restore it, or record anew")
 
 
 def read_measured(schema: type, path):

@@ -31,7 +31,7 @@ class Cap:
 
     def text(self) -> str:
         lo = f"{self.low:,}" if self.integer else f"{self.low:g}"
-        hi = f"{self.high:,}" if self.integer else f"{self.high:,g}"
+        hi = f"{self.high:,}" if self.integer else f"{self.high:,.15g}"  # 1,000,000, never 1e+06
         return f"{'>' if self.open_low else ''}{lo}{' to ' if not self.open_low else ', at most '}{hi}" + (
             f" {self.unit}" if self.unit else "")
 
@@ -53,6 +53,8 @@ CAPS: dict[str, Cap] = {
     "tok_s_per_gpu": Cap(0.01, 1_000_000, "tok/s per GPU", "slower than any decode that serves anyone, "
                          "far above any measured one"),
     "accept_len": Cap(1, 8, "tokens per verify step", "DSpark drafts at most 8 tokens"),
+    "draft_tokens": Cap(1, 64, "draft tokens per step", "public Kimi K3 DSpark runs draft 2 to 8 (the draft's own "
+                        "block is 7); past 64 a verify step is a prefill of every request, not a decode", integer=True),
     "range_ratio": Cap(0, 1, "", "bench_serving's length spread, a fraction"),
     "latency_ms": Cap(0, 600_000, "ms", "ten minutes to a token is no service", open_low=True),
     "latency_ms_or_zero": Cap(0, 600_000, "ms", "as latency_ms; 0 means no limit"),
@@ -90,7 +92,7 @@ def parse(kind: str, text: str, name: str):
     except (ValueError, OverflowError):
         raise ValueError(f"{name} must be {'an integer' if cap.integer else 'a number'}"
                          f" ({cap.text()}), got {reprlib.repr(text)}") from None
-    return check(kind, value, name)
+    return check(kind, value, name, typed=text)
 
 
 def as_number(value, integer: bool = False):
@@ -105,10 +107,18 @@ def as_number(value, integer: bool = False):
     return value
 
 
-def check(kind: str, value, name: str):
+def _got(value, typed: str | None) -> str:
+    """The refused value as the user gave it: the text typed, else a float's shortest exact form
+    (``600001.0``, never ``6e+05`` rounded onto the cap it broke)."""
+    if typed is not None:
+        return reprlib.repr(typed.strip()).strip("'") if len(typed.strip()) > 40 else typed.strip()
+    return repr(value) if isinstance(value, float) else shown(value)
+
+
+def check(kind: str, value, name: str, typed: str | None = None):
     """``value`` (an int, or a float where the kind allows; NumPy's scalars too) within
     :data:`CAPS` ``[kind]`` → itself as a plain number; ValueError in one line naming ``name``
-    and the range otherwise."""
+    and the range otherwise (the value shown as ``typed``, the text it was read from, if given)."""
     cap = CAPS[kind]
     value = as_number(value, cap.integer)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (cap.integer and not isinstance(value, int)):
@@ -117,7 +127,7 @@ def check(kind: str, value, name: str):
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number ({cap.text()}), got {value!r}")
     if value > cap.high or value < cap.low or (cap.open_low and value == cap.low):
-        raise ValueError(f"{name} must be {cap.text()} ({cap.why}), got {shown(value)}")
+        raise ValueError(f"{name} must be {cap.text()} ({cap.why}), got {_got(value, typed)}")
     return value
 
 

@@ -313,7 +313,13 @@ def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: 
         slot = 0
     stages, weights_fit = [], True
     for s, (lo, hi) in enumerate(ranges):
-        cell = kv_bytes_per_token(cfg, kv_dtype, layers=range(lo, hi)) + (draft_kv_bytes_per_token(tp, kv_dtype) if draft else 0)
+        target_cell = kv_bytes_per_token(cfg, kv_dtype, layers=range(lo, hi))
+        if target_cell == 0:  # sized as a pool of zero-byte cells it would hold "infinitely" many tokens
+            raise ValueError(f"{cfg.name} over pp{pp}: pipeline stage {s} (layers {lo}-{hi - 1}) holds no "
+                             f"full-attention (MLA) layer, so no KV pool; k3lab does not model such a split "
+                             f"(every stage needs one of the model's {len(layer_sets(cfg)[1])} MLA layers: use a "
+                             f"smaller pp)")
+        cell = target_cell + (draft_kv_bytes_per_token(tp, kv_dtype) if draft else 0)
         try:
             pre, post = ps.free_memory_before_and_after_load(
                 capacity_bytes=cap, init_overhead_bytes=init_overhead_bytes,

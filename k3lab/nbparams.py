@@ -150,9 +150,25 @@ class Params(dict):
         ``results/runs/<name>/<nb>``, never over the study's results."""
         if not self.what_if or pipeline_run():
             return paths.results_dir(notebook_id)
-        d = paths.results_root() / "runs" / run_name(self.changed) / notebook_id
+        run = paths.results_root() / "runs" / run_name(self.changed)
+        claim_by_hand(run)
+        d = run / notebook_id
         d.mkdir(parents=True, exist_ok=True)
         return d
+
+
+def claim_by_hand(folder) -> None:
+    """A notebook run by hand writes only into a results folder k3lab owns, by the rule
+    ``reproduce`` applies (:func:`k3lab.transaction.claim`: made by k3lab or empty, never the
+    repository, never a folder of someone else's files); ParameterError (one line) otherwise.
+    The pipeline's kernel writes into its own marked staging folder and needs no claim."""
+    from .manifest import PipelineError
+    from .transaction import claim
+
+    try:
+        claim(folder)
+    except PipelineError as e:
+        raise ParameterError(f"a notebook run by hand: {e}") from None
 
 
 STUDY_KEYS = ("mode", "smoke")
@@ -188,6 +204,8 @@ def check(namespace: dict, notebook_id: str | None = None) -> Params:
     params = validate(defaults, injected)
     if params.get("mode") not in ("offline", "live"):
         raise ParameterError(f"parameter 'mode' must be 'offline' or 'live', got {params.get('mode')!r}")
+    if not pipeline_run():  # before the notebook writes anything (05 writes the ledger at the root)
+        claim_by_hand(paths.results_root())
     return Params({k: namespace.get(k, v) for k, v in params.items()}, defaults)
 
 

@@ -105,10 +105,35 @@ class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyam
         return super().construct_mapping(node, deep)
 
 
+#: YAML 1.2's core schema for plain numbers, decimal only (yaml.org/spec/1.2.2 §10.3.2): PyYAML
+#: resolves YAML 1.1's, where ``2_95`` is 295, ``0x10`` 16, ``0o7`` 7, ``010`` 8 and ``1:30`` 90 while
+#: ``1e3`` is a string. Here those are strings (which a schema then refuses, naming the field)
+#: and ``1e3``, ``1.0e3`` are floats.
+DECIMAL_INT = re.compile(r"^[-+]?[0-9]+$")
+DECIMAL_FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                           r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+
+
+def _core_schema_resolvers(resolvers: dict) -> dict:
+    """PyYAML's implicit resolvers without its YAML 1.1 int and float, with YAML 1.2 core's
+    decimal int and float (tried in that order: an int also matches the float pattern)."""
+    out = {ch: [(tag, rx) for tag, rx in rs if tag not in _NUMBER_TAGS] for ch, rs in resolvers.items()}
+    for tag, rx in zip(_NUMBER_TAGS, (DECIMAL_INT, DECIMAL_FLOAT)):
+        for ch in "-+0123456789.":
+            out.setdefault(ch, []).append((tag, rx))
+    return out
+
+
+_UniqueKeyLoader.yaml_implicit_resolvers = _core_schema_resolvers(_UniqueKeyLoader.yaml_implicit_resolvers)
+
+
 def _construct_int(loader, node):
     if len(node.value) > MAX_DIGITS:
         raise _LongNumber(node.value, node.start_mark.line + 1)
-    return yaml.SafeLoader.construct_yaml_int(loader, node)
+    if DECIMAL_INT.match(node.value):
+        return int(node.value, 10)  # YAML 1.2: a leading 0 is still decimal
+    return yaml.SafeLoader.construct_yaml_int(loader, node)  # an explicit !!int tag
 
 
 _UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)

@@ -333,7 +333,13 @@ def _main(argv: list[str] | None) -> int:
     ap.add_argument("--what-if", action="store_true",
                     help="render as a what-if run a folder whose manifest.json does not say (one written before it did)")
     a = ap.parse_args(argv)
+    if a.claims is not None and not a.claims.is_file():  # what was asked for first, before any folder's ownership
+        raise ValueError(f"the claims file {a.claims} does not exist; run `make reproduce` first (it writes "
+                         f"results/claims.csv)")
     if a.readme is None:
+        if a.claims is not None:
+            raise ValueError("--claims is read with --readme (it updates a README's generated blocks); "
+                             "to rebuild a run's report, give --results")
         print(rebuild(a.results or results_root(), what_if=True if a.what_if else None))
         return 0
     claims_csv = a.claims or results_root() / "claims.csv"

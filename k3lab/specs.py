@@ -252,10 +252,14 @@ def parse_layout(text: str) -> Deployment:
         for key, field_, kind in (("tp", "tp", "parallel"), ("pp", "pp", "parallel"), ("dcp", "dcp", "parallel"),
                                   ("hbm", "hbm_gb", "hbm_gb")):
             if part.startswith(key) and part[len(key):].replace(".", "", 1).isdigit():
+                if field_ in kw:  # the last would win silently
+                    raise ValueError(f"layout {reprlib.repr(text)}: {key} given twice")
                 kw[field_] = limits.parse(kind, part[len(key):], f"layout {reprlib.repr(text)}: {key}")
                 break
         else:
             if part in ("ep", "dp-attention"):
+                if part.replace("-", "_") in kw:
+                    raise ValueError(f"layout {reprlib.repr(text)}: {part} given twice")
                 kw[part.replace("-", "_")] = True
             else:
                 raise ValueError(f"layout {reprlib.repr(text)}: unknown part {reprlib.repr(part)}; "

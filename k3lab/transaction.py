@@ -118,9 +118,13 @@ def claim(folder: Path) -> None:
                                 f"{', ...' if len(tracked) > 3 else ''}): k3lab never writes its results there")
         if marked(folder):
             return
-        if any(folder.iterdir()) and place is None:
+        # ownership is decided before any marker is written: a non-empty results/runs/<name>/ without
+        # one is someone's folder (only results/ itself, shipped with the repository, is k3lab's unmarked)
+        if place != "root" and any(folder.iterdir()):
+            where = ("a new or empty folder" if place is None
+                     else "a new or empty folder (or move its files out, or name the profile differently)")
             raise PipelineError(f"{folder} is not empty and not a k3lab results folder (no {MARKER}): k3lab writes "
-                                f"only into a folder it made; point K3LAB_RESULTS at a new or empty folder")
+                                f"only into a folder it made; point K3LAB_RESULTS at {where}")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         _write_marker(folder / MARKER)

@@ -32,8 +32,8 @@ def committed():
     """The committed fit with each family's validation rows folded in from serving_validation.yaml."""
     fit = yaml.safe_load(FIT.read_text(encoding="utf-8"))
     val = yaml.safe_load(VAL.read_text(encoding="utf-8"))
-    seal = {k: v for k, v in fit["generated"].items() if k != "content_sha256"}   # the fit's own seal
-    assert val["inputs"] == fit["inputs"] and val["generated"] == seal
+    unsealed = [{k: v for k, v in d["generated"].items() if k != "content_sha256"} for d in (fit, val)]
+    assert val["inputs"] == fit["inputs"] and unsealed[0] == unsealed[1]   # each file has its own seal
     for fam, f in fit["families"].items():
         f["validation"] = val["validation"].get(fam, [])
     fit["held_out"] = val["held_out"]
@@ -365,7 +365,9 @@ def test_a_fit_of_another_model_version_is_refused(data_copy):
     f = data_copy / "serving_fit.yaml"
     text = f.read_text(encoding="utf-8")
     assert text.count("model_version: '4'\n") == 1 and K.MODEL_VERSION == "4"
-    f.write_text(text.replace("model_version: '4'\n", "model_version: '1'\n"), encoding="utf-8")
+    doc = yaml.safe_load(text.replace("model_version: '4'\n", "model_version: '1'\n"))
+    doc["generated"]["content_sha256"] = _seal_by_hand(doc)   # as that version's serving-fit would seal it
+    f.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     data.clear_cache()
     with pytest.raises(data.DataError) as ei:
         K.fitted("amd-cdna4")
@@ -438,16 +440,18 @@ def test_held_out_rows_are_the_held_out_repository(committed):
 
 
 def _seal_by_hand(doc: dict) -> str:
-    """The seal recomputed here: sha256 of every section but ``generated`` as sorted, compact JSON."""
+    """The seal recomputed here: sha256 of the whole document but the seal itself (its
+    ``generated`` provenance included) as sorted, compact JSON."""
     import json
 
-    body = {k: v for k, v in doc.items() if k != "generated"}
+    body = {**doc, "generated": {k: v for k, v in doc["generated"].items() if k != "content_sha256"}}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def test_the_committed_fit_carries_the_seal_of_its_own_content():
-    fit = yaml.safe_load(FIT.read_text(encoding="utf-8"))
-    assert fit["generated"]["content_sha256"] == _seal_by_hand(fit)
+@pytest.mark.parametrize("path", [FIT, VAL], ids=["fit", "validation"])
+def test_the_committed_files_carry_the_seal_of_their_own_content(path):
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert doc["generated"]["content_sha256"] == _seal_by_hand(doc)
 
 
 def _edit_hbm(doc):
@@ -466,7 +470,17 @@ def _edit_observation(doc):
     doc["observations"][0]["value"] /= 10
 
 
-@pytest.mark.parametrize("edit", [_edit_hbm, _edit_band, _edit_input_hash, _edit_observation])
+def _edit_provenance(doc):
+    """Attack on main: the seal did not cover ``generated`` (date, command, scipy...)."""
+    doc["generated"]["scipy"] = "0.1.0"
+
+
+def _edit_date(doc):
+    doc["generated"]["date"] = "1999-01-01"
+
+
+@pytest.mark.parametrize("edit", [_edit_hbm, _edit_band, _edit_input_hash, _edit_observation, _edit_provenance,
+                                  _edit_date])
 def test_a_fit_edited_by_hand_is_refused_in_one_line(data_copy, capsys, edit):
     """Issue 35: ``hbm_efficiency`` 0.62→0.92 moved compare's answer $3.08→$2.53/M and ``band_log``
     ÷10 printed "decode ±4%", without notice: only the fit's inputs were hashed. Each edit here is
@@ -489,9 +503,9 @@ def test_a_fit_edited_by_hand_is_refused_in_one_line(data_copy, capsys, edit):
     assert out == "" and err.count("\n") == 1 and "generated.content_sha256" in err, err
 
 
-def test_a_comment_or_the_generated_date_is_no_edit_of_the_fit(data_copy, committed):
+def test_a_comment_is_no_edit_of_the_fit(data_copy, committed):
     f = data_copy / "serving_fit.yaml"
-    f.write_text(f.read_text(encoding="utf-8").replace("date: '", "date: '1", 1) + "# a note\n", encoding="utf-8")
+    f.write_text(f.read_text(encoding="utf-8") + "# a note\n", encoding="utf-8")
     data.clear_cache()
     assert K.fitted("amd-cdna4")[0].hbm_efficiency == pytest.approx(committed["families"]["amd-cdna4"]["params"]["hbm_efficiency"])
 
@@ -505,7 +519,8 @@ def test_make_serving_fit_writes_a_sealed_fit_that_loads(data_copy, committed, m
     (data_copy / "serving_fit.yaml").unlink()
     data.clear_cache()
     K.write_fit(data_copy / "serving_fit.yaml", "2099-01-01", "a test")
-    doc = yaml.safe_load((data_copy / "serving_fit.yaml").read_text(encoding="utf-8"))
-    assert doc["generated"]["content_sha256"] == _seal_by_hand(doc) and doc["generated"]["command"] == "a test"
+    for name in ("serving_fit.yaml", "serving_validation.yaml"):   # both files sealed
+        doc = yaml.safe_load((data_copy / name).read_text(encoding="utf-8"))
+        assert doc["generated"]["content_sha256"] == _seal_by_hand(doc) and doc["generated"]["command"] == "a test"
     data.clear_cache()
     assert K.fitted_families() == list(committed["families"])   # the same inputs: the same families

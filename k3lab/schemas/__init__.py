@@ -23,7 +23,7 @@ from .market import (Electricity, GpuEntry, Hardware, Link, PRICE_KINDS, PRICE_U
 from .article import (ArticlePrefill, ArticleTable, ClaimEntry, Claims, DerivedPoint, METHODS, Quoted, TableConfig, Tolerance,
                       Workload)  # noqa: F401
 from .public import Measurement, PublicMeasurements, PublicSource, SpecSetting  # noqa: F401
-from .serving import (Assumed, ExtraDeployment, Predictions, ServingFit, ServingModel, ServingValidation)  # noqa: F401
+from .serving import (Assumed, ExtraDeployment, PredictionSeals, Predictions, ServingFit, ServingModel, ServingValidation)  # noqa: F401
 from .sglang import (STARTUP_QUANTITIES, DraftModel, Override, ServingRule, ServingRules, ShardOptions, ShardRule,
                      Sharding, StartupLog, StartupLogs, StorageOverrides, UpstreamChange, UpstreamChanges)  # noqa: F401
 

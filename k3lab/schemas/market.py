@@ -6,7 +6,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import Count, Fraction, Label, NonNegative, Num, NumOrNone, Positive, Text, _Doc, _Sourced
+from ..limits import CAPS
+from .base import Count, Fraction, Label, NonNegative, Num, NumOrNone, Text, _Doc, _Sourced
+
+#: a price in data/prices.yaml: positive and within the cap a price you give obeys (a typo such as
+#: 1.0e+308 would make every product infinite, far from the file that held it)
+UsdPerGpuHour = Annotated[float, Field(strict=True, gt=0, le=CAPS["usd_per_gpu_hour"].high, allow_inf_nan=False)]
 
 
 # --------------------------------------------------------------------------- hardware.yaml
@@ -122,7 +127,7 @@ class Price(_Doc):
 
     tier: Text
     gpu: Text
-    usd_per_gpu_hour: Positive | Annotated[list[Positive], Field(min_length=2, max_length=2)]
+    usd_per_gpu_hour: UsdPerGpuHour | Annotated[list[UsdPerGpuHour], Field(min_length=2, max_length=2)]
     quality: Literal["article", "provider_list", "committed_term", "market_index", "second_hand_quote", "cost_model",
                      "placeholder"]
     evidence: Text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -224,29 +224,36 @@ FIT_DIGEST = "content_sha256"
 
 
 def fit_digest(doc: dict) -> str:
-    """sha256 of a fit document's content — everything but ``generated`` (when and by what it
-    was made) — as sorted, compact JSON: ``make serving-fit`` records it, and a value edited by
-    hand afterwards no longer matches it."""
-    body = {k: v for k, v in doc.items() if k != "generated"}
+    """sha256 of a generated document's content — everything but the seal itself
+    (``generated.content_sha256``), the ``generated`` provenance (date, command, scipy...)
+    included — as sorted, compact JSON: ``make serving-fit`` records it, and any value edited by
+    hand afterwards no longer matches it (a comment is no value and may change)."""
+    gen = doc.get("generated")
+    body = {**doc, "generated": {k: v for k, v in gen.items() if k != FIT_DIGEST}} if isinstance(gen, dict) else doc
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str, allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class ServingFit(_Doc):
-    """``serving_fit.yaml``: the serving model's fitted parameters and validation, generated
-    by ``make serving-fit`` from the files named in ``inputs`` (sha256 of their bytes), sealed
-    by :func:`fit_digest` of its own content (``generated.content_sha256``): the inputs' hashes
-    show a stale fit, the seal a fit edited by hand."""
+class _Sealed(_Doc):
+    """A document ``make serving-fit`` writes, sealed by :func:`fit_digest` of its own content
+    (``generated.content_sha256``): a document edited by hand is refused in one line."""
 
     @model_validator(mode="wrap")
     @classmethod
     def _as_written(cls, doc, handler):
-        fit = handler(doc)  # a value the schema refuses is named by its own field first
-        if fit.generated.get(FIT_DIGEST) != fit_digest(doc):
-            raise ValueError(f"generated.{FIT_DIGEST}: the fit is not what `make serving-fit` wrote (edited by "
-                             f"hand, or written without its seal); run `make serving-fit`")
-        return fit
+        out = handler(doc)  # a value the schema refuses is named by its own field first
+        if out.generated.get(FIT_DIGEST) != fit_digest(doc):
+            raise ValueError(f"generated.{FIT_DIGEST}: the {cls.WHAT} is not what `make serving-fit` wrote (edited "
+                             f"by hand, or written without its seal); run `make serving-fit`")
+        return out
 
+
+class ServingFit(_Sealed):
+    """``serving_fit.yaml``: the serving model's fitted parameters and validation, generated
+    by ``make serving-fit`` from the files named in ``inputs`` (sha256 of their bytes), sealed
+    (:class:`_Sealed`): the inputs' hashes show a stale fit, the seal a fit edited by hand."""
+
+    WHAT: ClassVar[str] = "fit"
     generated: dict[str, str]
     inputs: dict[str, str]
     families: dict[str, FitFamily]
@@ -262,9 +269,12 @@ class FitHeldOutRow(_OutOfSample):
     predicted: Positive
 
 
-class ServingValidation(_Doc):
+class ServingValidation(_Sealed):
     """``serving_validation.yaml``: the serving model's out-of-sample predictions per family and
-    split, aiconfigurator beside it, and the held-out repository, generated with ``serving_fit.yaml``."""
+    split, aiconfigurator beside it, and the held-out repository, generated with ``serving_fit.yaml``
+    and sealed as it is (:class:`_Sealed`)."""
+
+    WHAT: ClassVar[str] = "validation"
 
     generated: dict[str, str]
     inputs: dict[str, str]
@@ -337,3 +347,19 @@ class Predictions(_Doc):
         if twice:
             raise ValueError(f"prediction id(s) twice: {twice}")
         return self
+
+
+#: the registry of the recordings' sha256, beside them in ``data/predictions/``
+PREDICTION_SEALS = "SHA256SUMS.yaml"
+_SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+_RECORDING = Annotated[str, Field(pattern=r"^[0-9A-Za-z][0-9A-Za-z._-]*\.yaml$")]
+
+
+class PredictionSeals(_Doc):
+    """``data/predictions/SHA256SUMS.yaml``: the sha256 of each recording's bytes as
+    ``make record-predictions`` wrote it (``recorded``: file name → sha256 of its bytes): a recording edited
+    since is refused (predictions on record are never edited)."""
+
+    algorithm: Literal["sha256"]  # of the file's bytes, as ``sha256sum`` prints it
+    recorded: dict[_RECORDING, _SHA256]
+

@@ -14,7 +14,7 @@ import sys
 
 from ..cli_parser import OneLineParser
 from ..io import json_text
-from ..limits import arg, help_text
+from ..limits import CAPS, arg, help_text
 from ..model.sharding import VARIANTS
 from ..setting_traps import setting_traps
 from ..spelling import did_you_mean
@@ -59,9 +59,10 @@ def _parser() -> OneLineParser:
                     help=help_text("tokens emitted per verify step with --spec dspark; default: the median of the "
                                    "acceptance lengths public Kimi K3 runs measured, the band spanning their "
                                    "10th-90th percentiles", "accept_len"))
-    ap.add_argument("--block-size", type=arg("requests", "--block-size"), default=None,
+    ap.add_argument("--block-size", type=arg("draft_tokens", "--block-size"), default=None,
                     help=help_text("DSpark draft tokens per step (sglang --speculative-dspark-block-size; default: "
-                                   "the draft's)", "requests"))
+                                   "the draft's, 7; public runs draft 2 to 8, so at most 64: past it a verify step "
+                                   "is a prefill of every request)", "draft_tokens"))
     ap.add_argument("--attention-backend", default=None, choices=tuple(attention_backend.BACKENDS),
                     help="sglang's --attention-backend on an AMD GPU: aiter (AITER's fast MLA prefill, 12 heads padded "
                          "to 16; the default priced) or triton (sglang's ROCm default for Kimi K3, the slow fallback); "
@@ -191,6 +192,17 @@ def format_prediction(p: Prediction, accept_note: str = "") -> str:
     return "\n".join(head + body + near + tail)
 
 
+def beyond_latency_caps(p: Prediction) -> None:
+    """ValueError (one line) when the model's TPOT or TTFT lies past the latency cap k3lab states for
+    every latency it reads (:data:`k3lab.limits.CAPS` ``latency_ms``): never printed as a number."""
+    cap = CAPS["latency_ms"]
+    over = [name for name, v in (("TPOT", p.tpot_ms), ("TTFT", p.ttft_ms)) if not v <= cap.high]
+    if over:
+        raise ValueError(f"{p.layout}: the model's {' and '.join(over)} at this question {'is' if len(over) == 1 else 'are'} "
+                         f"beyond {cap.high:,.0f} ms ({cap.why}); ask a smaller question (a shorter prompt or "
+                         f"output, fewer requests, a smaller --block-size)")
+
+
 def cli_main(argv: list[str] | None = None) -> int:
     """``python -m k3lab predict --layout '8xmi355x tp8' --input-len I --output-len O --concurrency C …``
     (or ``--gpu G --gpus N --tp T`` for the layout)."""
@@ -223,6 +235,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         work = Workload(args.input_len, args.output_len, c)
         p = predict(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction, accept_range=accept,
                     engine=engine, harness=harness, prefill_attention=kernel)
+        beyond_latency_caps(p)
         traps = setting_traps(cfg, dep, args.input_len, args.output_len, variants, args.kv_dtype, slo=target)
         backends = attention_backend.compare(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction,
                                              accept, engine, harness)

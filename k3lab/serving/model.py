@@ -67,7 +67,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from .. import data
+from .. import data, limits
 from ..model.sharding import Setting, setting_for
 from ..model.step import decode_terms, draft_terms, microbatches, prefill_terms
 from ..specs import Deployment, ModelConfig
@@ -119,7 +119,7 @@ class Spec:
         if self.algorithm == "none" and a != 1.0:
             raise ValueError(f"accept_len {a:g} needs a speculative algorithm (got 'none')")
         if self.block is not None:
-            data.check_count("block", self.block)
+            limits.check("draft_tokens", self.block, "the draft block")
             if self.algorithm == "none":
                 raise ValueError("a draft block size needs a speculative algorithm (got 'none')")
         if self.algorithm != "none":

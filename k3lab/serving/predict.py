@@ -261,7 +261,8 @@ def predict(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_S
                       itl_ms=t.step_s * 1e3, output_tok_s=t.output_tok_s, num_gpus=dep.num_gpus,
                       num_nodes=dep.num_nodes, bands=dict(bands), params=params,
                       nearest=nearest(dep.gpu, w, spec, engine=engine.name),
-                      outside=domain_gaps(dep.gpu, dep, work, "dspark" if spec.on else "decode", spec=spec, **where),
+                      # the decode speed is that of the requests running (w); the TTFT holds the queue of all asked
+                      outside=domain_gaps(dep.gpu, dep, w, "dspark" if spec.on else "decode", spec=spec, **where),
                       ttft_outside=domain_gaps(dep.gpu, dep, work, "ttft", prefill_attention, **where), spread=spread,
                       accept_range=rng, admission_note=adm.why(I + O), engine=engine.name,
                       regime=regime(engine, harness), harness=harness)

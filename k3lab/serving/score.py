@@ -15,6 +15,7 @@ scored, never refitted away.
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 from .. import data
@@ -66,8 +67,6 @@ def record(date: str, commit: str, command: str) -> dict:
     (one that a public run already measured is no prediction), answered by ``predict`` on the
     committed fit; ``matched_at_record`` stays in each entry (empty) for a later score to tell new
     figures from old ones."""
-    import hashlib
-
     from ..paths import data_dir
     from .predict import predict
 
@@ -114,7 +113,24 @@ def write_record(path, doc: dict) -> None:
         raise ValueError(f"{path.name}: predictions on record are never rewritten; record under a new date or version")
     text = ("# Predictions on record (k3lab.serving.score): dated, never edited. Scored by `python -m k3lab score`.\n"
             + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120))
+    register(path, hashlib.sha256(text.encode()).hexdigest())  # first: a kill between leaves no unregistered file
     io.write_text(path, text)
+
+
+def register(path, sha256: str) -> None:
+    """Record ``sha256`` of the recording ``path`` in the registry beside it
+    (:data:`~k3lab.schemas.serving.PREDICTION_SEALS`), which the loader checks every recording against."""
+    import yaml
+
+    from .. import io
+    from ..schemas.serving import PREDICTION_SEALS
+
+    seals = path.parent / PREDICTION_SEALS
+    recorded = dict(data.read("prediction_seals", seals).recorded) if seals.exists() else {}
+    recorded[path.name] = sha256
+    io.write_text(seals, "# sha256 of each recording in data/predictions/ as `make record-predictions` wrote it "
+                         "(k3lab.serving.score):\n# a recording edited since is refused. Never edited by hand.\n"
+                  + yaml.safe_dump({"algorithm": "sha256", "recorded": dict(sorted(recorded.items()))}, sort_keys=False))
 
 
 def on_record() -> list:
