@@ -250,28 +250,30 @@ def sensitivity(u: dict) -> str:
     """How far the model may be off before :func:`~k3lab.compare_answers.user_verdict`'s cheaper
     layout is not, against how far off it is known to be, and what that means for your prices, in
     plain words. The first layout is cheaper per token while its speed per GPU relative to the
-    runner-up's stays above your price ratio, so the answer flips when the model overrates that
-    relative speed by break-even ÷ price ratio − 1 or more; the combined band (the first's low end
-    against the runner-up's high end: 90% of the public runs each family's fit never saw) says how
-    far it may, break-even ÷ its low end − 1. The runner-up's $/GPU-hour above which the first stays
-    cheaper even at the bands' worst is your first price ÷ that low end."""
+    runner-up's stays above your price ratio, so the answer flips when the model's ratio of the two
+    speeds is too high by break-even ÷ price ratio (a factor; −1 as a percentage) or more. The two
+    bands together (the first's low end against the runner-up's high end: 90% of the public runs
+    each family's fit never saw) allow break-even ÷ its low end, the product of the two GPUs' own
+    factors (``a_band`` × ``b_band``), named so that the number can be checked. The runner-up's
+    $/GPU-hour above which the first stays cheaper even at the bands' worst is your first price ÷
+    that low end."""
     be, r = u["breakeven"], u["price_ratio"]
     a, b = _gpu_name(u["first"]), _gpu_name(u["second"])
     if r >= be["ratio"]:
         return f"At the model's values {u['second']} is as cheap or cheaper: your price ratio is at or above the break-even."
-    need = be["ratio"] / r - 1
-    out = f"It flips if the model overrates the {a}'s speed against the {b}'s by {need:.0%} or more"
+    need = be["ratio"] / r
+    out = f"It flips if the model's {a}/{b} speed ratio is {need - 1:.0%} too high"
     if be["low"] is None:
         return out + "; how wrong it is for this pair is not validated (no band): measure before you commit."
-    allow = be["ratio"] / be["low"] - 1
+    allow = be["ratio"] / be["low"]
+    parts = (f" ({a} x{be['a_band']:.2f} × {b} x{be['b_band']:.2f})" if be.get("a_band") and be.get("b_band") else "")
     worst = u["first_usd_per_gpu_hour"] / be["low"]
     yours = u["second_usd_per_gpu_hour"]
     if need <= allow:
-        return (out + f"; on runs it never saw it erred by up to {allow:.0%} for this pair, so it may. For you: "
-                f"the {a} stays cheaper even at that error while the {b} costs over ${worst:,.2f}/GPU-hour; at "
-                f"your ${yours:,.2f}, measure both first.")
-    return (out + f", more than the {allow:.0%} it erred by on public runs it never saw: at your ${yours:,.2f} the answer "
-            f"holds (the {a} stays cheaper even at that error while the {b} costs over ${worst:,.2f}/GPU-hour).")
+        return (out + f"; the bands together allow x{allow:.2f}{parts}, so it may: measure both first. Even then the "
+                f"{a} wins while the {b} costs over ${worst:,.2f}/GPU-h.")
+    return (out + f" (x{need:.2f}), more than the x{allow:.2f} the bands together allow{parts}: at your "
+            f"${yours:,.2f} the answer holds (the {a} wins even then while the {b} costs over ${worst:,.2f}/GPU-h).")
 
 
 def your_prices_sentence(u: dict, by_gpu: bool = False) -> str:
@@ -279,9 +281,14 @@ def your_prices_sentence(u: dict, by_gpu: bool = False) -> str:
     named by their GPUs (the quote, whose table beside it names the layouts)."""
     f, s = u["first_usd_per_million_tokens"], u["second_usd_per_million_tokens"]
     a, b = (f"the {_gpu_name(u['first'])}", f"the {_gpu_name(u['second'])}") if by_gpu else (u["first"], u["second"])
+    # the quote's band line sits right above: "too close to call" there needs no "(inside the model's band)"
+    reading = u["reading"].split(" (inside")[0] if by_gpu else u["reading"]
+    if by_gpu:  # the quote's three lines
+        return (f"At ${u['first_usd_per_gpu_hour']:,.2f} vs ${u['second_usd_per_gpu_hour']:,.2f}/GPU-h "
+                f"{a} costs ${f[0]:,.2f}/M output, {b} ${s[0]:,.2f}/M: {reading}. {sensitivity(u)}")
     return (f"At your prices (${u['first_usd_per_gpu_hour']:,.2f} and ${u['second_usd_per_gpu_hour']:,.2f} per "
             f"GPU-hour) {a} costs ${f[0]:,.2f}/M output tokens against {b}'s ${s[0]:,.2f}/M: "
-            f"{u['reading']}. {sensitivity(u)}")
+            f"{reading}. {sensitivity(u)}")
 
 
 def _tier_kind(pr, tier: str) -> str:
