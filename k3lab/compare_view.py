@@ -321,8 +321,18 @@ def _overrides(items: list[str]) -> dict:
 
 
 #: what a user who types ``--price`` may mean (too far from either flag for "did you mean")
-PRICE_HINTS = {f: "--usd-per-gpu-hour GPU=PRICE for your own $/GPU-hour, or --price-tier TIER for a price source"
+PRICE_HINTS = {f: "use --usd-per-gpu-hour GPU=PRICE for your own $/GPU-hour, or --price-tier TIER for a price source"
                for f in ("--price", "--prices", "--usd", "--gpu-price")}
+#: what a user who asks quote or compare for speculative decoding is told: they price without it, and
+#: predict answers DSpark (one layout at a time, with its acceptance and break-even)
+SPEC_HINTS = {f: f"{{command}} prices without speculative decoding; for DSpark ask predict, e.g. python -m k3lab "
+                 f"predict --layout '8xb300 tp8' --input-len I --output-len O --concurrency C --spec dspark"
+              for f in ("--spec", "--accept-len", "--block-size", "--speculative-algorithm")}
+
+
+def hints(command: str) -> dict:
+    """The flag hints of ``quote`` or ``compare``: :data:`PRICE_HINTS` and :data:`SPEC_HINTS`."""
+    return {**PRICE_HINTS, **{f: h.format(command=command) for f, h in SPEC_HINTS.items()}}
 
 
 def warn(command: str, overrides: dict) -> None:
@@ -332,7 +342,7 @@ def warn(command: str, overrides: dict) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = OneLineParser(prog="python -m k3lab compare", hints=PRICE_HINTS,
+    ap = OneLineParser(prog="python -m k3lab compare", hints=hints("compare"),
                        description="Every GPU x layout that holds one request of a model, what it costs per hour "
                                    "and per million output tokens by price source, and the cheapest per source. "
                                    "Throughput is the serving MODEL's (validated on public measurements), or yours.")

@@ -195,7 +195,7 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
 
 
 def _parser() -> OneLineParser:
-    ap = OneLineParser(prog="python -m k3lab quote", hints=compare_view.PRICE_HINTS,
+    ap = OneLineParser(prog="python -m k3lab quote", hints=compare_view.hints("quote"),
                        description="A renter's answer on one screen: per GPU the cheapest layout that holds a "
                                    "full-context Kimi K3 request, at your latency target, and the verdict on "
                                    "your prices (the serving MODEL's, nothing measured).")

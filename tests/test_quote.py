@@ -165,6 +165,10 @@ def test_a_setting_that_changes_the_answer_past_x1_5_is_named():
 @pytest.mark.parametrize("args, said", [
     (["predict", "--concurency", "3"], "unknown flag --concurency (did you mean '--concurrency'?)"),
     (["compare", "--price", "mi355x=3"], "unknown flag --price (use --usd-per-gpu-hour GPU=PRICE"),
+    # Q3 (f): quote and compare price without speculative decoding; predict answers DSpark
+    (["quote", "--spec", "dspark"], "unknown flag --spec (quote prices without speculative decoding; for DSpark ask "
+                                    "predict, e.g. python -m k3lab predict --layout '8xb300 tp8'"),
+    (["compare", "--spec=dspark"], "unknown flag --spec (compare prices without speculative decoding"),
     (["compare", "--price-t", "article"], "unknown flag --price-t (did you mean '--price-tier'?)"),  # no abbreviation
     (["compare", "--price-tier", "artcle"], "unknown price tier 'artcle' (did you mean 'article'?)"),
     (["compare", "--tok-s", "mi35x=3"], "(did you mean 'mi355x'?)"),
