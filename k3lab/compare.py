@@ -231,7 +231,9 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     _high), model_concurrency, model_in_domain, model_tpot_ms and model_ttft_ms (the latency at the
     priced point; model_ttft_validated: TTFT has a validated band), slow_concurrency and slow_tok_s
     (the slow edge under an SLO: 0 / NaN without one), model_capped_by (under an SLO, ``setting`` or
-    ``pools`` when what is admitted, not the target, set the concurrency; ``""`` otherwise), model_note, user_tok_s, priced_tok_s (what the
+    ``pools`` when what is admitted, not the target, set the concurrency; ``""`` otherwise),
+    moe_intermediate_per_gpu and moe_intermediate_padded_per_gpu (an expert's MXFP4 intermediate on
+    one GPU, and as sglang pads it: why a setting may change nothing), model_note, user_tok_s, priced_tok_s (what the
     $/M columns use), priced_by (``model`` / ``your --tok-s`` / ``—``), roofline_bound_tok_s (UPPER
     BOUND at the model's concurrency), one ``usd_per_hour[<tier>]`` and ``usd_per_million_tokens
     [<tier>]`` (with ``_low`` / ``_high`` from the model's band, ``_slow`` at the slow edge) per
@@ -296,7 +298,9 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                                 p.best_option.full_context_requests if p.fit_setting else p.max_full_context_requests),
                             "fits": bool(p.fits),
                             "fits_with": p.fits_with, "holds": p.verdict in LISTED_VERDICTS,
-                            "reason": _reason(p, ctx), "_w": p.weights_bytes_per_gpu})
+                            "reason": _reason(p, ctx), "_w": p.weights_bytes_per_gpu,
+                            "moe_intermediate_per_gpu": int(p.moe_intermediate_per_gpu),
+                            "moe_intermediate_padded_per_gpu": int(p.moe_intermediate_padded_per_gpu)})
                 cap = state_pool_cap(p)
                 row.update(_throughput(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction, cap, slo)
                            if p.weights_fit else {**NO_MODEL, "model_note": "weights do not fit"})
@@ -333,7 +337,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                 rows.append(row)
     base = ["layout", "gpu", "num_gpus", "tp", "pp", "nodes", "label", "setting", "shardable", "weights_gib_per_gpu",
             "weights_fit", "max_kv_tokens", "full_context_requests", "full_context_requests_with_setting", "fits",
-            "fits_with", "holds", "reason",
+            "fits_with", "holds", "reason", "moe_intermediate_per_gpu", "moe_intermediate_padded_per_gpu",
             *NO_MODEL, "model_note", "user_tok_s", "priced_tok_s", "priced_by", "roofline_bound_tok_s"]
     priced = [f"{pre}[{t}]" for pre in (HOUR_PREFIX, MTOK_PREFIX, MTOK_PREFIX + "_low", MTOK_PREFIX + "_high",
                                          MTOK_PREFIX + "_slow") for t in chosen]

@@ -182,6 +182,9 @@ def format_table(df) -> str:
     if a.get("include_all"):
         heads.append("reason")
     lines += fmt_table(heads, body, right=set(range(1, len(heads) - (1 if a.get("include_all") else 0))) - {4})
+    lines += [textwrap.fill(x, width=110, subsequent_indent="  ") for x in same_setting_notes(df)]
+    if "model_capped_by" in df.columns and df["model_capped_by"].astype(bool).any():
+        lines.append("‡ at c: every request the pools admit (with the row's fits-with setting), below your latency target")
     hour, mtok = tier_columns(df, HOUR_PREFIX), tier_columns(df, MTOK_PREFIX)
     used = [t for t in a["tiers"] if df[hour[t]].notna().any()]
     lines += ["", "$/M output tokens at the priced throughput (the model's, or your --tok-s), by price source, "
@@ -215,12 +218,40 @@ def _full_ctx(r) -> str:
     return f"{n:,}" if n == d else f"{n:,} (defaults {d:,})"
 
 
+def same_setting_notes(df) -> list[str]:
+    """Why two rows of one layout, with and without the article's AMD setting, print the same: at
+    that TP each GPU's slice of an expert's intermediate pads to the same width under both
+    alignments, so the weights, pools and speed do not move. One sentence per such pair."""
+    out = []
+    if "moe_intermediate_padded_per_gpu" not in df.columns:
+        return out
+    rows = {r["layout"]: r for r in df.to_dict("records")}
+    tag = f" [{compare_setting()}]"
+    for lay, r in rows.items():
+        plain = rows.get(lay.removesuffix(tag)) if lay.endswith(tag) else None
+        if plain is None or not r.get("moe_intermediate_per_gpu", 0) > 0:  # NaN (cannot shard) or 0 (not MXFP4)
+            continue
+        if r["moe_intermediate_padded_per_gpu"] == plain["moe_intermediate_padded_per_gpu"]:
+            out.append(f"{lay} and {plain['layout']} are the same row twice: at TP{r['tp']} each GPU holds "
+                       f"{int(r['moe_intermediate_per_gpu']):,} of an expert's intermediate, which sglang pads to "
+                       f"{int(r['moe_intermediate_padded_per_gpu']):,} with and without {compare_setting(how=True)}, "
+                       "so the setting changes nothing there")
+    return out
+
+
+def compare_setting(how: bool = False) -> str:
+    """The article's AMD setting: its name in a layout's brackets, or (``how``) how a person sets it."""
+    from .setting_traps import K3_OPT, K3_OPT_HOW
+
+    return K3_OPT_HOW if how else K3_OPT
+
+
 def _latency_cells(r) -> list[str]:
     """A row's concurrency, TPOT and TTFT (ms; ``†``: TTFT not validated) where the model priced it."""
     c = r.get("model_concurrency")
     if not c or c != c or not r.get("model_tpot_ms") == r.get("model_tpot_ms"):
         return ["—", "—", "—"]
-    return [str(int(c)), f"{r['model_tpot_ms']:,.1f}",
+    return [str(int(c)) + ("‡" if r.get("model_capped_by") else ""), f"{r['model_tpot_ms']:,.1f}",
             _int(r["model_ttft_ms"]) + (" " if r.get("model_ttft_validated") else "†")]
 
 

@@ -37,9 +37,11 @@ class Outcome:
     concurrency: int = 0
 
 
-def _outcome(cfg, dep, variants, kv_dtype, mem_fraction, input_len, output_len, slo, concurrency=None) -> Outcome:
+def _outcome(cfg, dep, variants, kv_dtype, mem_fraction, input_len, output_len, slo, concurrency=None,
+             prefill_attention="fast") -> Outcome:
     """At ``concurrency`` clients when given (the engine runs what this setting admits, the rest
-    queue), else at the SLO's operating point (its peak without one)."""
+    queue), else at the SLO's operating point (its peak without one); the prefill priced with
+    ``prefill_attention``'s kernel (:data:`k3lab.serving.model.PREFILL_ATTENTION`)."""
     from .serving.model import Workload
     from .serving.predict import NotCalibrated, predict
     from .serving.slo import operating_point
@@ -49,9 +51,9 @@ def _outcome(cfg, dep, variants, kv_dtype, mem_fraction, input_len, output_len, 
     holds = p.verdict in ("fits with defaults", "fits only with a setting")
     try:
         pt = (predict(cfg, dep, Workload(input_len, output_len, concurrency), variants=variants, kv_dtype=kv_dtype,
-                      mem_fraction=mem_fraction) if concurrency else
+                      mem_fraction=mem_fraction, prefill_attention=prefill_attention) if concurrency else
               operating_point(cfg, dep, input_len, output_len, slo, variants=variants, kv_dtype=kv_dtype,
-                              mem_fraction=mem_fraction).point)
+                              mem_fraction=mem_fraction, prefill_attention=prefill_attention).point)
     except (NotCalibrated, ValueError):
         pt = None
     if pt is None or not pt.validated():
@@ -78,17 +80,21 @@ def _moves(alt: Outcome, base: Outcome) -> bool:
 
 
 def setting_traps(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, variants=(),
-                  kv_dtype: str = "bf16", mem_fraction: float = 0.9, slo=None, concurrency: int | None = None) -> list[str]:
+                  kv_dtype: str = "bf16", mem_fraction: float = 0.9, slo=None, concurrency: int | None = None,
+                  prefill_attention: str = "fast") -> list[str]:
     """Sentences, one per alternative setting that moves the throughput by more than :data:`FACTOR`
     or changes whether a full-context request fits; empty when none does. The throughput is
     compared at ``concurrency`` clients when given (what ``predict --concurrency`` asks), and the
     sentence says so; where it moves only at the two settings' peaks, it names those; without a
-    concurrency, each at its SLO's operating point (its peak without an SLO)."""
+    concurrency, each at its SLO's operating point (its peak without an SLO). ``prefill_attention``:
+    the prefill kernel the question prices (``predict --attention-backend``), so that the numbers
+    are the table's."""
     from .serving.slo import NO_SLO
 
     slo = NO_SLO if slo is None else slo
     variants = tuple(sorted(set(variants)))
-    at = lambda vs, kv, c=concurrency: _outcome(cfg, dep, vs, kv, mem_fraction, input_len, output_len, slo, c)  # noqa: E731
+    at = lambda vs, kv, c=concurrency: _outcome(cfg, dep, vs, kv, mem_fraction, input_len, output_len, slo, c,  # noqa: E731
+                                                prefill_attention)
     base = at(variants, kv_dtype)
     where = (f" at {slo.label()} (each at its highest concurrency meeting it)" if slo.active else " at each one's peak")
     out = []

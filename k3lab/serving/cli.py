@@ -222,7 +222,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         p = predict(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction, accept_range=accept,
                     engine=engine, harness=harness, prefill_attention=kernel)
         traps = setting_traps(cfg, dep, args.input_len, args.output_len, variants, args.kv_dtype, slo=target,
-                              concurrency=args.concurrency)
+                              concurrency=args.concurrency, prefill_attention=kernel)
         pool = full_context_setting(cfg, dep, variants, args.kv_dtype, args.mem_fraction or 0.9, p.concurrency_asked,
                                     dspark=spec.on)
         traps += [pool] if pool else []
