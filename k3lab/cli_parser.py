@@ -16,7 +16,8 @@ from .spelling import did_you_mean
 
 class OneLineParser(_OneLineParser):
     """``hints``: flag a user may type → what to say instead (e.g. ``--price``: the two flags it
-    could mean), for names too far from any flag for "did you mean"."""
+    could mean; ``--spec``: the command that answers it), for names too far from any flag for
+    "did you mean" or that belong to another command; printed in brackets after the flag."""
 
     prefix = "k3lab"
 
@@ -33,7 +34,7 @@ class OneLineParser(_OneLineParser):
             flag = tok.split("=", 1)[0]
             if tok.startswith("--") and flag not in known:
                 # compared without the dashes, which every flag shares and which would make any two look alike
-                hint = (f" (use {self.hints[flag]})" if flag in self.hints else
+                hint = (f" ({self.hints[flag]})" if flag in self.hints else
                         did_you_mean(flag[2:], [k[2:] for k in known]).replace(" '", " '--"))
                 self.error(f"unknown flag {flag}{hint}")
         return super().parse_known_args(argv, namespace)

@@ -159,7 +159,7 @@ def state_pool_cap(p: memory.Plan) -> int | None:
 #: the serving model's columns of a row without a throughput
 NO_MODEL = {"model_tok_s": math.nan, "model_tok_s_low": math.nan, "model_tok_s_high": math.nan, "model_concurrency": 0,
             "model_in_domain": False, "model_tpot_ms": math.nan, "model_ttft_ms": math.nan,
-            "model_ttft_validated": False, "slow_concurrency": 0, "slow_tok_s": math.nan}
+            "model_ttft_validated": False, "slow_concurrency": 0, "slow_tok_s": math.nan, "model_capped_by": ""}
 
 
 def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fraction, max_running=None, slo=None) -> dict:
@@ -194,6 +194,10 @@ def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fractio
             "model_concurrency": p.concurrency, "model_in_domain": p.in_domain, "model_tpot_ms": p.tpot_ms,
             "model_ttft_ms": p.ttft_ms, "model_ttft_validated": p.validated("ttft_ms"),
             "slow_concurrency": 0 if op.slow is None else op.slow.concurrency, "slow_tok_s": op.slow_tok_s,
+            # under a latency target, what stopped the concurrency below it: the requests the state-pool
+            # setting leaves, or what the pools admit ("" when the target did)
+            "model_capped_by": ("" if not op.capped else "setting" if max_running is not None and op.limit == max_running
+                                else "pools"),
             "model_note": "; ".join(p.outside)}
 
 
@@ -226,7 +230,10 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     ``cannot shard``), holds (fits with defaults or a setting), reason, model_tok_s (+ _low,
     _high), model_concurrency, model_in_domain, model_tpot_ms and model_ttft_ms (the latency at the
     priced point; model_ttft_validated: TTFT has a validated band), slow_concurrency and slow_tok_s
-    (the slow edge under an SLO: 0 / NaN without one), model_note, user_tok_s, priced_tok_s (what the
+    (the slow edge under an SLO: 0 / NaN without one), model_capped_by (under an SLO, ``setting`` or
+    ``pools`` when what is admitted, not the target, set the concurrency; ``""`` otherwise),
+    moe_intermediate_per_gpu and moe_intermediate_padded_per_gpu (an expert's MXFP4 intermediate on
+    one GPU, and as sglang pads it: why a setting may change nothing), model_note, user_tok_s, priced_tok_s (what the
     $/M columns use), priced_by (``model`` / ``your --tok-s`` / ``—``), roofline_bound_tok_s (UPPER
     BOUND at the model's concurrency), one ``usd_per_hour[<tier>]`` and ``usd_per_million_tokens
     [<tier>]`` (with ``_low`` / ``_high`` from the model's band, ``_slow`` at the slow edge) per
@@ -291,7 +298,9 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                                 p.best_option.full_context_requests if p.fit_setting else p.max_full_context_requests),
                             "fits": bool(p.fits),
                             "fits_with": p.fits_with, "holds": p.verdict in LISTED_VERDICTS,
-                            "reason": _reason(p, ctx), "_w": p.weights_bytes_per_gpu})
+                            "reason": _reason(p, ctx), "_w": p.weights_bytes_per_gpu,
+                            "moe_intermediate_per_gpu": int(p.moe_intermediate_per_gpu),
+                            "moe_intermediate_padded_per_gpu": int(p.moe_intermediate_padded_per_gpu)})
                 cap = state_pool_cap(p)
                 row.update(_throughput(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction, cap, slo)
                            if p.weights_fit else {**NO_MODEL, "model_note": "weights do not fit"})
@@ -328,7 +337,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                 rows.append(row)
     base = ["layout", "gpu", "num_gpus", "tp", "pp", "nodes", "label", "setting", "shardable", "weights_gib_per_gpu",
             "weights_fit", "max_kv_tokens", "full_context_requests", "full_context_requests_with_setting", "fits",
-            "fits_with", "holds", "reason",
+            "fits_with", "holds", "reason", "moe_intermediate_per_gpu", "moe_intermediate_padded_per_gpu",
             *NO_MODEL, "model_note", "user_tok_s", "priced_tok_s", "priced_by", "roofline_bound_tok_s"]
     priced = [f"{pre}[{t}]" for pre in (HOUR_PREFIX, MTOK_PREFIX, MTOK_PREFIX + "_low", MTOK_PREFIX + "_high",
                                          MTOK_PREFIX + "_slow") for t in chosen]

@@ -93,8 +93,9 @@ def breakeven(df, a: str, b: str) -> dict | None:
     """Where layout ``a``'s perf/$ equals layout ``b``'s, both rows of the comparison ``df`` (the
     throughput it prices them at): a's $/GPU-hour ÷ b's at equal $/M output tokens = a's tok/s per
     GPU ÷ b's, with the two bands combined the conservative way (a low against b high). Keys:
-    a, b (layouts), ratio, low, high (None where a band is missing), priced_by. None when either
-    row is missing or has no throughput."""
+    a, b (layouts), ratio, low, high (None where a band is missing), a_band and b_band (each row's
+    own factor on that side: a's central ÷ its low end, b's high end ÷ its central; their product is
+    ratio ÷ low; None without a band), priced_by. None when either row is missing or has no throughput."""
     rows = df.set_index("layout") if len(df) else None
     if rows is None or a not in rows.index or b not in rows.index:
         return None
@@ -107,6 +108,8 @@ def breakeven(df, a: str, b: str) -> dict | None:
     low = per(ra, "model_tok_s_low") / per(rb, "model_tok_s_high") if banded else None
     high = per(ra, "model_tok_s_high") / per(rb, "model_tok_s_low") if banded else None
     return {"a": a, "b": b, "ratio": ratio, "low": low, "high": high,
+            "a_band": per(ra, "priced_tok_s") / per(ra, "model_tok_s_low") if banded else None,
+            "b_band": per(rb, "model_tok_s_high") / per(rb, "priced_tok_s") if banded else None,
             "priced_by": ra["priced_by"] if ra["priced_by"] == rb["priced_by"] else f"{ra['priced_by']} / {rb['priced_by']}"}
 
 

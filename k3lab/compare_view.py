@@ -182,6 +182,9 @@ def format_table(df) -> str:
     if a.get("include_all"):
         heads.append("reason")
     lines += fmt_table(heads, body, right=set(range(1, len(heads) - (1 if a.get("include_all") else 0))) - {4})
+    lines += [textwrap.fill(x, width=110, subsequent_indent="  ") for x in same_setting_notes(df)]
+    if "model_capped_by" in df.columns and df["model_capped_by"].astype(bool).any():
+        lines.append("‡ at c: every request the pools admit (with the row's fits-with setting), below your latency target")
     hour, mtok = tier_columns(df, HOUR_PREFIX), tier_columns(df, MTOK_PREFIX)
     used = [t for t in a["tiers"] if df[hour[t]].notna().any()]
     lines += ["", "$/M output tokens at the priced throughput (the model's, or your --tok-s), by price source, "
@@ -215,12 +218,40 @@ def _full_ctx(r) -> str:
     return f"{n:,}" if n == d else f"{n:,} (defaults {d:,})"
 
 
+def same_setting_notes(df) -> list[str]:
+    """Why two rows of one layout, with and without the article's AMD setting, print the same: at
+    that TP each GPU's slice of an expert's intermediate pads to the same width under both
+    alignments, so the weights, pools and speed do not move. One sentence per such pair."""
+    out = []
+    if "moe_intermediate_padded_per_gpu" not in df.columns:
+        return out
+    rows = {r["layout"]: r for r in df.to_dict("records")}
+    tag = f" [{compare_setting()}]"
+    for lay, r in rows.items():
+        plain = rows.get(lay.removesuffix(tag)) if lay.endswith(tag) else None
+        if plain is None or not r.get("moe_intermediate_per_gpu", 0) > 0:  # NaN (cannot shard) or 0 (not MXFP4)
+            continue
+        if r["moe_intermediate_padded_per_gpu"] == plain["moe_intermediate_padded_per_gpu"]:
+            out.append(f"{lay} and {plain['layout']} are the same row twice: at TP{r['tp']} each GPU holds "
+                       f"{int(r['moe_intermediate_per_gpu']):,} of an expert's intermediate, which sglang pads to "
+                       f"{int(r['moe_intermediate_padded_per_gpu']):,} with and without {compare_setting(how=True)}, "
+                       "so the setting changes nothing there")
+    return out
+
+
+def compare_setting(how: bool = False) -> str:
+    """The article's AMD setting: its name in a layout's brackets, or (``how``) how a person sets it."""
+    from .setting_traps import K3_OPT, K3_OPT_HOW
+
+    return K3_OPT_HOW if how else K3_OPT
+
+
 def _latency_cells(r) -> list[str]:
     """A row's concurrency, TPOT and TTFT (ms; ``†``: TTFT not validated) where the model priced it."""
     c = r.get("model_concurrency")
     if not c or c != c or not r.get("model_tpot_ms") == r.get("model_tpot_ms"):
         return ["—", "—", "—"]
-    return [str(int(c)), f"{r['model_tpot_ms']:,.1f}",
+    return [str(int(c)) + ("‡" if r.get("model_capped_by") else ""), f"{r['model_tpot_ms']:,.1f}",
             _int(r["model_ttft_ms"]) + (" " if r.get("model_ttft_validated") else "†")]
 
 
@@ -250,28 +281,30 @@ def sensitivity(u: dict) -> str:
     """How far the model may be off before :func:`~k3lab.compare_answers.user_verdict`'s cheaper
     layout is not, against how far off it is known to be, and what that means for your prices, in
     plain words. The first layout is cheaper per token while its speed per GPU relative to the
-    runner-up's stays above your price ratio, so the answer flips when the model overrates that
-    relative speed by break-even ÷ price ratio − 1 or more; the combined band (the first's low end
-    against the runner-up's high end: 90% of the public runs each family's fit never saw) says how
-    far it may, break-even ÷ its low end − 1. The runner-up's $/GPU-hour above which the first stays
-    cheaper even at the bands' worst is your first price ÷ that low end."""
+    runner-up's stays above your price ratio, so the answer flips when the model's ratio of the two
+    speeds is too high by break-even ÷ price ratio (a factor; −1 as a percentage) or more. The two
+    bands together (the first's low end against the runner-up's high end: 90% of the public runs
+    each family's fit never saw) allow break-even ÷ its low end, the product of the two GPUs' own
+    factors (``a_band`` × ``b_band``), named so that the number can be checked. The runner-up's
+    $/GPU-hour above which the first stays cheaper even at the bands' worst is your first price ÷
+    that low end."""
     be, r = u["breakeven"], u["price_ratio"]
     a, b = _gpu_name(u["first"]), _gpu_name(u["second"])
     if r >= be["ratio"]:
         return f"At the model's values {u['second']} is as cheap or cheaper: your price ratio is at or above the break-even."
-    need = be["ratio"] / r - 1
-    out = f"It flips if the model overrates the {a}'s speed against the {b}'s by {need:.0%} or more"
+    need = be["ratio"] / r
+    out = f"It flips if the model's {a}/{b} speed ratio is {need - 1:.0%} too high"
     if be["low"] is None:
         return out + "; how wrong it is for this pair is not validated (no band): measure before you commit."
-    allow = be["ratio"] / be["low"] - 1
+    allow = be["ratio"] / be["low"]
+    parts = (f" ({a} x{be['a_band']:.2f} × {b} x{be['b_band']:.2f})" if be.get("a_band") and be.get("b_band") else "")
     worst = u["first_usd_per_gpu_hour"] / be["low"]
     yours = u["second_usd_per_gpu_hour"]
     if need <= allow:
-        return (out + f"; on runs it never saw it erred by up to {allow:.0%} for this pair, so it may. For you: "
-                f"the {a} stays cheaper even at that error while the {b} costs over ${worst:,.2f}/GPU-hour; at "
-                f"your ${yours:,.2f}, measure both first.")
-    return (out + f", more than the {allow:.0%} it erred by on public runs it never saw: at your ${yours:,.2f} the answer "
-            f"holds (the {a} stays cheaper even at that error while the {b} costs over ${worst:,.2f}/GPU-hour).")
+        return (out + f"; the bands together allow x{allow:.2f}{parts}, so it may: measure both first. Even then the "
+                f"{a} wins while the {b} costs over ${worst:,.2f}/GPU-h.")
+    return (out + f" (x{need:.2f}), more than the x{allow:.2f} the bands together allow{parts}: at your "
+            f"${yours:,.2f} the answer holds (the {a} wins even then while the {b} costs over ${worst:,.2f}/GPU-h).")
 
 
 def your_prices_sentence(u: dict, by_gpu: bool = False) -> str:
@@ -279,9 +312,14 @@ def your_prices_sentence(u: dict, by_gpu: bool = False) -> str:
     named by their GPUs (the quote, whose table beside it names the layouts)."""
     f, s = u["first_usd_per_million_tokens"], u["second_usd_per_million_tokens"]
     a, b = (f"the {_gpu_name(u['first'])}", f"the {_gpu_name(u['second'])}") if by_gpu else (u["first"], u["second"])
+    # the quote's band line sits right above: "too close to call" there needs no "(inside the model's band)"
+    reading = u["reading"].split(" (inside")[0] if by_gpu else u["reading"]
+    if by_gpu:  # the quote's three lines
+        return (f"At ${u['first_usd_per_gpu_hour']:,.2f} vs ${u['second_usd_per_gpu_hour']:,.2f}/GPU-h "
+                f"{a} costs ${f[0]:,.2f}/M output, {b} ${s[0]:,.2f}/M: {reading}. {sensitivity(u)}")
     return (f"At your prices (${u['first_usd_per_gpu_hour']:,.2f} and ${u['second_usd_per_gpu_hour']:,.2f} per "
             f"GPU-hour) {a} costs ${f[0]:,.2f}/M output tokens against {b}'s ${s[0]:,.2f}/M: "
-            f"{u['reading']}. {sensitivity(u)}")
+            f"{reading}. {sensitivity(u)}")
 
 
 def _tier_kind(pr, tier: str) -> str:
@@ -314,8 +352,18 @@ def _overrides(items: list[str]) -> dict:
 
 
 #: what a user who types ``--price`` may mean (too far from either flag for "did you mean")
-PRICE_HINTS = {f: "--usd-per-gpu-hour GPU=PRICE for your own $/GPU-hour, or --price-tier TIER for a price source"
+PRICE_HINTS = {f: "use --usd-per-gpu-hour GPU=PRICE for your own $/GPU-hour, or --price-tier TIER for a price source"
                for f in ("--price", "--prices", "--usd", "--gpu-price")}
+#: what a user who asks quote or compare for speculative decoding is told: they price without it, and
+#: predict answers DSpark (one layout at a time, with its acceptance and break-even)
+SPEC_HINTS = {f: f"{{command}} prices without speculative decoding; for DSpark ask predict, e.g. python -m k3lab "
+                 f"predict --layout '8xb300 tp8' --input-len I --output-len O --concurrency C --spec dspark"
+              for f in ("--spec", "--accept-len", "--block-size", "--speculative-algorithm")}
+
+
+def hints(command: str) -> dict:
+    """The flag hints of ``quote`` or ``compare``: :data:`PRICE_HINTS` and :data:`SPEC_HINTS`."""
+    return {**PRICE_HINTS, **{f: h.format(command=command) for f, h in SPEC_HINTS.items()}}
 
 
 def warn(command: str, overrides: dict) -> None:
@@ -325,7 +373,7 @@ def warn(command: str, overrides: dict) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = OneLineParser(prog="python -m k3lab compare", hints=PRICE_HINTS,
+    ap = OneLineParser(prog="python -m k3lab compare", hints=hints("compare"),
                        description="Every GPU x layout that holds one request of a model, what it costs per hour "
                                    "and per million output tokens by price source, and the cheapest per source. "
                                    "Throughput is the serving MODEL's (validated on public measurements), or yours.")

@@ -35,7 +35,8 @@ VARIANT_SUMMARIES = {
     "ep": "--ep-size <tp>: whole experts per GPU",
     "ep-a2a": "--ep-size <tp> with an all-to-all backend (deepep, mori, ...)",
     "dp-attention": "--enable-dp-attention --dp-size <tp>",
-    "dspark": "the DSpark speculative draft (weights, its own KV; 48 running requests)",
+    "dspark": "the DSpark speculative draft (weights, its own KV; sglang caps running requests at 48, the "
+              "pools may admit fewer)",
 }
 
 EXIT_STATUS = ("exit status: 0 = a plan was printed; with --check, 0 = the request fits and 1 = it "
@@ -86,7 +87,11 @@ def _parser(gpus: list[str]) -> argparse.ArgumentParser:
     ap.add_argument("--hbm-gb", type=arg("hbm_gb", "--hbm-gb"), default=None,
                     help=help_text("usable HBM per GPU in GB (1e9 B), overriding data/", "hbm_gb"))
     ap.add_argument("--max-running-requests", type=arg("requests", "--max-running-requests"), default=None,
-                    metavar="M", help=help_text("sglang's flag (default: sglang's own; 48 with dspark)", "requests"))
+                    metavar="M", help=help_text("sglang's cap on running requests (default: none, the pools decide; with dspark "
+                                                "sglang sets 48). What runs is the lower of the cap and what the "
+                                                "state pool's slots allow: the output's 'max running requests' line "
+                                                "(below 48 with dspark where the slots run out first)",
+                                                "requests"))
     ap.add_argument("--mamba-full-memory-ratio", type=arg("ratio", "--mamba-full-memory-ratio"), default=None,
                     metavar="R", help=help_text("state-pool memory : KV memory (sglang's default 0.9)", "ratio"))
     ap.add_argument("--max-mamba-cache-size", type=arg("requests", "--max-mamba-cache-size"), default=None,

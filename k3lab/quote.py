@@ -83,7 +83,22 @@ def _cells(df, r, overrides: dict) -> list[str]:
         cost = ("no independent rental price: give yours" if rng is None else
                 f"${rng[0]:,.2f}-${rng[1]:,.2f} at {rng[2]} rental price{'s' if rng[2] > 1 else ''}, "
                 + (f"model band x{math.exp(_band(r)):.2f}" if r["model_in_domain"] else "no band*"))
-    return [r["gpu"].upper(), r["layout"], str(lat["concurrency"]), f"{lat['tpot_ms']:,.0f} ms", ttft, per, cost]
+    c = f"{lat['concurrency']}" + ("‡" if r.get("model_capped_by") else "")
+    return [r["gpu"].upper(), r["layout"], c, f"{lat['tpot_ms']:,.0f} ms", ttft, per, cost]
+
+
+def capped_note(rows: dict, target) -> str:
+    """One footnote for the rows whose concurrency admission set, not the latency target (the
+    ``‡`` of :func:`_cells`): what admits no more (the state-pool setting the row needs, or the
+    pools with sglang's defaults) and that its TPOT is already under the target; "" when none is."""
+    parts = []
+    for r in rows.values():
+        if r is None or not r.get("model_capped_by"):
+            continue
+        how = (f"with {r['fits_with']}" if r["model_capped_by"] == "setting" else "with sglang's defaults")
+        parts.append(f"{r['gpu'].upper()} c{int(r['model_concurrency'])} is all its pools admit {how}; TPOT "
+                     f"{r['model_tpot_ms']:,.0f} ms is already under your {target.label()}")
+    return "‡ " + "; ".join(parts) if parts else ""
 
 
 def _band(r) -> float:
@@ -144,6 +159,8 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
         notes += _wrap("settings it needs: " + "; ".join(opt + needs) + legend)
     elif legend:
         notes += _wrap(legend[2:])
+    cap = capped_note(rows, target)
+    notes += _wrap(cap) if cap else []
     notes += _wrap(band_line(rows))
     for g, r in rows.items():
         if r is None:
@@ -178,7 +195,7 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
 
 
 def _parser() -> OneLineParser:
-    ap = OneLineParser(prog="python -m k3lab quote", hints=compare_view.PRICE_HINTS,
+    ap = OneLineParser(prog="python -m k3lab quote", hints=compare_view.hints("quote"),
                        description="A renter's answer on one screen: per GPU the cheapest layout that holds a "
                                    "full-context Kimi K3 request, at your latency target, and the verdict on "
                                    "your prices (the serving MODEL's, nothing measured).")

@@ -28,26 +28,37 @@ K3_OPT_HOW = "SGLANG_AITER_K3_OPT=1"
 
 @dataclass(frozen=True)
 class Outcome:
-    """One setting's answer: output tok/s at the operating point (None: the model gives none) and
-    whether a request of the model's full context fits (with defaults or a state-pool setting)."""
+    """One setting's answer: output tok/s where the question is asked (None: the model gives none),
+    the requests running there, and whether a request of the model's full context fits (with
+    defaults or a state-pool setting)."""
 
     tok_s: float | None
     holds_full_context: bool
+    concurrency: int = 0
 
 
-def _outcome(cfg, dep, variants, kv_dtype, mem_fraction, input_len, output_len, slo) -> Outcome:
-    from .serving.predict import NotCalibrated
+def _outcome(cfg, dep, variants, kv_dtype, mem_fraction, input_len, output_len, slo, concurrency=None,
+             prefill_attention="fast") -> Outcome:
+    """At ``concurrency`` clients when given (the engine runs what this setting admits, the rest
+    queue), else at the SLO's operating point (its peak without one); the prefill priced with
+    ``prefill_attention``'s kernel (:data:`k3lab.serving.model.PREFILL_ATTENTION`)."""
+    from .serving.model import Workload
+    from .serving.predict import NotCalibrated, predict
     from .serving.slo import operating_point
 
     p = memory.plan(cfg, dep.gpu, dep.num_gpus, dep.tp, mem_fraction, kv_dtype, pp=dep.pp,
                     context_tokens=cfg.max_position_embeddings, variants=variants)
     holds = p.verdict in ("fits with defaults", "fits only with a setting")
     try:
-        pt = operating_point(cfg, dep, input_len, output_len, slo, variants=variants, kv_dtype=kv_dtype,
-                             mem_fraction=mem_fraction).point
+        pt = (predict(cfg, dep, Workload(input_len, output_len, concurrency), variants=variants, kv_dtype=kv_dtype,
+                      mem_fraction=mem_fraction, prefill_attention=prefill_attention) if concurrency else
+              operating_point(cfg, dep, input_len, output_len, slo, variants=variants, kv_dtype=kv_dtype,
+                              mem_fraction=mem_fraction, prefill_attention=prefill_attention).point)
     except (NotCalibrated, ValueError):
         pt = None
-    return Outcome(None if pt is None or not pt.validated() else pt.output_tok_s, holds)
+    if pt is None or not pt.validated():
+        return Outcome(None, holds)
+    return Outcome(pt.output_tok_s, holds, pt.concurrency)
 
 
 def _alternatives(dep: Deployment, variants: tuple, kv_dtype: str) -> list[tuple[str, tuple, str]]:
@@ -64,25 +75,72 @@ def _alternatives(dep: Deployment, variants: tuple, kv_dtype: str) -> list[tuple
     return out
 
 
+def _moves(alt: Outcome, base: Outcome) -> bool:
+    return bool(alt.tok_s and base.tok_s) and not 1 / FACTOR <= alt.tok_s / base.tok_s <= FACTOR
+
+
 def setting_traps(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, variants=(),
-                  kv_dtype: str = "bf16", mem_fraction: float = 0.9, slo=None) -> list[str]:
+                  kv_dtype: str = "bf16", mem_fraction: float = 0.9, slo=None, concurrency: int | None = None,
+                  prefill_attention: str = "fast") -> list[str]:
     """Sentences, one per alternative setting that moves the throughput by more than :data:`FACTOR`
-    or changes whether a full-context request fits; empty when none does."""
+    or changes whether a full-context request fits; empty when none does. The throughput is
+    compared at ``concurrency`` clients when given (what ``predict --concurrency`` asks), and the
+    sentence says so; where it moves only at the two settings' peaks, it names those; without a
+    concurrency, each at its SLO's operating point (its peak without an SLO). ``prefill_attention``:
+    the prefill kernel the question prices (``predict --attention-backend``), so that the numbers
+    are the table's."""
     from .serving.slo import NO_SLO
 
     slo = NO_SLO if slo is None else slo
     variants = tuple(sorted(set(variants)))
-    base = _outcome(cfg, dep, variants, kv_dtype, mem_fraction, input_len, output_len, slo)
+    at = lambda vs, kv, c=concurrency: _outcome(cfg, dep, vs, kv, mem_fraction, input_len, output_len, slo, c,  # noqa: E731
+                                                prefill_attention)
+    base = at(variants, kv_dtype)
+    where = (f" at {slo.label()} (each at its highest concurrency meeting it)" if slo.active else " at each one's peak")
     out = []
     for how, vs, kv in _alternatives(dep, variants, kv_dtype):
-        alt = _outcome(cfg, dep, vs, kv, mem_fraction, input_len, output_len, slo)
+        alt = at(vs, kv)
         parts = []
-        if alt.tok_s and base.tok_s and not 1 / FACTOR <= alt.tok_s / base.tok_s <= FACTOR:
-            parts.append(f"serves {alt.tok_s:,.0f} output tok/s instead of {base.tok_s:,.0f} "
-                         f"(x{alt.tok_s / base.tok_s:.2f})")
+        if _moves(alt, base):
+            parts.append(f"serves {alt.tok_s:,.0f} output tok/s instead of {base.tok_s:,.0f} (x{alt.tok_s / base.tok_s:.2f})"
+                         + (f" at your concurrency {concurrency:,}" if concurrency else where))
+        elif concurrency and alt.tok_s and base.tok_s:  # the same at your concurrency: does it move at the peaks?
+            pa, pb = at(vs, kv, None), at(variants, kv_dtype, None)
+            if _moves(pa, pb):
+                parts.append(f"serves about the same at your concurrency {concurrency:,} ({alt.tok_s:,.0f} against "
+                             f"{base.tok_s:,.0f} output tok/s) but {pa.tok_s:,.0f} instead of {pb.tok_s:,.0f} "
+                             f"(x{pa.tok_s / pb.tok_s:.2f}){where} (c{pa.concurrency:,} against c{pb.concurrency:,})")
         if alt.holds_full_context != base.holds_full_context:
             ctx = f"{cfg.max_position_embeddings:,}-token request"
             parts.append(f"{'holds' if alt.holds_full_context else 'no longer holds'} a {ctx}")
         if parts:
             out.append(f"{how}, {dep.label} " + " and ".join(parts))
     return out
+
+
+def full_context_setting(cfg: ModelConfig, dep: Deployment, variants=(), kv_dtype: str = "bf16",
+                         mem_fraction: float = 0.9, concurrency: int | None = None, dspark: bool = False) -> str | None:
+    """The state-pool trap, the other half of :func:`setting_traps`'s: where sglang's defaults do
+    not hold a request of the model's full context but a state-pool setting does
+    (:attr:`k3lab.memory.Plan.verdict` ``fits only with a setting``; its pick,
+    :attr:`~k3lab.memory.Plan.best_option`), one sentence naming the setting and the running
+    requests it leaves against the defaults' (whole deployment), and whether ``concurrency``
+    clients still all run with it — when not, a full-context request and that concurrency do not
+    go together. ``dspark``: the plan with the DSpark draft beside the model (its weights, KV and
+    sglang's 48-request cap). None where the defaults hold it, or nothing does."""
+    vs = tuple(sorted({*variants, "dspark"})) if dspark else tuple(sorted(set(variants)))
+    p = memory.plan(cfg, dep.gpu, dep.num_gpus, dep.tp, mem_fraction, kv_dtype, pp=dep.pp,
+                    context_tokens=cfg.max_position_embeddings, variants=vs)
+    if p.verdict != "fits only with a setting":
+        return None
+    left, dflt = p.best_option.max_running_requests * p.replicas, p.max_running_requests_total
+    out = (f"with {p.best_option.flags}, {dep.label}{' with DSpark' if dspark else ''} holds a "
+           f"{cfg.max_position_embeddings:,}-token request (sglang's defaults do not) and runs at most {left:,} "
+           f"requests instead of {dflt:,}")
+    if concurrency is None:
+        return out
+    if concurrency <= left:
+        return out + f", still all of your {concurrency:,}"
+    return (out + f": your {concurrency:,} clients and a full-context request do not go together (the defaults run "
+            f"{min(concurrency, dflt):,} of them and hold no such request; the setting holds one and runs {left:,}, "
+            "the rest queue)")

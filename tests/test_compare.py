@@ -839,3 +839,36 @@ def test_one_dollar_per_million_per_question_on_every_surface():
     t = serving_prices.at_latency(deps, nbparams.Params(p, p)).table
     got = t[t["layout"] == "8×MI355X TP8"].set_index("tier")["usd_per_million_tokens"]
     assert got.round(2).to_dict() == nb.round(2).to_dict()
+
+
+def test_two_rows_the_setting_does_not_change_say_why():
+    """The renter's 'other': 16xmi355x tp16 with and without [aiter-k3-opt] print the same. K3's expert intermediate
+    (3,072, the model's config) split 16 ways is 192 per GPU; padded to a multiple of 256 (the ROCm default) or of
+    128 (SGLANG_AITER_K3_OPT=1) it is 256 either way, so nothing moves. At TP32 (96) the two differ (256 against
+    128): no such note there."""
+    inter = load_model("kimi-k3").moe_intermediate_size
+    pad = lambda x, a: -(-x // a) * a  # noqa: E731
+    assert pad(inter // 16, 256) == pad(inter // 16, 128) == 256 and pad(inter // 32, 256) != pad(inter // 32, 128)
+    df = compare.compare_rows("kimi-k3", gpus=["mi355x"])
+    notes = compare_view.same_setting_notes(df)
+    assert notes == [f"16xmi355x tp16 [aiter-k3-opt] and 16xmi355x tp16 are the same row twice: at TP16 each GPU holds "
+                     f"{inter // 16} of an expert's intermediate, which sglang pads to 256 with and without "
+                     "SGLANG_AITER_K3_OPT=1, so the setting changes nothing there"]
+    out = " ".join(compare_view.format_table(df).split())
+    r = subprocess.run([sys.executable, "-m", "k3lab", "compare", "--gpu", "mi355x"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and notes[0] in " ".join(r.stdout.split())
+    assert notes[0] in out
+
+
+def test_a_concurrency_admission_caps_under_a_latency_target_is_marked():
+    """Q2 (b) on compare: at TPOT <= 50 ms the 8xB300 row runs at the running requests its state-pool setting
+    leaves (the memory plan's pick), marked ‡ with the legend."""
+    cfg = load_model("kimi-k3")
+    plan = memory.plan(cfg, "b300", 8, 8, context_tokens=cfg.max_position_embeddings)
+    r = subprocess.run([sys.executable, "-m", "k3lab", "compare", "--gpu", "b300", "--max-tpot", "50"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0
+    row = next(x for x in r.stdout.splitlines() if x.startswith("8xb300 tp8 "))
+    assert f" {plan.best_option.max_running_requests}‡ " in row
+    assert "‡ at c: every request the pools admit (with the row's fits-with setting), below your latency target" in r.stdout

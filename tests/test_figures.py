@@ -399,6 +399,7 @@ def test_speedup_legend_names_every_mark():
     rows = [{"tau": t, "single": t * 0.8, "peak": t * 0.3} for t in (1.0, 2.0, 3.0)]
     fig = fig_field.speedup_figure(rows, math.log(1.2), [1.5, 2.5], (1.5, 2.5), 2.2, 1.18)
     labels = legend_labels(fig.axes[0].get_legend())
-    assert any(lab.startswith("the model's band (±20%") for lab in labels)
+    # a multiplicative band: x1.20 is -17% (1 - 1/1.2) and +20%, never "±20%"
+    assert any(lab.startswith("the model's band (x1.20 (-17%/+20%)") for lab in labels)
     assert "1x: DSpark gains nothing" in labels
     assert any("tick per public run" in lab for lab in labels)

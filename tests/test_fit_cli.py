@@ -192,3 +192,16 @@ def test_json_carries_the_new_fields_and_keeps_the_old():
     d = json.loads(out)
     assert d["fits_with_defaults"] is True and d["fit_setting"] is None and d["fit_options"] == []
     assert not math.isnan(d["init_overhead_gib"])
+
+
+def test_the_help_says_48_is_dsparks_cap_and_the_slots_may_admit_fewer():
+    """Q3 (g): sglang sets --max-running-requests 48 with DSpark, but on 8xB300 TP8 the state pool's slots admit
+    fewer (slots ÷ slots per request, from the plan): the help must not promise 48."""
+    cfg = specs.load_model("kimi-k3")
+    p = memory.plan(cfg, "b300", 8, 8, variants=("dspark",))
+    assert p.max_running_requests == p.state_slots // p.slots_per_request < 48
+    rc, out, _ = run("--help")
+    flat = " ".join(out.split())
+    assert "sglang's own; 48 with dspark" not in flat and "with dspark sglang sets 48" in flat
+    assert "the lower of the cap and what the state pool's slots allow" in flat
+    assert "the pools may admit fewer" in fit_cli.VARIANT_SUMMARIES["dspark"]

@@ -578,3 +578,76 @@ def test_one_blackwell_family_validates_nvidia_decode_across_gpus(fit_yaml):
     assert b["points"]["leave_one_repository_out"] == len(inside) >= 9
     p = P.predict(CFG, B300, Workload(1024, 400, 16))
     assert p.validated() and p.interval("output_tok_s") is not None
+
+
+def _predict_cli(*args):
+    return subprocess.run([sys.executable, "-m", "k3lab", "predict", *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=300, env={**os.environ})
+
+
+def test_bands_print_as_the_factors_they_are_never_as_plus_minus(fit_yaml):
+    """Q2 (c): a band of x1.88 puts the value between central ÷ 1.88 (-47%) and × 1.88 (+88%): printed that way."""
+    assert P.band_words(math.log(1.88)) == "x1.88 (-47%/+88%)"     # 1 - 1/1.88 = 0.468
+    assert P.band_words(math.log(1.5)) == "x1.50 (-33%/+50%)" and P.band_words(None) == "not validated"
+    out = _predict_cli("--layout", "8xb300 tp8", "--input-len", "1024", "--output-len", "400", "--concurrency", "32")
+    b = math.exp(fit_yaml["families"]["nvidia-blackwell"]["bands"]["decode"]["band_log"])
+    assert out.returncode == 0 and f"decode x{b:.2f} (-{1 - 1 / b:.0%}/+{b - 1:.0%})" in out.stdout
+    assert "±" not in out.stdout
+
+
+def test_a_default_that_does_not_hold_a_full_context_request_names_the_setting_on_nvidia_too():
+    """Q2 (d): sglang's defaults on 8xB300 TP8 leave no room for one 1,048,576-token request (the memory plan's
+    verdict); the state-pool setting that does is named with the running requests it leaves, beside the defaults'."""
+    plan = memory.plan(CFG, "b300", 8, 8, context_tokens=CFG.max_position_embeddings)
+    assert plan.verdict == "fits only with a setting"
+    opt = plan.best_option
+    out = _predict_cli("--layout", "8xb300 tp8", "--input-len", "1024", "--output-len", "400", "--concurrency", "32")
+    assert out.returncode == 0
+    assert (f"a setting that changes the answer: with {opt.flags}, 8×B300 TP8 holds a 1,048,576-token request "
+            f"(sglang's defaults do not) and runs at most {opt.max_running_requests} requests instead of "
+            f"{plan.max_running_requests}, still all of your 32") in out.stdout
+    # the MI355X with the article's setting holds it with the defaults: no such line
+    mi = _predict_cli("--layout", "8xmi355x tp8 [aiter-k3-opt]", "--input-len", "1024", "--output-len", "400",
+                      "--concurrency", "32")
+    assert mi.returncode == 0 and "(sglang's defaults do not)" not in mi.stdout
+
+
+def test_dspark_at_a_concurrency_a_full_context_request_leaves_no_room_for_says_both_numbers():
+    """Q3 (e): with the DSpark draft on 8xB300 the defaults run 32 requests but hold no full-context one; the
+    setting that holds it leaves fewer (the plan with the draft): 32 clients and a full-context request do not go
+    together, said with both numbers."""
+    plan = memory.plan(CFG, "b300", 8, 8, context_tokens=CFG.max_position_embeddings, variants=("dspark",))
+    left, dflt = plan.best_option.max_running_requests, plan.max_running_requests
+    assert left < 32 <= dflt
+    out = _predict_cli("--layout", "8xb300 tp8", "--input-len", "8192", "--output-len", "1024", "--concurrency", "32",
+                       "--spec", "dspark")
+    assert out.returncode == 0
+    flat = " ".join(out.stdout.split())
+    assert (f"with {plan.best_option.flags}, 8×B300 TP8 with DSpark holds a 1,048,576-token request (sglang's defaults "
+            f"do not) and runs at most {left} requests instead of {dflt}: your 32 clients and a full-context request "
+            f"do not go together") in flat
+    # at a concurrency the setting leaves room for, it says so
+    few = _predict_cli("--layout", "8xb300 tp8", "--input-len", "8192", "--output-len", "1024", "--concurrency",
+                       str(left), "--spec", "dspark")
+    assert f"still all of your {left}" in few.stdout
+
+
+def test_the_trap_line_is_computed_at_the_concurrency_the_table_shows():
+    """Q5 (i): at --concurrency 1 the header's setting trap speaks of concurrency 1 (the table's tok/s), and names
+    the peaks (each setting's own) where only they move past x1.5."""
+    at1 = {v: P.predict(CFG, MI355X, Workload(1024, 400, 1), variants=v).output_tok_s for v in ((), ("aiter-k3-opt",))}
+    peaks = {v: P.peak(CFG, MI355X, 1024, 400, variants=v) for v in ((), ("aiter-k3-opt",))}
+    out = _predict_cli("--layout", "8xmi355x tp8", "--input-len", "1024", "--output-len", "400", "--concurrency", "1")
+    assert out.returncode == 0
+    line = next(x for x in out.stdout.splitlines() if "a setting that changes the answer" in x)
+    on, off = peaks[("aiter-k3-opt",)], peaks[()]
+    assert (f"serves about the same at your concurrency 1 ({at1[('aiter-k3-opt',)]:,.0f} against {at1[()]:,.0f} output "
+            f"tok/s) but {on.output_tok_s:,.0f} instead of {off.output_tok_s:,.0f} (x{on.output_tok_s / off.output_tok_s:.2f})"
+            f" at each one's peak (c{on.concurrency} against c{off.concurrency})") in line
+    table = next(x for x in out.stdout.splitlines() if x.strip().startswith("output tok/s, deployment"))
+    assert f"{at1[()]:,.0f}" in table.split()[3]
+    # where it moves at your concurrency, the numbers are at it (the default admits 19 of 64; the rest queue)
+    at64 = {v: P.predict(CFG, MI355X, Workload(1024, 400, 64), variants=v).output_tok_s for v in ((), ("aiter-k3-opt",))}
+    out = _predict_cli("--layout", "8xmi355x tp8", "--input-len", "1024", "--output-len", "400", "--concurrency", "64")
+    assert (f"serves {at64[('aiter-k3-opt',)]:,.0f} output tok/s instead of {at64[()]:,.0f} "
+            f"(x{at64[('aiter-k3-opt',)] / at64[()]:.2f}) at your concurrency 64") in out.stdout

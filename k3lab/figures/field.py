@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ..serving.predict import band_words
 from . import GPU_COLORS, concurrency_axis
 
 KIND_MARKERS = {"output_tok_s": ("o", "output tok/s"), "tpot_ms": ("s", "TPOT"), "itl_ms": ("D", "median ITL"),
@@ -98,7 +99,7 @@ def validation_figure(validation_rows, observations, bands: dict, article=None):
                 if b is not None:
                     for f in (math.exp(b), math.exp(-b)):
                         ax.axhline(f, color="k", lw=0.8, ls="--")
-                    note = f"band ×{math.exp(b):.2f} (±{math.expm1(b):.0%})"
+                    note = f"band {band_words(b)}"
                 else:
                     note = f"not validated (no band within ×{MAX_BAND_FACTOR:g})"
                 ax.text(0.02, 0.97, note, transform=ax.transAxes, va="top", fontsize=8,
@@ -226,7 +227,7 @@ def speedup_figure(curve, band: float | None, accepts, accept_range, claimed_sin
                 label=f"model: {label}" + (" (not validated)" if band is None else ""))
         if band is not None:
             ax.fill_between(t, [v * math.exp(-band) for v in y], [v * math.exp(band) for v in y], color="#c62828",
-                            alpha=0.10, lw=0, label=None if i else f"the model's band (±{math.expm1(band):.0%}, "
+                            alpha=0.10, lw=0, label=None if i else f"the model's band ({band_words(band)}, "
                                                                       "spec / no-spec ratio)")
     ax.axhline(1.0, color="k", lw=0.8, label="1x: DSpark gains nothing")
     ax.axhline(claimed_single, color="#1565c0", lw=1.2, ls=":", label=f"article: {claimed_single:g}x single-stream")

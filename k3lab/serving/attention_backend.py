@@ -21,10 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import math
+
 from ..specs import Deployment, ModelConfig
+from . import committed
 from .engines import SGLANG, Engine, Harness, mean_lengths, usual_harness
 from .model import NO_SPEC, Spec, Workload, benchmark
-from .predict import Prediction, admission, family_params, predict
+from .predict import Prediction, admission, band_words, family_params, predict
 
 #: sglang's --attention-backend values the model prices on ROCm → its prefill-attention kernel
 BACKENDS = {"aiter": "fast", "triton": "fallback"}
@@ -90,9 +93,27 @@ def compare(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_S
                              max(0.0, t.tpot_s * 1e3 - fast.tpot_ms))
 
 
+def nearest_fallback_ttft(family: str, input_len: int, concurrency: int):
+    """The public TTFT run of ``family`` on the Triton fallback (``prefill_attention`` ``fallback``
+    in the committed fit) nearest the question: least |ln prompt ratio| + |ln concurrency ratio|,
+    runs without DSpark first (a draft's own prefill is not in them), then the id. A row of the
+    committed fit (``value`` measured, ``fitted`` the model's value, ms), or None without one."""
+    runs = [o for o in committed.fitted_observations()
+            if o.family == family and o.prefill_attention == "fallback" and o.kind == "ttft_ms"]
+    key = lambda o: (abs(math.log(o.input_len / input_len)) + abs(math.log(o.concurrency / concurrency)),  # noqa: E731
+                     o.spec != "none", o.id)
+    return min(runs, key=key, default=None)
+
+
+def _ms(v: float) -> str:
+    return f"{v:,.0f} ms" if v < 1e4 else f"{v / 1e3:,.1f} s"
+
+
 def lines(c: BackendComparison, priced: str) -> list[str]:
-    """Two sentences for ``predict``: which backend was priced and what the other gives, and the
-    padding's cost at most (``priced``: ``aiter`` or ``triton``)."""
+    """Three lines for ``predict``: which backend was priced and what the other gives; the ratio's
+    standing (each TTFT's band, the ratio only the fit's central estimate) beside the nearest public
+    Triton-fallback TTFT run with the model's value for it (:func:`nearest_fallback_ttft`: its miss
+    where a user can see it); and the padding's cost at most (``priced``: ``aiter`` or ``triton``)."""
     a, t = c.aiter, c.triton
     mark = lambda p: " (not validated here)" if p.not_validated("ttft_ms") else ""  # noqa: E731
     head = (f"  attention backend: {priced} priced (--attention-backend {priced}; sglang's ROCm default for K3 is "
@@ -100,8 +121,20 @@ def lines(c: BackendComparison, priced: str) -> list[str]:
             f"(triton takes x{t.ttft_ms / a.ttft_ms:.2f} aiter's)")
     if abs(t.tpot_ms - a.tpot_ms) > 0.05:
         head += f"; TPOT {a.tpot_ms:,.1f} vs {t.tpot_ms:,.1f} ms (the verify step runs the same kernel)"
+    ratio, ba, bt = t.ttft_ms / a.ttft_ms, a.band_of("ttft_ms"), t.band_of("ttft_ms")
+    if ba is None or bt is None:
+        band = f"  TTFT has no validated band here: x{ratio:.2f} is the model's central estimate, unbanded"
+    else:  # both TTFTs come from one fit: their errors are not independent, so the ratio has no band of its own
+        both = math.exp(ba + bt)
+        band = (f"  each TTFT {band_words(ba)}; both come from one fit, so x{ratio:.2f} is its central estimate "
+                f"(with the two at opposite edges: x{ratio / both:.2f}-x{ratio * both:.2f})")
+    near = nearest_fallback_ttft(a.family, a.input_len, a.concurrency)
+    if near is not None:
+        band += (f"; nearest public Triton-fallback TTFT: {near.id} ({near.input_len:,} in, c{near.concurrency}, "
+                 f"{near.gpu.upper()}): measured {_ms(near.value)}, the model puts it at {_ms(near.fitted)} "
+                 f"(x{near.fitted / near.value:.2f} the measurement)")
     cost = (f"  padding 12 heads to 16 for aiter's prefill costs at most {c.zero_heads_ttft_ms:,.0f} ms of aiter's TTFT "
             f"(+{c.zero_heads_ttft_ms / a.ttft_ms:.1%})"
             + (f" and {c.zero_heads_tpot_ms:,.1f} ms of TPOT" if c.zero_heads_tpot_ms > 0.05 else "")
             + "; decode pays nothing for it")
-    return [head, cost]
+    return [head, band, cost]

@@ -8,7 +8,6 @@ Exit status 0; 2 with one line for a bad argument or a question the model cannot
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 
@@ -16,14 +15,14 @@ from ..cli_parser import OneLineParser
 from ..io import json_text
 from ..limits import CAPS, arg, help_text
 from ..model.sharding import VARIANTS
-from ..setting_traps import setting_traps
+from ..setting_traps import full_context_setting, setting_traps
 from ..spelling import did_you_mean
 from ..specs import Deployment, known_gpus, load_model, parse_layout
 from . import attention_backend, dspark_answer, field, slo
 from .engines import ARRIVALS, ENGINES, LENGTHS, Engine, Harness
 from .model import SPEC_ALGORITHMS, Spec, Workload
 from .observations import family_of
-from .predict import Prediction, predict
+from .predict import Prediction, band_words, predict
 from .slo import SLO
 
 MODELS = ("kimi-k3",)
@@ -152,8 +151,7 @@ def format_prediction(p: Prediction, accept_note: str = "") -> str:
     """The human-readable answer: header naming the settings, a table with bands (or "not
     validated" for a metric without a usable band), the domain caveat, nearest points."""
     def band_word(kind):
-        b = p.band_of(kind)
-        return "not validated" if b is None else f"±{math.expm1(b):.0%}"
+        return band_words(p.band_of(kind))
 
     head = [f"kimi-k3 on {p.layout} — {p.engine} ({p.regime} regime: {p.harness.arrival} arrivals, "
             f"{p.harness.lengths} lengths), settings: {', '.join(p.variants) or 'defaults'}",
@@ -236,7 +234,11 @@ def cli_main(argv: list[str] | None = None) -> int:
         p = predict(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction, accept_range=accept,
                     engine=engine, harness=harness, prefill_attention=kernel)
         beyond_latency_caps(p)
-        traps = setting_traps(cfg, dep, args.input_len, args.output_len, variants, args.kv_dtype, slo=target)
+        traps = setting_traps(cfg, dep, args.input_len, args.output_len, variants, args.kv_dtype, slo=target,
+                              concurrency=args.concurrency, prefill_attention=kernel)
+        pool = full_context_setting(cfg, dep, variants, args.kv_dtype, args.mem_fraction or 0.9, p.concurrency_asked,
+                                    dspark=spec.on)
+        traps += [pool] if pool else []
         backends = attention_backend.compare(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction,
                                              accept, engine, harness)
         ds = (dspark_answer.answer(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction, kernel, engine,

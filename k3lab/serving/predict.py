@@ -28,6 +28,15 @@ from .observations import family_of, metric_of
 SWEEP = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 
 
+def band_words(band_log: float | None) -> str:
+    """A multiplicative band as a reader takes it: ``x1.88 (-47%/+88%)`` for a log half-width of
+    ln 1.88 (the value lies between ÷1.88 and ×1.88 of the central one, so it is never "±88%");
+    ``not validated`` for None."""
+    if band_log is None:
+        return "not validated"
+    return f"x{math.exp(band_log):.2f} (-{-math.expm1(-band_log):.0%}/+{math.expm1(band_log):.0%})"
+
+
 class NotCalibrated(ValueError):
     """The GPU's family has no validated parameters (too few public measurements)."""
 

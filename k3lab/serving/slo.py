@@ -109,13 +109,21 @@ class OperatingPoint:
     concurrency whose central latency meets the SLO; without one, the peak), None when not even
     one request in flight meets it (``why``). ``slow``: the highest concurrency at which the band's
     slow edge meets the SLO, None without an SLO or when nothing can meet it there (``slow_why``).
-    ``slow_tok_s``: the slow edge's throughput (its band's low end, whole deployment), NaN if none."""
+    ``slow_tok_s``: the slow edge's throughput (its band's low end, whole deployment), NaN if none.
+    ``limit``: under an SLO the most requests in flight it could pick (what the pools admit, or
+    the lower cap given); 0 without an SLO. ``capped``: the point sits at that limit, so admission,
+    not the latency target, set its concurrency (its latency is under the target)."""
 
     slo: SLO
     point: Prediction | None
     slow: Prediction | None = None
     why: str = ""
     slow_why: str = ""
+    limit: int = 0
+
+    @property
+    def capped(self) -> bool:
+        return bool(self.limit) and self.point is not None and self.point.concurrency >= self.limit
 
     @property
     def slow_tok_s(self) -> float:
@@ -172,10 +180,11 @@ def operating_point(cfg, dep, input_len: int, output_len: int, slo: SLO = NO_SLO
         return OperatingPoint(slo, None, None, f"even one request in flight misses {slo.label()} "
                                                f"({'; '.join(slo.misses(at(1)))})", "the central value misses it")
     if slo.misses(at(1), "slow") is None:
-        return OperatingPoint(slo, at(c), None, slow_why=f"a limited metric has no validated band for {at(1).family}")
+        return OperatingPoint(slo, at(c), None, slow_why=f"a limited metric has no validated band for {at(1).family}",
+                              limit=limit)
     s = _highest(at, limit, lambda p: not slo.misses(p, "slow"))
     why = "" if s is not None else f"at the band's slow edge even one request misses {slo.label()}"
-    return OperatingPoint(slo, at(c), None if s is None else at(s), slow_why=why)
+    return OperatingPoint(slo, at(c), None if s is None else at(s), slow_why=why, limit=limit)
 
 
 def add_arguments(ap) -> None:
