@@ -48,7 +48,7 @@ def test_readme_opens_with_the_renters_answer_then_the_bottom_line_then_the_hard
     assert heads[:3] == ["## Renting GPUs for Kimi K3: the answer on one screen", "## The article's bottom line, judged",
                          "## Choosing hardware for Kimi K3: the answer in three commands"]
     first = "\n".join(text.splitlines()[:40])
-    assert "$ python -m k3lab quote " in first and "verdict: At your prices" in first
+    assert "$ python -m k3lab quote " in first and "\nverdict: At $" in first
     assert heads.index("## Reproduce") > 1 and "## Test" in heads
     assert len(text.splitlines()) <= 250
     for doc in ("findings", "serving-model", "cli", "reproduce", "operators", "gpu-benchmarks", "glossary", "layout"):
