@@ -35,8 +35,7 @@ VARIANT_SUMMARIES = {
     "ep": "--ep-size <tp>: whole experts per GPU",
     "ep-a2a": "--ep-size <tp> with an all-to-all backend (deepep, mori, ...)",
     "dp-attention": "--enable-dp-attention --dp-size <tp>",
-    "dspark": "the DSpark speculative draft (weights, its own KV; sglang caps running requests at 48, the "
-              "pools may admit fewer)",
+    "dspark": "the DSpark draft (weights, its own KV; sglang's 48 requests, the pools may admit fewer)",
 }
 
 EXIT_STATUS = ("exit status: 0 = a plan was printed; with --check, 0 = the request fits and 1 = it "
