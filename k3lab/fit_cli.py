@@ -31,7 +31,7 @@ RELEASE = "0.5.23"
 #: one line per ``--variant`` for ``--help`` (what each does in full: ``--help-variants``)
 VARIANT_SUMMARIES = {
     "aiter-moe-pad": "ROCm: AITER aligns each expert's intermediate to 256 (sglang's ROCm default)",
-    "aiter-k3-opt": "ROCm: SGLANG_AITER_K3_OPT=1, aligned to 128 (the article's setting)",
+    "aiter-k3-opt": "ROCm: SGLANG_AITER_K3_OPT=1, aligned to 128 (sglang's MI35x recipe)",
     "ep": "--ep-size <tp>: whole experts per GPU",
     "ep-a2a": "--ep-size <tp> with an all-to-all backend (deepep, mori, ...)",
     "dp-attention": "--enable-dp-attention --dp-size <tp>",
@@ -61,7 +61,6 @@ def _parser(gpus: list[str]) -> argparse.ArgumentParser:
     epilog = "\n".join([
         "variants (--variant NAME, repeatable; --help-variants says what each does):",
         *(f"  {k:<{width}}  {v}" for k, v in VARIANT_SUMMARIES.items()),
-        "",
         "state pool (sglang 0.5.23 KVCacheConfigurator, three branches): --max-mamba-cache-size N, else",
         "  --disable-radix-cache with --max-running-requests M, else --mamba-full-memory-ratio R (0.9).",
         "Tokens and requests are per replica (tp x pp GPUs); memory is per GPU.",
@@ -82,14 +81,13 @@ def _parser(gpus: list[str]) -> argparse.ArgumentParser:
     ap.add_argument("--kv-dtype", default="bf16", choices=KV_DTYPES)
     ap.add_argument("--state-dtype", default="fp32", choices=STATE_DTYPES)
     ap.add_argument("--context", type=arg("tokens", "--context"), default=None,
-                    help=help_text("request length in tokens (default: the model's max; at most its max)", "tokens"))
+                    help=help_text("request length in tokens (default and ceiling: the model's max)", "tokens"))
     ap.add_argument("--hbm-gb", type=arg("hbm_gb", "--hbm-gb"), default=None,
                     help=help_text("usable HBM per GPU in GB (1e9 B), overriding data/", "hbm_gb"))
     ap.add_argument("--max-running-requests", type=arg("requests", "--max-running-requests"), default=None,
-                    metavar="M", help=help_text("sglang's cap on running requests (default: none, the pools decide; with dspark "
-                                                "sglang sets 48). What runs is the lower of the cap and what the "
-                                                "state pool's slots allow: the output's 'max running requests' line "
-                                                "(below 48 with dspark where the slots run out first)",
+                    metavar="M", help=help_text("sglang's cap on running requests (default: none; sglang sets 48 with dspark); "
+                                                "what runs is the lower of the cap and what the state pool's slots "
+                                                "allow (the output's 'max running requests')",
                                                 "requests"))
     ap.add_argument("--mamba-full-memory-ratio", type=arg("ratio", "--mamba-full-memory-ratio"), default=None,
                     metavar="R", help=help_text("state-pool memory : KV memory (sglang's default 0.9)", "ratio"))

@@ -202,6 +202,6 @@ def test_the_help_says_48_is_dsparks_cap_and_the_slots_may_admit_fewer():
     assert p.max_running_requests == p.state_slots // p.slots_per_request < 48
     rc, out, _ = run("--help")
     flat = " ".join(out.split())
-    assert "sglang's own; 48 with dspark" not in flat and "with dspark sglang sets 48" in flat
+    assert "sglang's own; 48 with dspark" not in flat and "sglang sets 48 with dspark" in flat
     assert "the lower of the cap and what the state pool's slots allow" in flat
     assert "the pools may admit fewer" in fit_cli.VARIANT_SUMMARIES["dspark"]
