@@ -25,11 +25,12 @@ def model_series(cfg, dep, I, O, spec, variants, label, dashed=False) -> dict:
     """The model's output tok/s per GPU against concurrency for ``dep`` at ``I`` in / ``O`` out
     tokens → a series of :func:`k3lab.figures.field.curves_figure`: label, colour (the
     deployment's), dashed, points [(concurrency, value, low, high)], low / high NaN where not
-    validated."""
+    validated or where the question lies outside the validated domain (a band says nothing there: the
+    16×B200 spans nodes, as the latency figure draws it)."""
     from ..serving.predict import curve
 
-    pts = [(p.concurrency, p.output_tok_s / dep.num_gpus, *(p.interval("output_tok_s", 1 / dep.num_gpus)
-                                                           or (math.nan, math.nan)))
+    pts = [(p.concurrency, p.output_tok_s / dep.num_gpus,
+            *((p.interval("output_tok_s", 1 / dep.num_gpus) if p.in_domain else None) or (math.nan, math.nan)))
            for p in curve(cfg, dep, I, O, spec, variants)]
     return {"label": label, "color": deployment_color(dep.label), "dashed": dashed, "points": pts}
 
