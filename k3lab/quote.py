@@ -125,8 +125,8 @@ def band_line(rows: dict) -> str:
         else:
             n = len(ev["repositories"])
             parts.append(f"{r['gpu'].upper()} x{ev['factor']:.2f} ({n} repositor{'y' if n == 1 else 'ies'}, median "
-                         f"miss x{ev['median_error']:.2f})")
-    return ("band (its miss on 9 in 10 public runs it never saw; wider with fewer repositories, bigger misses): "
+                         f"miss x{ev['median_error']:.2f}, too fast on {ev['too_fast']} of {ev['points']})")
+    return ("band (the miss on 9 in 10 public runs it never saw): "
             + ", ".join(parts))
 
 

@@ -28,7 +28,8 @@ EXPECTED = {
     "M5": ("derived", "reproduced", 191.04),
     # issue 22: judged as written (weights plus KV state): the weights are a floor, the KV share a setting
     "M6": ("derived", "not reproducible here", 66.3),
-    "M7": ("derived", "reproduced", "yes"),
+    # audit 6, rule (a): room for K3's 1M context needs a setting the article states on neither node
+    "M7": ("derived", "not reproducible here", "yes"),
     "M8": ("derived", "reproduced", "yes"),
     "M9": ("arithmetic", "consistent", 1.536),
     "M10": ("derived", "reproduced", 12),
@@ -135,7 +136,8 @@ EXPECTED = {
     # audit 3: 'best rates' are the lowest: Ornn's $5.00 low end, $6.00 sits 20% above it, inside the 45% its
     # own range (5.00-7.25) spans above that end: undecided (was consistent, inside every price found)
     "T18": ("derived", "not reproducible here", "6.00"),
-    "T19": ("derived", "reproduced", "TP8+DCP"),
+    # audit 6: sglang serving K3 with DCP is a proxy for the article's run (nothing here executes DCP)
+    "T19": ("derived", "consistent", "TP8+DCP"),
     # issue 36: rental prices only (InferenceX's tiers are cost models, their B300 a placeholder): 0.607 per GPU
     # against OCI's 8.60/15.00 = 0.573 (one source, +5.9%) and TensorWave 2.95 / Ornn 5.00 = 0.590 (cross-source,
     # +2.9%); was corrected, -10.2% to +5.9% over four sources, three of them cost-model tiers; audit 2: Ornn's

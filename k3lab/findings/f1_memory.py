@@ -363,6 +363,13 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
                        f"hold {_tokens_both(mb, mf8)}, {held}; 8×B300 TP8 (sglang's defaults, mem_fraction 0.9): "
                        f"weights {bb.weights_bytes_per_gpu / GiB:.1f} GiB and a KV pool of {_tokens_both(bb, bf8)} (M8)",
                  value=bool(mb.weights_fit and bb.weights_fit and mb.max_kv_tokens > 0 and bb.max_kv_tokens > 0),
+                 # audit 6, rule (a): 'with room to spare' for K3's million-token context turns on settings the article
+                 # does not state on either node (the MI35x recipe; fp8 KV or a smaller Mamba pool on the B300)
+                 holds=None if (mb.weights_fit and bb.weights_fit) else False,
+                 undecided="both nodes hold the weights and a KV pool, but room for a 1M-token request needs a named "
+                           "setting on each (the MI35x recipe's SGLANG_AITER_K3_OPT=1; fp8 KV or "
+                           "--mamba-full-memory-ratio 0.795 on the B300), neither stated by the article",
+                 correction="one of the two nodes does not hold the weights",
                  notes=f"on the MI355X only with SGLANG_AITER_K3_OPT=1, sglang's own MI35x recipe setting, which the study "
                        f"infers the article ran from its 191 GiB (M5; the article names no switch): sglang 0.5.23's ROCm "
                        f"default holds {mi_def.weights_bytes_per_gpu / GiB:.1f} GiB of weights and "
@@ -399,11 +406,10 @@ def records(cfg: ModelConfig | None = None) -> list[claims.Record]:
     # figure in decimal GB, as the B200 exposes 192.3 GB against its "192GB"): a driver reading cannot tell a reserve
     # from a decimal label, and the correction (what each exposes) does not turn on which
     out.append(R("M12", f"driver readings (data/hardware.yaml): MI355X {mi.usable_hbm_gb:.1f} GB = {mi.usable_hbm_gib:.1f} GiB, "
-                        f"B300 {b3g.usable_hbm_gb:.1f} GB = {b3g.usable_hbm_gib:.1f} GiB. The two '288GB' are not one unit: "
-                        f"AMD's is {mi.hbm_label_gb:g} GiB, all of it exposed; the B300 exposes {b3g.usable_hbm_gb:.1f} GB, "
-                        f"its label's figure in decimal GB (as the B200 exposes {b2g.usable_hbm_gb:.1f} GB against the "
-                        "article's '192GB'). Whether NVIDIA's HBM3E is 288 GiB with a driver reserve or its label decimal, a "
-                        "driver reading cannot tell; what each exposes is the same either way",
+                        f"B300 {b3g.usable_hbm_gb:.1f} GB = {b3g.usable_hbm_gib:.1f} GiB: the same '288GB' of HBM3E on both labels "
+                        f"(data/hardware.yaml reads both as GiB), all of it exposed on the MI355X, "
+                        f"{b3g.usable_hbm_gib:.1f} GiB on the B300 (as the B200 exposes {b2g.usable_hbm_gb:.1f} GB against "
+                        "the article's '192GB'): the same HBM, not the same usable capacity",
                  value=f"{mi.usable_hbm_gb:.1f} / {b3g.usable_hbm_gb:.1f}", holds=same,
                  correction=f"the same '288GB' on both labels, not the same capacity: the MI355X exposes "
                             f"{mi.usable_hbm_gb / b3g.usable_hbm_gb - 1:.1%} more than the B300 "

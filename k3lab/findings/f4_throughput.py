@@ -332,7 +332,9 @@ def records(cfg=None, silicon=None, sol=None, kv_limit=None) -> list[claims.Reco
     out.append(R("T19", f"sglang {', '.join(dcp_rel) or 'no release read'} {'serves' if len(dcp_rel) == 1 else 'serve'} Kimi K3 with --dcp-size ({dcp.where}); "
                         f"k3lab's roofline reads the row ({b3row.label}) as DCP{b3row.deployment.dcp} "
                         "(the article gives no size)",
-                 value="TP8+DCP" if dcp_rel else "no DCP for K3", holds=bool(dcp_rel),
+                 # audit 6: that sglang serves K3 with DCP is a proxy for the article's run, nothing here executes
+                 # DCP: it reaches part of the claim (consistent at most)
+                 value="TP8+DCP" if dcp_rel else "no DCP for K3", covers_claim=False,
                  correction=None if dcp_rel else "no sglang release read here serves K3 with DCP",
                  notes="DCP shards the MLA KV over the ranks: it multiplies the B300's KV tokens (M8), which k3lab's "
                        "pool sizing and aiconfigurator (T2) leave out; only the roofline divides the KV bytes by the "

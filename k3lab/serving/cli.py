@@ -179,9 +179,11 @@ def format_prediction(p: Prediction, accept_note: str = "") -> str:
         iv = p.interval(kind, sc)
         band = "not validated" if iv is None else f"{fmt.format(iv[0])} – {fmt.format(iv[1])}"
         body.append(f"  {name:<26}{fmt.format(getattr(p, kind) * sc):>11}  {band:>21}")
-    near = ["", "  nearest public measurements (same family):"]
+    near = ["", "  nearest public measurements (same family; the fit's value for each run as it ran, its harness, "
+                "block and build, and that over the measurement):"]
     for n in p.nearest:
-        near.append(f"    {n['id']}  {n['gpu'].upper()} {n['layout']}  {n['workload']}  {n['kind']} {n['value']:,.1f}")
+        near.append(f"    {n['id']}  {n['gpu'].upper()} {n['layout']}  {n['workload']}  {n['kind']} {n['value']:,.1f}"
+                    f"  (fit {n['fitted']:,.1f}, x{n['fitted'] / n['value']:.2f})")
     pr = p.params
     tail = ["", f"  A model, not a measurement: weights stream at {pr.hbm_efficiency:.0%} of peak HBM bandwidth, "
                 f"GEMMs at {pr.flop_efficiency:.0%} of peak FLOP/s, decode attention reads KV at {pr.kv_efficiency:.0%}, "

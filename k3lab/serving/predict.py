@@ -199,7 +199,9 @@ def family_params(gpu: str) -> tuple[str, FamilyParams, dict]:
 def nearest(gpu: str, work: Workload, spec: Spec, k: int = 3, engine: str = "sglang") -> tuple:
     """The ``k`` public observations nearest to a question: distance = |ln c ratio| + |ln I
     ratio| + |ln O ratio| + 1 for another GPU + 1 for another speculative setting + 1 for another
-    engine, within the GPU's family. → tuple of dicts (id, source, gpu, layout, workload, kind, value)."""
+    engine, within the GPU's family. → tuple of dicts (id, source, gpu, layout, workload, kind, value,
+    fitted: the fit's value for that run as it ran, its harness, block and build, so a reader sees the
+    model's miss there and how much of a gap to the question's own answer is the question's settings)."""
     fam = family_of(gpu)
 
     def dist(o):
@@ -211,7 +213,7 @@ def nearest(gpu: str, work: Workload, spec: Spec, k: int = 3, engine: str = "sgl
     return tuple({"id": o.id, "source": o.source, "gpu": o.gpu, "layout": o.layout, "engine": o.engine,
                   "workload": f"{o.input_len}/{o.output_len} c{o.concurrency}"
                               + (f" DSpark τ={o.accept_len:g}" if o.spec != "none" else ""),
-                  "kind": o.kind, "value": o.value} for o in pts[:k])
+                  "kind": o.kind, "value": o.value, "fitted": o.fitted} for o in pts[:k])
 
 
 DOMAIN_FACTOR = domain.DOMAIN_FACTOR
