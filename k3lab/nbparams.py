@@ -148,11 +148,17 @@ class Params(dict):
         """Where this run's outputs go: ``results/<nb>`` for the article's questions (the
         pipeline points ``results`` at its staging folder); a what-if run run by hand goes to
         ``results/runs/<name>/<nb>``, never over the study's results."""
-        if not self.what_if or pipeline_run():
-            return paths.results_dir(notebook_id)
-        run = paths.results_root() / "runs" / run_name(self.changed)
-        claim_by_hand(run)
-        d = run / notebook_id
+        try:
+            if not self.what_if or pipeline_run():
+                return paths.results_dir(notebook_id)
+            run = paths.results_root() / "runs" / run_name(self.changed)
+            claim_by_hand(run)
+            d = run / notebook_id
+            paths.refuse_a_link(d)
+        except ParameterError:
+            raise
+        except ValueError as e:  # a symlink in a notebook folder's place: one line, nothing written
+            raise ParameterError(str(e)) from None
         d.mkdir(parents=True, exist_ok=True)
         return d
 

@@ -38,9 +38,18 @@ def results_dir(notebook_id: str, create: bool = True) -> Path:
     if not notebook_id or "/" in notebook_id or notebook_id.startswith("."):
         raise ValueError(f"bad notebook id {notebook_id!r}: expected a name like '01_memory_fit'")
     d = results_root() / notebook_id
+    refuse_a_link(d)
     if create:
         d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+def refuse_a_link(d: Path) -> None:
+    """ValueError (one line) when a notebook's output folder ``d`` is a symlink or not a folder: a
+    link in its place would send the notebook's writes into a folder k3lab never made."""
+    if d.is_symlink() or (d.exists() and not d.is_dir()):
+        raise ValueError(f"{d} is {'a symlink' if d.is_symlink() else 'not a folder'}: k3lab writes a notebook's "
+                         "outputs only into a folder it made; remove it or choose another K3LAB_RESULTS")
 
 
 def data_path(*parts: str) -> Path:

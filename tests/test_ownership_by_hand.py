@@ -147,3 +147,24 @@ def test_cli_reproduce_refuses_a_foreign_results_folder_in_one_line(tmp_path):
     assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
     assert "not empty and not a k3lab results folder" in r.stderr
     assert not (user / transaction.MARKER).exists()
+
+
+@pytest.mark.parametrize("what_if", [False, True], ids=["study", "what-if"])
+def test_a_symlink_in_a_notebook_folders_place_is_refused_and_its_target_kept(tmp_path, monkeypatch, what_if):
+    """Second attack: `results/01_memory_fit` a symlink to a user's folder, in k3lab's own results folder, and the
+    notebook run by hand wrote through it. Refused in one line; the user's file is as it was."""
+    root = tmp_path / "res"
+    monkeypatch.setenv("K3LAB_RESULTS", str(root))
+    monkeypatch.delenv(nbparams.RUN_ENV, raising=False)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "table_a.csv").write_text("USER DATA\n")
+    P = nbparams.check(_namespace(rows=9 if what_if else 3))  # claims (makes and marks) the new root
+    parent = root / "runs" / nbparams.run_name(P.changed) if what_if else root
+    if what_if:
+        nbparams.claim_by_hand(parent)
+    (parent / "01_a").symlink_to(victim, target_is_directory=True)
+    with pytest.raises(ParameterError) as ei:
+        P.results_dir("01_a")
+    assert "is a symlink" in str(ei.value) and "\n" not in str(ei.value)
+    assert (victim / "table_a.csv").read_text() == "USER DATA\n" and sorted(p.name for p in victim.iterdir()) == ["table_a.csv"]

@@ -323,3 +323,14 @@ def test_the_patches_credit_the_pull_requests_the_upstream_data_records():
     ops = (PATCHES_DIR.parent / "docs" / "operators.md").read_text(encoding="utf-8")
     assert "PR #34438" in ops and "PR #34647" in ops and "PR #36356" in ops
     assert "(PR #34647: sglang accepts 12 heads per rank itself)" not in ops
+
+
+def test_status_into_a_closed_pipe_ends_quietly():
+    """Second attack: `python -m k3lab_patches status --version 0.5.23 | head -1` printed a BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    r = subprocess.run(f"{sys.executable} -m k3lab_patches status --version 0.5.23 | head -1", shell=True,
+                       capture_output=True, text=True, timeout=120)
+    assert r.stdout.startswith("sglang 0.5.23") and r.stdout.count("\n") == 1
+    assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr

@@ -106,3 +106,13 @@ def test_write_record_registers_the_new_file_and_keeps_the_others(data_copy):
     assert data.read("predictions@2026-12-04-model-v4", data_copy / "predictions" / "2026-12-04-model-v4.yaml")
     with pytest.raises(ValueError, match="never rewritten"):
         score.write_record(new, doc)
+
+
+def test_score_refuses_a_registered_recording_that_is_missing(data_copy, capsys):
+    """Second attack: a recording removed from data/predictions/ was ignored (exit 0, one recording fewer)."""
+    (data_copy / "predictions" / "2026-12-04-model-v4.yaml").unlink()
+    data.clear_cache()
+    assert cli.main(["score"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert "data/predictions/2026-12-04-model-v4.yaml: listed in SHA256SUMS.yaml but missing" in err

@@ -134,7 +134,16 @@ def register(path, sha256: str) -> None:
 
 
 def on_record() -> list:
-    """Every recording in ``data/predictions/`` (validated), oldest first."""
+    """Every recording in ``data/predictions/`` (validated), oldest first. A recording the registry
+    lists but the folder lacks is refused in one line (a prediction on record is never removed)."""
+    from ..schemas.serving import PREDICTION_SEALS
+
+    folder = data.data_dir() / data.PREDICTIONS_DIR
+    if (folder / PREDICTION_SEALS).exists():
+        missing = sorted(set(data.load("prediction_seals").recorded) - {p.name for p in folder.glob("*.yaml")})
+        if missing:
+            raise data.DataError(f"data/{data.PREDICTIONS_DIR}/{missing[0]}: listed in {PREDICTION_SEALS} but missing "
+                                 "(predictions on record are never removed: restore it)")
     return [data.load(n) for n in sorted(k for k in data.SCHEMAS if k.startswith("predictions@"))]
 
 

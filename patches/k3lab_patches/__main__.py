@@ -88,5 +88,19 @@ def main(argv=None) -> int:
     return 2
 
 
+def _run() -> int:
+    """:func:`main`, quiet when the reader of its output went away (``| head``: Python's documented
+    recipe, stdout pointed at devnull so the interpreter's last flush does not fail either)."""
+    import os
+
+    try:
+        code = main()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_run())
