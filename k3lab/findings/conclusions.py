@@ -229,8 +229,8 @@ def spec_records(doc: dict, probe: dict | None = None) -> list[claims.Record]:
                            "and a single pull request would not show 'an afternoon' either",
                  correction="one of the two gaps needs more than a patch (S12)",
                  notes=f"{UPSTREAM[0].lower() + UPSTREAM[1:]}; not every one of the {len(prs)} closes a gap the "
-                       "article names (read 2026-12-05: #33694 gates another verify kernel, #34647 enables the 12-head "
-                       "decode)" + (f", and {', '.join(f'#{c.pr}' for c in likely)} matches only as 'likely'" if likely else "")
+                       "article names (read 2026-12-05: #33694 gates another verify kernel, #36356 adds a pad_heads the "
+                       "12-head prefill does not yet reach)" + (f", and {', '.join(f'#{c.pr}' for c in likely)} matches only as 'likely'" if likely else "")
                        + " (data/sglang_upstream_changes.yaml); upstream's adding a kernel was its choice (S5 measured and "
                          "P4 emulated need none). The speed gaps the article reports stay, whatever share of them is "
                          "silicon (the B300 1.65x on raw throughput, T4; the 172k TTFT after the fix is not stated, P9). "
@@ -258,9 +258,9 @@ def _upstream() -> list:
             and any(w in f"{c.where} {c.change}".lower() for w in ("hip", "aiter"))]  # the ROCm side only
 
 
-#: the pull requests that close a gap the article names, each with the gap (audit 4: read 2026-12-05 from their
-#: titles and descriptions, data/sglang_upstream_changes.yaml; the others gate another kernel, enable the 12-head
-#: decode or match only as 'likely')
+#: the pull requests that close a gap the article names, each with the gap (read 2026-12-05 from their titles,
+#: descriptions and data/sglang_upstream_changes.yaml's `change`; the others gate another kernel, add a pad_heads
+#: the 12-head prefill does not yet reach, or match only as 'likely')
 GAP_CLOSERS = {32641: "the NameError", 34647: "the 12-head refusal"}
 #: what came after, closing the rest of a gap the article names (the padded fp8 prefill, as the article's fix)
 GAP_FOLLOW_UPS = {34438: "the padded fp8 prefill (the article's fix)"}
