@@ -29,11 +29,13 @@ def answer_line(a: dict, context_tokens: int) -> str:
     that leaves a contender unpriced names no winner ("MI355X not priced by this source"); a cost
     model's tier says it is not a rental price; a placeholder price is named as such."""
     kind = a["kind"] + ("" if a.get("rental", True) or a["kind"] in ("article", "override") else ", not a rental price")
-    head = f"{a['tier']} ({kind}{', ' + a['date'] if a['date'] else ''})"
+    yours = a["kind"] == "override"
+    head = ("your prices (--usd-per-gpu-hour)" if yours
+            else f"{a['tier']} ({kind}{', ' + a['date'] if a['date'] else ''})")
     gaps = a.get("not_priced") or []
     ph = a.get("placeholder") or []
     absent = [g for g in gaps if g not in ph]
-    caveat = "; ".join(([f"{', '.join(g.upper() for g in absent)} not priced by this source"] if absent else [])
+    caveat = "; ".join(([f"{', '.join(g.upper() for g in absent)} not priced by {'you' if yours else 'this source'}"] if absent else [])
                        + [f"{g.upper()} priced only by a placeholder, never evidence" for g in ph if g in gaps])
     if a["layout"] is None:
         u = a.get("unpriced")
@@ -47,6 +49,8 @@ def answer_line(a: dict, context_tokens: int) -> str:
             if a["priced_by"] == "model" else "")
     priced = (f"{a['layout']}{how}, ${a['usd_per_million_tokens']:,.2f}/M output tokens "
               f"({a['priced_by']}{band}) at ${a['usd_per_hour']:,.2f}/hour" + latency_text(a))
+    if gaps and yours:  # the verdict on the user's own pair follows (compare's "your prices:" block)
+        return f"{head}: cheapest of the GPUs you priced: {priced}"
     if gaps:
         return f"{head}: no winner ({caveat}); cheapest of what it prices: {priced}"
     return f"{head}: {priced}"
@@ -190,17 +194,18 @@ def format_table(df) -> str:
     lines += ["", "$/M output tokens at the priced throughput (the model's, or your --tok-s), by price source, "
                   "beside the concurrency and latency it was priced at"]
     rows = [[r["layout"], *_latency_cells(r), *(_usd(r[mtok[t]]) for t in used)] for r in df.to_dict("records")]
-    lines += fmt_table(["layout", "at c", "TPOT ms", "TTFT ms", *used], rows, right=set(range(1, 4 + len(used))))
+    named = [_tier_name(t) for t in used]
+    lines += fmt_table(["layout", "at c", "TPOT ms", "TTFT ms", *named], rows, right=set(range(1, 4 + len(used))))
     pr_all = prices.prices(a.get("overrides"))
     gpus = list(dict.fromkeys(df["gpu"]))
     grid = {(r.tier, r.gpu): (f"{_usd(r.usd_low)}-{_usd(r.usd_high)}" if r.is_range else _usd(r.usd_per_gpu_hour))
             for r in pr_all.itertuples()}
     lines += ["", "the prices: $/GPU-hour by GPU and source (a deployment costs GPUs × this per hour; a range's $/hour "
                   "and $/M above are at its middle, the $/M band spans its ends)"]
-    lines += fmt_table(["GPU", *used], [[g.upper(), *(grid.get((t, g), "—") for t in used)] for g in gpus],
+    lines += fmt_table(["GPU", *named], [[g.upper(), *(grid.get((t, g), "—") for t in used)] for g in gpus],
                         right=set(range(1, 1 + len(used))))
     pr = pr_all
-    lines += ["", *textwrap.wrap("price sources: " + "; ".join(f"{t}" + _tier_kind(pr, t) for t in used),
+    lines += ["", *textwrap.wrap("price sources: " + "; ".join(_tier_name(t) + _tier_kind(pr, t) for t in used),
                                  width=110, subsequent_indent="  "),
               *textwrap.wrap(f"note: {MODEL_NOTE}. * = outside the model's validated domain (its band is not "
                              "validated there); † = TTFT not validated for the GPU's family.", width=110,
@@ -320,6 +325,12 @@ def your_prices_sentence(u: dict, by_gpu: bool = False) -> str:
     return (f"At your prices (${u['first_usd_per_gpu_hour']:,.2f} and ${u['second_usd_per_gpu_hour']:,.2f} per "
             f"GPU-hour) {a} costs ${f[0]:,.2f}/M output tokens against {b}'s ${s[0]:,.2f}/M: "
             f"{reading}. {sensitivity(u)}")
+
+
+def _tier_name(tier: str) -> str:
+    """A price source's column name: the user's own prices are "yours" (the tier k3lab.prices keys
+    them by, ``override``, is a name for code, not for a renter)."""
+    return "yours" if tier == prices.OVERRIDE_TIER else tier
 
 
 def _tier_kind(pr, tier: str) -> str:

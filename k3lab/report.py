@@ -310,6 +310,11 @@ def rebuild(root: Path, what_if: bool | None = None) -> Path:
             os.replace(page, root / "report.html")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+        drift = _drift(root)
+    if drift:  # the page says so at its top; a reader of the terminal hears it too
+        print(f"k3lab report: warning: {root} is not exactly what run {man.get('run_id')} wrote ({len(drift)} "
+              f"difference(s), e.g. {drift[0]}; a notebook run by hand since?): report.html says so at its top; "
+              "rerun `make reproduce` for a consistent report", file=sys.stderr, flush=True)
     return root / "report.html"
 
 

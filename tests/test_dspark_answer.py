@@ -92,7 +92,8 @@ def runs():
     procs = {k: subprocess.Popen([sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len",
                                   "8192", "--output-len", "1024", "--concurrency", "32", "--spec", "dspark", *a],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
-             for k, a in {"default": [], "json": ["--json"], "high": ["--accept-len", "6.4"]}.items()}
+             for k, a in {"default": [], "json": ["--json"], "high": ["--accept-len", "6.4"],
+                          "even": ["--accept-len", "2.22"]}.items()}
     return {k: p.communicate(timeout=300) for k, p in procs.items()}
 
 
@@ -104,14 +105,30 @@ def test_the_text_explains_the_groups_and_names_the_break_even(runs):
     for g in groups:
         assert f"{g['low']:g}-{g['high']:g} (median {g['median']:g}, {g['runs']} runs;" in flat
     assert f"plan real traffic (chat, code, agents) on the lower group (--accept-len {groups[0]['median']:g})" in flat
-    assert "2.22 sits in the lower group" in flat
+    # with no --accept-len the question plans on the lower group's median (what real traffic gets),
+    # read here from the committed fit's list: split at the one step wider than x1.5, median below it
+    vals = sorted(v for _, v in field.accept_lengths("nvidia-blackwell"))
+    cut = next(i + 1 for i, (a, b) in enumerate(zip(vals, vals[1:])) if b / a > 1.5)
+    low = round(statistics.median(vals[:cut]), 2)
+    assert f"DSpark at {low:g} tokens per verify step, the median of the lower group, {cut} of {len(vals)}" in flat
+    assert f"{low:g} sits in the lower group" in flat
     seen = sorted({o.accept_len for o in __import__("k3lab.serving.committed", fromlist=["x"]).fitted_observations()
                    if o.family == "nvidia-blackwell" and o.metric == "dspark"})
     assert f"The speed fit saw DSpark runs at {', '.join(f'{v:g}' for v in seen)} tokens per step only" in flat
     hi = predict(CFG, B300, WORK, Spec("dspark", groups[-1]["median"]))
-    assert f"{groups[-1]['median']:g} → {hi.output_tok_s:,.0f} tok/s, TPOT {hi.tpot_ms:,.1f} ms" in flat
-    # 970 vs 969 tok/s: the break-even, said as such
-    assert "so DSpark gives x1.00" in flat and "this is the break-even, not a bug" in flat
+    plain = predict(CFG, B300, WORK)
+    at_low = predict(CFG, B300, WORK, Spec("dspark", low))
+    # the answer comes first, in words: natural text does not pay at this load, the higher group does
+    assert at_low.output_tok_s < plain.output_tok_s
+    assert (f"does DSpark help here? no: x{at_low.output_tok_s / plain.output_tok_s:.2f} against no DSpark at the "
+            f"same 32 requests ({at_low.output_tok_s:,.0f} vs {plain.output_tok_s:,.0f} tok/s") in flat
+    assert (f"at the higher group's {groups[-1]['median']:g}: x{hi.output_tok_s / plain.output_tok_s:.2f} "
+            f"({hi.output_tok_s:,.0f} tok/s, TPOT {hi.tpot_ms:,.1f} ms)") in flat
+    assert flat.index("does DSpark help here?") < flat.index("DSpark acceptance:")
+    # 970 vs 969 tok/s at the break-even: said as such
+    even, _ = runs["even"]
+    assert "does DSpark help here? no difference (the break-even, not a bug): x1.00" in " ".join(even.split())
+    assert "not a bug" not in out
     high, _ = runs["high"]
     assert "not a bug" not in high and "6.4 sits in the higher group" in " ".join(high.split())
 
@@ -125,12 +142,13 @@ def test_json_says_validated_only_where_the_band_holds(runs):
     assert p.band_of("ttft_ms") is None
     assert d["ttft_in_validated_domain"] is False and d["validated"]["ttft_ms"] is False
     assert any("TTFT is not validated for nvidia-blackwell" in w for w in d["ttft_outside_validated_domain"])
-    # DSpark speed: the family's band is validated, but 2.22 lies outside the acceptance it was measured at
+    # DSpark speed: the family's band is validated, but the default 2 lies outside the acceptance it was measured at
     assert d["band_validated"]["output_tok_s"] is True and p.outside
     assert d["validated"]["output_tok_s"] is False and d["speed_in_validated_domain"] is False
     assert d["outside_validated_domain"] == list(p.outside) and d["in_validated_domain"] is False
     assert d["without_dspark"]["output_tok_s"] == pytest.approx(predict(CFG, B300, WORK).output_tok_s)
     assert d["accept_len_breakeven"] == dspark_answer.answer(CFG, B300, WORK, Spec("dspark", 2.22)).breakeven
+    assert d["accept_len"] == field.accept_groups("nvidia-blackwell")[0]["median"]
     for g in d["accept_len_groups"]:
         want = predict(CFG, B300, WORK, Spec("dspark", g["median"]))
         assert g["at_median"]["output_tok_s"] == pytest.approx(want.output_tok_s)

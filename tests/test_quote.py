@@ -67,7 +67,9 @@ def test_a_what_if_gives_one_number_on_the_box_the_notebook_the_cli_and_the_read
     q = _run("quote", *QUOTE_ARGS)
     assert q.returncode == 0 and want.removesuffix("/M") in q.stdout and want in q.stdout  # the row and the verdict
     c = _run("compare", *QUOTE_ARGS, "--gpu", "mi355x", "--top", "1")   # the MI355X's answer (the B300 is cheaper now)
-    assert c.returncode == 0 and f"override (override): {MI}, {want} output tokens" in c.stdout
+    assert c.returncode == 0 and f"your prices (--usd-per-gpu-hour): {MI}, {want} output tokens" in c.stdout
+    # the user's own prices are named as theirs, never "override" (the renter's Q2)
+    assert "override" not in c.stdout
     # the README shows this quote, verbatim (a test of the README's pasted outputs keeps it current)
     assert f"$ python -m k3lab quote {' '.join(QUOTE_ARGS)}\n{q.stdout.strip()}\n```" in \
         (REPO_ROOT / "README.md").read_text(encoding="utf-8")

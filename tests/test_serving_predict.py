@@ -651,3 +651,31 @@ def test_the_trap_line_is_computed_at_the_concurrency_the_table_shows():
     out = _predict_cli("--layout", "8xmi355x tp8", "--input-len", "1024", "--output-len", "400", "--concurrency", "64")
     assert (f"serves {at64[('aiter-k3-opt',)]:,.0f} output tok/s instead of {at64[()]:,.0f} "
             f"(x{at64[('aiter-k3-opt',)] / at64[()]:.2f}) at your concurrency 64") in out.stdout
+
+
+def test_nearest_lists_a_figure_once_and_the_run_that_matches_first():
+    """The renter's Q3: a run's out and total tok/s rows (one figure, two rows) were listed twice,
+    crowding out its TPOT and TTFT. The B300 DSpark run at c32 8,192/1,024 (whn09's README) is the
+    nearest; its out tok/s, TPOT and TTFT come, each once."""
+    rows = P.nearest("b300", Workload(8192, 1024, 32), Spec("dspark", 2.0))
+    pub = {m.id: m for m in data.load("public_measurements").measurements}
+    assert [r["kind"] for r in rows] == ["output_tok_s", "tpot_ms", "ttft_ms"]
+    assert all(r["id"].startswith("whn09_b300_sa_balanced_r1_") for r in rows)
+    # the figures are the README's: out tok/s 1333.3, mean TPOT 17.52 ms, mean TTFT 5.15 s
+    assert [round(r["value"], 2) for r in rows] == [1333.3, 17.52, 5150.0]
+    assert pub[rows[0]["id"]].value == 1333.3
+    keys = [(r["layout"], r["workload"], r["kind"], round(r["value"], 1)) for r in rows]
+    assert len(set(keys)) == len(keys)
+
+
+def test_a_nearest_figure_says_what_it_was_published_as():
+    """The renter's report: an id ending `tokps_gpu` printed as `output_tok_s 1,240.0` read as per GPU.
+    sglang PR #37878's B300 row published 1,395 total tok/s per GPU; listed, it is the deployment's output
+    tok/s (1,395 × 8 × 1,024 / 9,216 = 1,240) and says where it came from."""
+    from k3lab.serving.cli import format_prediction
+
+    p = P.predict(CFG, Deployment("b300", 8, 8), Workload(8192, 1024, 32))
+    text = format_prediction(p)
+    row = next(line for line in text.splitlines() if "sglang_pr37878_b300_bal_mxfp4_nospec_tokps_gpu_c64" in line)
+    assert f"output tok/s (deployment) {1395 * 8 * 1024 / 9216:,.1f}" in row
+    assert "from the published figure × 8 GPUs, total × O/(I+O)" in row

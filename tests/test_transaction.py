@@ -187,6 +187,22 @@ def test_a_report_rebuilt_on_a_half_committed_folder_does_not_stop_the_next_run(
     check_manifest(root, "study", ["01_a", "02_b"])
 
 
+def test_a_report_on_a_folder_a_hand_run_changed_says_so_on_the_terminal(previous, monkeypatch, capsys):
+    """The second attack: a notebook run by hand in JupyterLab writes into the study's ``results/<nb>/``
+    and ``report`` rendered the mix with a note only inside the page. It now says so on stderr too,
+    naming the file; a folder exactly as its run wrote it gets no warning."""
+    root = results_root()
+    monkeypatch.setattr(report, "build", lambda root, what_if, out: (out.write_text("page\n"), out)[1])
+    report.rebuild(root)
+    assert "warning" not in capsys.readouterr().err
+    victim = next(p for p in sorted(root.glob("01_a/*.csv")))
+    victim.write_text(victim.read_text() + "9,9,by hand\n")
+    report.rebuild(root)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "k3lab report: warning:" in err
+    assert f"01_a/{victim.name}: changed since run" in err and "rerun `make reproduce`" in err
+
+
 def test_ctrl_c_during_recovery_does_not_say_untouched(tmp_path, previous, monkeypatch, capsys):
     root = results_root()
     _cut_commit(root, "move 01_a in", monkeypatch)

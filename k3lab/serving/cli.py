@@ -124,11 +124,13 @@ def _spec(args, gpu: str) -> tuple[Spec, tuple | None, str]:
         return (Spec(args.spec, args.accept_len, args.block_size), None,
                 f"{args.accept_len:g} tokens per verify step (--accept-len)")
     fam = family_of(gpu)
-    mid, lo, hi, n = field.accept_range(fam)
-    whose = f"{fam}'s own" if n < len(field.accept_lengths()) else "every family's"
-    return (Spec(args.spec, mid, args.block_size), (lo, hi),
-            f"{mid:g} tokens per verify step, the median of {n} public Kimi K3 runs ({whose}; band spans their "
-            f"10th-90th percentiles, {lo:g}-{hi:g}; --accept-len sets one)")
+    g = field.plan_accept(fam)
+    whose = f"{fam}'s own" if g["of"] < len(field.accept_lengths()) else "every family's"
+    which = (f"the median of the lower group, {g['runs']} of {g['of']} public Kimi K3 runs ({whose}): the acceptance "
+             "real traffic gets (below); band spans the group" if g["grouped"] else
+             f"the median of {g['runs']} public Kimi K3 runs ({whose}); band spans them")
+    return (Spec(args.spec, g["median"], args.block_size), (g["low"], g["high"]),
+            f"{g['median']:g} tokens per verify step, {which}, {g['low']:g}-{g['high']:g}; --accept-len sets one")
 
 
 def slo_lines(p: Prediction, target: SLO, op=None) -> list[str]:
@@ -145,6 +147,10 @@ def slo_lines(p: Prediction, target: SLO, op=None) -> list[str]:
                 else f"none ({op.slow_why})")
         out.append(f"  highest concurrency that meets it: {best} at the model's value; {edge} at the band's slow edge")
     return out
+
+
+#: how a nearest public figure's kind reads (the deployment's output tok/s after the normalisation it names)
+NEAREST_KINDS = {"output_tok_s": "output tok/s (deployment)", "tpot_ms": "TPOT ms", "ttft_ms": "TTFT ms"}
 
 
 def format_prediction(p: Prediction, accept_note: str = "") -> str:
@@ -182,8 +188,10 @@ def format_prediction(p: Prediction, accept_note: str = "") -> str:
     near = ["", "  nearest public measurements (same family; the fit's value for each run as it ran, its harness, "
                 "block and build, and that over the measurement):"]
     for n in p.nearest:
-        near.append(f"    {n['id']}  {n['gpu'].upper()} {n['layout']}  {n['workload']}  {n['kind']} {n['value']:,.1f}"
-                    f"  (fit {n['fitted']:,.1f}, x{n['fitted'] / n['value']:.2f})")
+        norm = n.get("normalisation") or "as published"
+        was = "" if norm == "as published" else f"; from the published figure {norm}"
+        near.append(f"    {n['id']}  {n['gpu'].upper()} {n['layout']}  {n['workload']}  {NEAREST_KINDS.get(n['kind'], n['kind'])} "
+                    f"{n['value']:,.1f}  (fit {n['fitted']:,.1f}, x{n['fitted'] / n['value']:.2f}{was})")
     pr = p.params
     tail = ["", f"  A model, not a measurement: weights stream at {pr.hbm_efficiency:.0%} of peak HBM bandwidth, "
                 f"GEMMs at {pr.flop_efficiency:.0%} of peak FLOP/s, decode attention reads KV at {pr.kv_efficiency:.0%}, "

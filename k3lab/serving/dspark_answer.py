@@ -84,11 +84,35 @@ def _prompts(g: dict) -> str:
                      for what, srcs in g["prompts"].items())
 
 
+def verdict(p: Prediction, a: DSparkAnswer) -> str:
+    """Does DSpark help ``p``'s question, in one sentence: DSpark against no DSpark at the same
+    clients, the break-even acceptance, and (with two acceptance groups) the answer at the other
+    group's median."""
+    pl = a.plain
+    ratio = p.output_tok_s / pl.output_tok_s
+    word = "no difference (the break-even, not a bug)" if abs(ratio - 1) < EQUAL else ("yes" if ratio > 1 else "no")
+    s = (f"does DSpark help here? {word}: x{ratio:.2f} against no DSpark at the same {pl.concurrency:,} requests "
+         f"({p.output_tok_s:,.0f} vs {pl.output_tok_s:,.0f} tok/s, TPOT {p.tpot_ms:,.1f} vs {pl.tpot_ms:,.1f} ms) at "
+         f"{p.accept_len:g} tokens per step")
+    if a.breakeven is None:
+        s += "; it never pays here, not even at a full block"
+    elif a.breakeven <= 1.0:
+        s += "; it pays at any acceptance here"
+    else:
+        s += f"; it pays above {a.breakeven:g} tokens per step (the break-even)"
+    others = [(g, q) for g, q in zip(a.groups, a.at_groups) if not g["low"] <= p.accept_len <= g["high"]]
+    if len(a.groups) > 1 and others:
+        s += "; " + "; ".join(f"at the {'higher' if g is a.groups[-1] else 'lower'} group's {g['median']:g}: "
+                              f"x{q.output_tok_s / pl.output_tok_s:.2f} ({q.output_tok_s:,.0f} tok/s, TPOT "
+                              f"{q.tpot_ms:,.1f} ms)" for g, q in others)
+    return s + "."
+
+
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
-    """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: the field's acceptance
-    groups and which to plan on, where the speed fit's runs lie, and DSpark against no DSpark with
-    the break-even acceptance."""
-    out = []
+    """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: first whether DSpark
+    helps (:func:`verdict`), then the field's acceptance groups and which to plan on, and where the
+    speed fit's runs lie."""
+    out = textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
     gs = a.groups
     n = sum(g["runs"] for g in gs)
     if len(gs) > 1:
@@ -115,22 +139,4 @@ def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
                  f"at {p.accept_len:g} DSpark's speed is the model's extrapolation, outside the validated domain.")
     if text:
         out += textwrap.wrap(text.strip(), width=width, initial_indent="  ", subsequent_indent="    ")
-    pl = a.plain
-    if len(a.at_groups) > 1:
-        out += textwrap.wrap("at each group's median: " + "; ".join(
-            f"{g['median']:g} → {q.output_tok_s:,.0f} tok/s, TPOT {q.tpot_ms:,.1f} ms (x{q.output_tok_s / pl.output_tok_s:.2f} "
-            "against no DSpark)" for g, q in zip(a.groups, a.at_groups)) + ".", width=width, initial_indent="  ",
-            subsequent_indent="    ")
-    ratio = p.output_tok_s / pl.output_tok_s
-    vs = (f"without DSpark at the same {pl.concurrency:,} requests: {pl.output_tok_s:,.0f} tok/s, TPOT "
-          f"{pl.tpot_ms:,.1f} ms, so DSpark gives x{ratio:.2f}")
-    if a.breakeven is None:
-        vs += f"; it never pays here, not even at a full block ({p.accept_len:g} now)"
-    elif a.breakeven <= 1.0:
-        vs += "; it pays at any acceptance here"
-    else:
-        vs += f"; it pays above an acceptance of {a.breakeven:g} tokens per step (the break-even)"
-        if abs(ratio - 1) < EQUAL:
-            vs += f": at {p.accept_len:g} the two are equal because this is the break-even, not a bug"
-    out += textwrap.wrap(vs + ".", width=width, initial_indent="  ", subsequent_indent="    ")
     return out

@@ -88,6 +88,20 @@ def accept_groups(family: str | None = None) -> list[dict]:
     return out
 
 
+def plan_accept(family: str | None = None) -> dict:
+    """The acceptance length a DSpark question plans on when it states none: where the family's
+    runs split into groups by their prompts (:func:`accept_groups`), the lower group's (natural
+    text, agent traces, code: what real traffic gets; the higher one comes from benchmarks that
+    repeat a prompt), else the one group's. → dict: median, low, high (tokens per verify step), runs
+    (in that group), of (the family's runs), grouped (whether a higher group was set aside)."""
+    gs = accept_groups(family)
+    if not gs:
+        raise data.DataError("data/public_measurements.yaml: no measured DSpark acceptance length")
+    g = gs[0]
+    return {"median": g["median"], "low": g["low"], "high": g["high"], "runs": g["runs"],
+            "of": sum(x["runs"] for x in gs), "grouped": len(gs) > 1}
+
+
 def figure(measurement_id: str):
     """One public measurement by id (a validated entry of ``data/public_measurements.yaml``);
     DataError naming the file when no entry has that id."""

@@ -201,7 +201,8 @@ def nearest(gpu: str, work: Workload, spec: Spec, k: int = 3, engine: str = "sgl
     ratio| + |ln O ratio| + 1 for another GPU + 1 for another speculative setting + 1 for another
     engine, within the GPU's family. → tuple of dicts (id, source, gpu, layout, workload, kind, value,
     fitted: the fit's value for that run as it ran, its harness, block and build, so a reader sees the
-    model's miss there and how much of a gap to the question's own answer is the question's settings)."""
+    model's miss there and how much of a gap to the question's own answer is the question's settings);
+    a figure two rows of one run share (its out and total tok/s) is listed once."""
     fam = family_of(gpu)
 
     def dist(o):
@@ -209,11 +210,18 @@ def nearest(gpu: str, work: Workload, spec: Spec, k: int = 3, engine: str = "sgl
                 + abs(math.log(o.output_len / work.output_len)) + (o.gpu != gpu) + ((o.spec != "none") != spec.on)
                 + (o.engine != engine))
 
-    pts = sorted((o for o in committed.fitted_observations() if o.family == fam), key=lambda o: (dist(o), o.id))
+    pts, seen = [], set()
+    for o in sorted((o for o in committed.fitted_observations() if o.family == fam), key=lambda o: (dist(o), o.id)):
+        # one figure once: a run's out and total tok/s rows are the same output tok/s
+        key = (o.layout, o.input_len, o.output_len, o.concurrency, o.spec, o.accept_len, o.kind, round(o.value, 1))
+        if key not in seen:
+            seen.add(key)
+            pts.append(o)
     return tuple({"id": o.id, "source": o.source, "gpu": o.gpu, "layout": o.layout, "engine": o.engine,
                   "workload": f"{o.input_len}/{o.output_len} c{o.concurrency}"
                               + (f" DSpark τ={o.accept_len:g}" if o.spec != "none" else ""),
-                  "kind": o.kind, "value": o.value, "fitted": o.fitted} for o in pts[:k])
+                  "kind": o.kind, "value": o.value, "fitted": o.fitted,
+                  "normalisation": o.normalisation or ""} for o in pts[:k])
 
 
 DOMAIN_FACTOR = domain.DOMAIN_FACTOR
