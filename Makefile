@@ -14,7 +14,7 @@ NBVAL_RESULTS := $(abspath build/nbval-results)
 REPORT ?= results/report.html
 SHOTS ?= build/report-screenshots
 
-.PHONY: browser serving-fit record-predictions setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-deep test-unit test-sglang test-notebooks lab notebooks readme-table check-readme screenshots clean
+.PHONY: test-lane1 test-lane2 browser serving-fit record-predictions setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-deep test-unit test-sglang test-notebooks lab notebooks readme-table check-readme screenshots clean
 
 setup: $(STAMP)
 
@@ -72,15 +72,27 @@ record-predictions: setup
 reproduce: setup
 	$(PY) -m k3lab reproduce --profile $(PROFILE)
 
-# The README's test command. Unit/property tiers and the sglang tier (in .venv-sglang) side by
-# side — each runs on one core, so on the 2-core box they take about the time of the longer one;
-# each tier's output is printed whole when it ends (TEST_JOBS=1: one after the other) — then
-# nbval over the committed notebooks (the README freshness check is in the unit tier).
+# The README's test command: two lanes side by side, one core each (the 2-core box), balanced so
+# that both take about as long (a fresh clone: ~10 min each; `--durations` put the whole-study runs
+# of tests/test_reproduce.py and tests/test_profiles.py at ~5 of the unit tier's 15 min, the sglang
+# tier at ~5): lane 1 the unit and property tests without those two files, then nbval over the
+# committed notebooks; lane 2 the sglang tier (in .venv-sglang), then those two files. Every test
+# of test-unit and test-sglang runs once; each lane's output is printed whole when it ends
+# (TEST_JOBS=1: one after the other). The README freshness check is in lane 1.
 TEST_JOBS ?= 2
+#: the unit tests that run in lane 2, after the sglang tier
+LANE2_TESTS := tests/test_reproduce.py tests/test_profiles.py
 test: setup sglang-env
-	@echo "make test: the unit and sglang tiers run side by side (TEST_JOBS=$(TEST_JOBS)); each prints when it ends"
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-unit test-sglang
+	@echo "make test: two lanes side by side (TEST_JOBS=$(TEST_JOBS)): unit+nbval | sglang tier+whole-study runs; each prints when it ends"
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-lane1 test-lane2
+
+test-lane1: setup
+	$(PY) -m pytest -q -m "not sglang" tests $(addprefix --ignore=,$(LANE2_TESTS))
 	@$(MAKE) --no-print-directory test-notebooks
+
+test-lane2: setup sglang-env
+	$(SGL_PY) -m pytest -q -m sglang tests/sglang -p no:cacheprovider
+	$(PY) -m pytest -q -m "not sglang" $(LANE2_TESTS) -p no:cacheprovider
 
 test-unit: setup
 	$(PY) -m pytest -q -m "not sglang" tests
