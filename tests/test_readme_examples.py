@@ -149,7 +149,7 @@ def _checked_fragments(block: str) -> list[str]:
     opened = datetime.date.fromisoformat(str(pr.opened))
     return [
         f"{count_params(cfg).total_without_mtp / 1e12:.2f}T-parameter",
-        f"K3's {per_rank} heads per rank", f"padding {per_rank} attention heads to {padded}",
+        f"K3's {per_rank} heads per rank", f"{per_rank} heads padded to {padded}",
         f"## Is the {per_rank}→{padded} head padding", f"The cost is the {padded - per_rank} extra heads: "
         f"{padded}/{per_rank} = {padded / per_rank:.2f}×",
         f"a {cfg.max_position_embeddings // 2 ** 20}M-token request",
