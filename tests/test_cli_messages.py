@@ -267,6 +267,13 @@ def test_one_output_token_has_no_tpot(capsys):
     assert d["ttft_ms"] > 0
 
 
+@pytest.mark.parametrize("target", [["--max-tpot", "50"], ["--min-tok-s-per-user", "20"]])
+def test_one_output_token_has_no_tpot_target_to_meet(capsys, target):
+    line = _one_line_error(capsys, "predict", "--layout", "8xmi355x tp8", "--input-len", "1000", "--output-len", "1",
+                           *target)
+    assert "--output-len 1 has no TPOT" in line and target[0] in line
+
+
 # --------------------------------------------------------------------------- small: compare's latency cap
 
 
