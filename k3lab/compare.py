@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 
 from . import data, memory, prices, roofline
-from .compare_answers import HOUR_PREFIX, MTOK_PREFIX, answers, user_verdict
+from .compare_answers import HOUR_PREFIX, MTOK_PREFIX, USER_TOK_S, answers, user_verdict
 from .model.capacity import KV_DTYPES
 from .model.sharding import check_parallel, setting_for
 from .spelling import did_you_mean
@@ -186,6 +186,8 @@ def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fractio
     p = op.point
     if p is None:
         return {**NO_MODEL, "model_note": op.why}
+    if p.over_latency_cap():  # predict's cap: such a latency is never printed, nor priced
+        return {**NO_MODEL, "model_note": p.over_latency_cap()}
     iv = p.interval("output_tok_s")
     if iv is None:  # a metric without a usable band prices nothing
         return {**NO_MODEL, "model_concurrency": p.concurrency,
@@ -315,7 +317,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                 user = tok_s.get(gpu) if p.weights_fit else None  # nothing to price where the weights do not load
                 row["user_tok_s"] = math.nan if user is None else user * n
                 if user is not None:
-                    row.update({"priced_tok_s": user * n, "priced_by": "your --tok-s", "_lo": user * n, "_hi": user * n,
+                    row.update({"priced_tok_s": user * n, "priced_by": USER_TOK_S, "_lo": user * n, "_hi": user * n,
                                 "_slow": math.nan})
                 elif row.get("model_tok_s") == row.get("model_tok_s"):
                     row.update({"priced_tok_s": row["model_tok_s"], "priced_by": "model", "_lo": row["model_tok_s_low"],

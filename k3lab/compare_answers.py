@@ -14,6 +14,9 @@ from __future__ import annotations
 from . import prices
 
 HOUR_PREFIX, MTOK_PREFIX = "usd_per_hour", "usd_per_million_tokens"
+#: ``priced_by`` of a row priced at the user's ``--tok-s``, and what its latency is then
+USER_TOK_S = "your --tok-s"
+LATENCY_UNKNOWN = "latency unknown at your --tok-s (the model's concurrency and TPOT belong to its own rate)"
 
 
 def _ranked(cand, tier: str):
@@ -80,9 +83,13 @@ def latency(r, tier: str) -> dict:
     """Where row ``r`` of a comparison was priced: concurrency, TPOT and TTFT there (ms, the model's
     central values; ttft_validated: TTFT has a validated band), and under an SLO the band's slow
     edge (slow_concurrency, 0 without one) with its $/M output tokens under ``tier``; None where a
-    value is missing (JSON-ready)."""
+    value is missing (JSON-ready). A row priced at the user's ``--tok-s`` has no latency
+    (``latency_unknown`` says why): the model's point is another rate's."""
     f = lambda k: float(r[k]) if k in r and r[k] == r[k] else None  # noqa: E731
     n = lambda k: 0 if f(k) is None else int(f(k))  # noqa: E731
+    if r.get("priced_by") == USER_TOK_S:  # the model's point is not the user's: at their rate the latency is unknown
+        return {"concurrency": 0, "tpot_ms": None, "ttft_ms": None, "ttft_validated": False, "slow_concurrency": 0,
+                "usd_per_million_tokens_slow": None, "latency_unknown": LATENCY_UNKNOWN}
     return {"concurrency": n("model_concurrency"), "tpot_ms": f("model_tpot_ms"),
             "ttft_ms": f("model_ttft_ms"), "ttft_validated": bool(r.get("model_ttft_validated", False)),
             "slow_concurrency": n("slow_concurrency"),

@@ -17,7 +17,7 @@ import textwrap
 from . import io, limits, prices
 from .cli_parser import OneLineParser
 from .compare import HOUR_PREFIX, MODEL_NOTE, MTOK_PREFIX, SORTS, compare_rows, tier_columns
-from .compare_answers import answers, user_verdict
+from .compare_answers import LATENCY_UNKNOWN, USER_TOK_S, answers, user_verdict
 from .model.capacity import KV_DTYPES
 from .model.sharding import VARIANTS
 from .serving import slo
@@ -59,6 +59,8 @@ def answer_line(a: dict, context_tokens: int) -> str:
 def latency_text(a: dict) -> str:
     """``; c68, TPOT 50 ms, TTFT 1,481 ms`` (+ the band's slow edge under an SLO) for a priced row
     (:func:`k3lab.compare_answers.latency`'s keys); empty where no model point was priced."""
+    if a.get("latency_unknown"):
+        return f"; {a['latency_unknown']}"
     if not a.get("concurrency") or a.get("tpot_ms") is None:
         return ""
     ttft = f"TTFT {a['ttft_ms']:,.0f} ms" + ("" if a.get("ttft_validated") else " (not validated)")
@@ -193,7 +195,7 @@ def format_table(df) -> str:
     used = [t for t in a["tiers"] if df[hour[t]].notna().any()]
     lines += ["", "$/M output tokens at the priced throughput (the model's, or your --tok-s), by price source, "
                   "beside the concurrency and latency it was priced at"]
-    rows = [[r["layout"], *_latency_cells(r), *(_usd(r[mtok[t]]) for t in used)] for r in df.to_dict("records")]
+    rows = [[r["layout"], *_latency_cells(r, priced=True), *(_usd(r[mtok[t]]) for t in used)] for r in df.to_dict("records")]
     named = [_tier_name(t) for t in used]
     lines += fmt_table(["layout", "at c", "TPOT ms", "TTFT ms", *named], rows, right=set(range(1, 4 + len(used))))
     pr_all = prices.prices(a.get("overrides"))
@@ -212,7 +214,7 @@ def format_table(df) -> str:
                              subsequent_indent="  ")]
     if a.get("tok_s"):
         lines.append("  your --tok-s (output tok/s per GPU) prices: " + ", ".join(
-            f"{g.upper()} {v:,.1f}" for g, v in a["tok_s"].items()))
+            f"{g.upper()} {v:,.15g}" for g, v in a["tok_s"].items()) + f"; {LATENCY_UNKNOWN}")
     return "\n".join(lines)
 
 
@@ -251,10 +253,11 @@ def compare_setting(how: bool = False) -> str:
     return K3_OPT_HOW if how else K3_OPT
 
 
-def _latency_cells(r) -> list[str]:
-    """A row's concurrency, TPOT and TTFT (ms; ``†``: TTFT not validated) where the model priced it."""
+def _latency_cells(r, priced: bool = False) -> list[str]:
+    """A row's concurrency, TPOT and TTFT (ms; ``†``: TTFT not validated) where the model priced it;
+    ``priced``: where it was priced, so none at the user's --tok-s (the model's point is another rate's)."""
     c = r.get("model_concurrency")
-    if not c or c != c or not r.get("model_tpot_ms") == r.get("model_tpot_ms"):
+    if (priced and r.get("priced_by") == USER_TOK_S) or not c or c != c or not r.get("model_tpot_ms") == r.get("model_tpot_ms"):
         return ["—", "—", "—"]
     return [str(int(c)) + ("‡" if r.get("model_capped_by") else ""), f"{r['model_tpot_ms']:,.1f}",
             _int(r["model_ttft_ms"]) + (" " if r.get("model_ttft_validated") else "†")]

@@ -261,6 +261,12 @@ def read(name: str, path=None):
     path = data_dir() / rel if path is None else Path(path)
     where = _where(path)
     if isinstance(schema, type) and issubclass(schema, BaseModel):
+        if schema is Predictions:  # the folder first: a link there would be read (and named) as its target
+            seals = Path(path).parent / PREDICTION_SEALS
+            readers.refuse_strays(seals.parent, _where(seals).rsplit("/", 1)[0],
+                                  {PREDICTION_SEALS, *read("prediction_seals", seals).recorded}, _where(seals),
+                                  f"the folder holds only the recordings {PREDICTION_SEALS} registers "
+                                  "(`make record-predictions` writes both)")
         doc = validate(name, readers.read_yaml(path, where), where)
         if schema is Predictions:
             _as_recorded(path, where)

@@ -28,12 +28,16 @@ class Cap:
     why: str
     integer: bool = False
     open_low: bool = False
+    open_high: bool = False
 
     def text(self) -> str:
         lo = f"{self.low:,}" if self.integer else f"{self.low:g}"
         hi = f"{self.high:,}" if self.integer else f"{self.high:,.15g}"  # 1,000,000, never 1e+06
-        return f"{'>' if self.open_low else ''}{lo}{' to ' if not self.open_low else ', at most '}{hi}" + (
-            f" {self.unit}" if self.unit else "")
+        if self.open_high:
+            span = f"above {lo} and below {hi}" if self.open_low else f"{lo} to below {hi}"
+        else:
+            span = f"{'>' if self.open_low else ''}{lo}{' to ' if not self.open_low else ', at most '}{hi}"
+        return span + (f" {self.unit}" if self.unit else "")
 
 
 CAPS: dict[str, Cap] = {
@@ -53,9 +57,13 @@ CAPS: dict[str, Cap] = {
     "tok_s_per_gpu": Cap(0.01, 1_000_000, "tok/s per GPU", "slower than any decode that serves anyone, "
                          "far above any measured one"),
     "accept_len": Cap(1, 8, "tokens per verify step", "DSpark drafts at most 8 tokens"),
-    "draft_tokens": Cap(1, 64, "draft tokens per step", "public Kimi K3 DSpark runs draft 2 to 8 (the draft's own "
-                        "block is 7); past 64 a verify step is a prefill of every request, not a decode", integer=True),
-    "range_ratio": Cap(0, 1, "", "bench_serving's length spread, a fraction"),
+    "draft_tokens": Cap(2, 64, "draft tokens per step", "public Kimi K3 DSpark runs draft 2 to 8 (the draft's own "
+                        "block is 7): below 2 there is no block to draft; past 64 a verify step is a prefill of every "
+                        "request, not a decode", integer=True),
+    # uniform lengths below 1 (1 is --lengths fixed); 0 would ask for empty prompts
+    "range_ratio": Cap(0, 1, "", "bench_serving's length spread of uniform lengths (1 is fixed lengths)",
+                       open_low=True, open_high=True),
+    "range_ratio_or_one": Cap(0, 1, "", "bench_serving's length spread (1: fixed lengths)", open_low=True),
     "latency_ms": Cap(0, 600_000, "ms", "ten minutes to a token is no service", open_low=True),
     "latency_ms_or_zero": Cap(0, 600_000, "ms", "as latency_ms; 0 means no limit"),
     "tok_s_per_user": Cap(0, 100_000, "tok/s per user", "far above any one request's decode rate", open_low=True),
@@ -125,8 +133,8 @@ def check(kind: str, value, name: str, typed: str | None = None):
         raise ValueError(f"{name} must be {'an integer' if cap.integer else 'a number'} ({cap.text()}), "
                          f"got {shown(value)}")
     if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number ({cap.text()}), got {value!r}")
-    if value > cap.high or value < cap.low or (cap.open_low and value == cap.low):
+        raise ValueError(f"{name} must be a finite number ({cap.text()}), got {_got(value, typed)}")
+    if value > cap.high or value < cap.low or (cap.open_low and value == cap.low) or (cap.open_high and value == cap.high):
         raise ValueError(f"{name} must be {cap.text()} ({cap.why}), got {_got(value, typed)}")
     return value
 

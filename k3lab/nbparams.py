@@ -35,14 +35,30 @@ class ParameterError(ValueError):
     """A notebook parameter that is unknown or of the wrong type."""
 
 
-def _assignments(source: str) -> dict:
+def _not_finite_call(node) -> bool:
+    """``float('nan')`` / ``float("-inf")`` anywhere in ``node``: how papermill writes a NaN or an
+    infinity (``-p mem_fraction nan``), which no literal spells."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "float"
+               and len(n.args) == 1 and isinstance(n.args[0], ast.Constant)
+               and str(n.args[0].value).strip().lower().lstrip("+-") in ("nan", "inf", "infinity")
+               for n in ast.walk(node))
+
+
+def _assignments(source: str, given: bool = False) -> dict:
+    """The ``name = literal`` lines of a cell; ``given``: papermill's injected cell (the values
+    given), else the parameters cell (the defaults)."""
     out = {}
     for node in ast.parse(source).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
             try:
-                out[node.targets[0].id] = ast.literal_eval(node.value)
+                out[name] = ast.literal_eval(node.value)
             except ValueError:
-                raise ParameterError(f"parameter {node.targets[0].id!r}: its default must be a literal") from None
+                if _not_finite_call(node.value):
+                    raise ParameterError(f"parameter {name!r}: nan and inf are not accepted (a finite number "
+                                         f"only), got {ast.get_source_segment(source, node.value)}") from None
+                raise ParameterError(f"parameter {name!r}: " + ("its value must be a literal (a number, string, "
+                                     "list or mapping)" if given else "its default must be a literal")) from None
     return out
 
 
@@ -55,7 +71,7 @@ def declared(history: list[str]) -> tuple[dict, dict]:
     injected = {}
     for s in history:
         if s.lstrip().startswith(PAPERMILL_MARKER):
-            injected.update(_assignments(s))
+            injected.update(_assignments(s, given=True))
     return defaults, injected
 
 

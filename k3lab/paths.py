@@ -10,6 +10,7 @@ user's results).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 REPO_ROOT: Path = Path(__file__).resolve().parents[1]
@@ -27,10 +28,28 @@ def data_dir() -> Path:
     return Path(env).resolve() if env else DATA_DIR
 
 
+def _in_a_kernel() -> bool:
+    """This process is a notebook's kernel (an IPython kernel app has started in it)."""
+    app = sys.modules.get("ipykernel.kernelapp")
+    return app is not None and app.IPKernelApp.initialized()
+
+
 def results_root() -> Path:
-    """The results folder: ``$K3LAB_RESULTS`` if set, else ``<repo>/results``."""
+    """The results folder: ``$K3LAB_RESULTS`` if set, else ``<repo>/results``. A relative
+    ``$K3LAB_RESULTS`` is read from where the user ran the command: the process's folder, but in a
+    notebook's kernel (which Jupyter starts in ``notebooks/``) the folder the shell that started it
+    was in (``$PWD``, inherited); a kernel without one refuses it (ValueError, one line)."""
     env = os.environ.get("K3LAB_RESULTS")
-    return Path(env).resolve() if env else STUDY_RESULTS
+    if not env:
+        return STUDY_RESULTS
+    p = Path(env).expanduser()
+    if not p.is_absolute() and _in_a_kernel():
+        start = os.environ.get("PWD", "")
+        if not Path(start).is_absolute():
+            raise ValueError(f"K3LAB_RESULTS={env!r} is a relative path, and this notebook's kernel cannot tell "
+                             "where you started it: give an absolute path")
+        p = Path(start) / p
+    return p.resolve()
 
 
 def results_dir(notebook_id: str, create: bool = True) -> Path:

@@ -107,6 +107,8 @@ def profile_file(profile: str, params_dir: Path = PARAMS_DIR) -> tuple[Path, str
     if not PROFILE_NAME.match(name):
         raise PipelineError(f"profile {s!r}: its name {name!r} cannot name a folder of results/runs/ "
                             f"(use letters, digits, '.', '-' and '_', not starting with '.')")
+    if p.is_dir() or path.is_dir():
+        raise PipelineError(f"profile {s!r} is a directory, not a profile file (a YAML file like params/offline.yaml)")
     if not path.is_file():
         raise PipelineError(f"profile {s!r}: no such file ({path})")
     return path, name, s

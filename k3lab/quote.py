@@ -170,7 +170,7 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     u = d.yours
     if u is not None:
         verdict = "verdict: " + compare_view.your_prices_sentence(u, by_gpu=True)
-    elif d.breakeven is not None:
+    elif d.breakeven is not None and {"mi355x", "b300"} <= set(gpus):  # a verdict on the GPUs quoted only
         b = d.breakeven
         at = f"at {d.slo.label()}" if d.slo.active else "each at its peak, --max-tpot MS for one latency"
         verdict = (f"verdict: the MI355X is cheaper per token while its $/GPU-hour is below {b.model:.2f}x the B300's "
@@ -225,6 +225,12 @@ def cli_main(argv: list[str] | None = None) -> int:
                 from .spelling import unknown
 
                 raise ValueError(unknown("GPU", g, known_gpus()))
+        unasked = [g for g in overrides if gpus and g not in gpus]
+        if unasked:  # a price is a question about its GPU: never dropped silently, never judged unseen
+            g = unasked[0]
+            typed = next(i for i in args.usd_per_gpu_hour if i.partition("=")[0].lower() == g)
+            raise ValueError(f"--usd-per-gpu-hour {typed} prices {g.upper()}, which the quote was not "
+                             f"asked about (--gpu {' --gpu '.join(gpus)}): add --gpu {g}, or drop that price")
         d = decision.decide("kimi-k3", args.context, slo=slo_mod.from_args(args), kv_dtype=args.kv_dtype,
                             overrides=overrides or None, input_len=args.input_len, output_len=args.output_len)
         text = "\n".join(quote_lines(d, gpus or None))

@@ -53,6 +53,18 @@ def read_text(path, where: str) -> str:
         raise DataError(f"{where}: not UTF-8 text (byte {e.start})") from None
 
 
+def refuse_strays(folder, shown: str, registered, registry: str, why: str) -> None:
+    """DataError (one line) for an entry of ``folder`` (``shown`` in messages) that is not a plain
+    file ``registered`` names (the names ``registry`` lists): a symlink (named as the link, never by
+    its target), a subfolder or an unregistered file, which a reader globbing the folder would
+    follow or skip silently."""
+    for p in sorted(Path(folder).iterdir()):
+        kind = ("a symlink" if p.is_symlink() else "a subfolder" if p.is_dir() else "not a plain file"
+                if not p.is_file() else "" if p.name in registered else f"not in {registry}")
+        if kind:
+            raise DataError(f"{shown}/{p.name}: {kind}; {why}")
+
+
 # --------------------------------------------------------------------------- YAML
 
 

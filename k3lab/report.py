@@ -328,23 +328,36 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _claims_file(text: str) -> Path:
+    """``--claims`` as a file that may be a ledger; ValueError naming what it is otherwise."""
+    p = Path(text)
+    why = ("is empty: give the ledger CSV's path (e.g. results/claims.csv)" if not text.strip() else
+           "is a directory, not a claims file (the ledger CSV, e.g. results/claims.csv)" if p.is_dir() else
+           "does not exist; run `make reproduce` first (it writes results/claims.csv)" if not p.exists() else
+           "is not a regular file" if not p.is_file() else
+           "is an empty file (0 bytes): a ledger has a header row; run `make reproduce` to write one"
+           if p.stat().st_size == 0 else "")
+    if why:
+        raise ValueError(f"--claims {text!r} {why}")
+    return p
+
+
 def _main(argv: list[str] | None) -> int:
     ap = OneLineParser(prog="python -m k3lab report")
     ap.add_argument("--readme", type=Path, action="append", default=None,
                     help="update (or --check) this file's generated blocks (findings table, bottom line); repeatable")
-    ap.add_argument("--claims", type=Path, default=None, help="ledger CSV (default results/claims.csv)")
+    ap.add_argument("--claims", default=None, help="ledger CSV, with --readme (default results/claims.csv)")
     ap.add_argument("--check", action="store_true", help="exit 1 if a generated block is stale")
     ap.add_argument("--results", type=Path, default=None, help="the run folder to render (default results/)")
     ap.add_argument("--what-if", action="store_true",
                     help="render as a what-if run a folder whose manifest.json does not say (one written before it did)")
     a = ap.parse_args(argv)
-    if a.claims is not None and not a.claims.is_file():  # what was asked for first, before any folder's ownership
-        raise ValueError(f"the claims file {a.claims} does not exist; run `make reproduce` first (it writes "
-                         f"results/claims.csv)")
+    if a.readme is None and a.claims is not None:  # the usage first: no file to fix before learning it is unused
+        raise ValueError("--claims is read with --readme (it updates a README's generated blocks); "
+                         "to rebuild a run's report, give --results")
+    if a.claims is not None:  # what was asked for first, before any folder's ownership
+        a.claims = _claims_file(a.claims)
     if a.readme is None:
-        if a.claims is not None:
-            raise ValueError("--claims is read with --readme (it updates a README's generated blocks); "
-                             "to rebuild a run's report, give --results")
         print(rebuild(a.results or results_root(), what_if=True if a.what_if else None))
         return 0
     claims_csv = a.claims or results_root() / "claims.csv"

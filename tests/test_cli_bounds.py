@@ -36,7 +36,7 @@ def _one_line_error(capsys, *argv) -> str:
 def test_a_draft_block_of_ten_million_is_refused_at_the_door(capsys):
     line = _one_line_error(capsys, *PREDICT, "--layout", "8xb300 tp8", "--concurrency", "8", "--spec", "dspark",
                            "--block-size", "10000000")
-    assert "--block-size: must be 1 to 64 draft tokens per step" in line and "got 10000000" in line
+    assert "--block-size: must be 2 to 64 draft tokens per step" in line and "got 10000000" in line
     assert "5,087,683" not in line
 
 
@@ -46,7 +46,7 @@ def test_block_size_help_states_draft_tokens_not_requests(capsys):
     text = " ".join(capsys.readouterr().out.split())
     block = text[text.index("--block-size BLOCK_SIZE DSpark"):]
     block = block[:block.index("--attention-backend")]
-    assert "(1 to 64 draft tokens per step)" in block and "requests" not in block
+    assert "(2 to 64 draft tokens per step)" in block and "requests" not in block
 
 
 def test_the_largest_block_allowed_still_answers(capsys):
@@ -61,7 +61,7 @@ def test_the_largest_block_allowed_still_answers(capsys):
 def test_a_spec_with_a_block_past_the_cap_is_refused_by_the_model_too():
     from k3lab.serving.model import Spec
 
-    with pytest.raises(ValueError, match="the draft block must be 1 to 64"):
+    with pytest.raises(ValueError, match="the draft block must be 2 to 64"):
         Spec("dspark", 2.0, 65)
 
 
@@ -173,8 +173,8 @@ def test_a_price_of_1e308_names_the_file_and_the_row(data_copy, capsys):
 
 def test_report_with_a_missing_claims_file_says_so(capsys, tmp_path):
     missing = tmp_path / "nonexistent.csv"
-    line = _one_line_error(capsys, "report", "--claims", str(missing))
-    assert f"the claims file {missing} does not exist" in line and "make reproduce" in line
+    line = _one_line_error(capsys, "report", "--readme", str(tmp_path / "README.md"), "--claims", str(missing))
+    assert f"--claims {str(missing)!r} does not exist" in line and "make reproduce" in line
     assert "k3lab results folder" not in line and "no such folder" not in line
 
 

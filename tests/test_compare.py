@@ -327,7 +327,7 @@ def test_your_tok_s_in_the_answers_and_the_text(capsys_module):
     rc, out, _ = capsys_module("--tok-s", "b300=10000")
     assert rc == 0
     text = " ".join(out.split())
-    assert "your --tok-s (output tok/s per GPU) prices: B300 10,000.0" in text
+    assert "your --tok-s (output tok/s per GPU) prices: B300 10,000;" in text  # as typed, never 10,000.0
     assert all(compare_view.answer_line(a, df.attrs["context_tokens"]) in out for a in ans.values())
 
 

@@ -232,8 +232,8 @@ def cli_main(argv: list[str] | None = None) -> int:
                     help=help_text("prompt tokens (default 1024)", "tokens"))
     ap.add_argument("--output-len", type=arg("tokens", "--output-len"), default=400,
                     help=help_text("output tokens (default 400)", "tokens"))
-    ap.add_argument("--range-ratio", type=arg("range_ratio", "--range-ratio"), default=1.0,
-                    help=help_text("bench_serving's --random-range-ratio (default 1.0)", "range_ratio"))
+    ap.add_argument("--range-ratio", type=arg("range_ratio_or_one", "--range-ratio"), default=1.0,
+                    help=help_text("bench_serving's --random-range-ratio (default 1.0)", "range_ratio_or_one"))
     ap.add_argument("--num-prompts-per-concurrency", type=arg("requests", "--num-prompts-per-concurrency"),
                     default=None, help=help_text("requests per point (default 4 x concurrency, at least 8)",
                                                  "requests"))

@@ -64,7 +64,7 @@ class BackendComparison:
 
     def as_dict(self) -> dict:
         def one(p):
-            return {"ttft_ms": p.ttft_ms, "tpot_ms": p.tpot_ms, "output_tok_s": p.output_tok_s,
+            return {"ttft_ms": p.ttft_ms, "tpot_ms": p.tpot_ms if p.decodes else None, "output_tok_s": p.output_tok_s,
                     "ttft_validated": not p.not_validated("ttft_ms"),
                     "ttft_not_validated_why": p.not_validated("ttft_ms")}
         return {"aiter": one(self.aiter), "triton": one(self.triton), "rocm_default": ROCM_DEFAULT,

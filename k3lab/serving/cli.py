@@ -13,7 +13,7 @@ import sys
 
 from ..cli_parser import OneLineParser
 from ..io import json_text
-from ..limits import CAPS, arg, help_text
+from ..limits import arg, help_text
 from ..model.sharding import VARIANTS
 from ..setting_traps import full_context_setting, setting_traps
 from ..spelling import did_you_mean
@@ -98,19 +98,37 @@ def _deployment(args) -> tuple[Deployment, tuple]:
     if args.layout is not None:
         if any(getattr(args, k) is not None for k in ("gpu", "gpus", "tp")) or args.pp != 1 or args.dcp != 1:
             raise ValueError("give either --layout or --gpu/--gpus/--tp (with --pp/--dcp), not both")
-        text, bracket, setting = args.layout.partition("[")
-        if bracket:  # '... [' alone is a setting left open, not none
-            if not setting.rstrip().endswith("]"):
-                raise ValueError(f"--layout {args.layout!r}: a setting is written [name, ...] at the end")
-            variants += tuple(v.strip() for v in setting.rstrip()[:-1].split(",") if v.strip())
+        text, settings = layout_settings(args.layout)
+        variants += settings
+    else:
+        missing = [f"--{k}" for k in ("gpu", "gpus", "tp") if getattr(args, k) is None]
+        if missing:
+            raise ValueError(f"give --layout, or all of --gpu, --gpus and --tp (missing {', '.join(missing)})")
+        if args.gpu.lower() not in known_gpus():
+            raise ValueError(f"unknown GPU {args.gpu!r}{did_you_mean(args.gpu, known_gpus())}; known GPUs: "
+                             f"{', '.join(known_gpus())}")
+    twice = sorted({v for v in variants if variants.count(v) > 1})
+    if twice:  # the second says nothing the first did not: a typo of another, most likely
+        raise ValueError(f"setting {twice[0]} given twice (--layout's [...] and --variant name each setting once)")
+    if args.layout is not None:
         return parse_layout(text), variants
-    missing = [f"--{k}" for k in ("gpu", "gpus", "tp") if getattr(args, k) is None]
-    if missing:
-        raise ValueError(f"give --layout, or all of --gpu, --gpus and --tp (missing {', '.join(missing)})")
-    if args.gpu.lower() not in known_gpus():
-        raise ValueError(f"unknown GPU {args.gpu!r}{did_you_mean(args.gpu, known_gpus())}; known GPUs: "
-                         f"{', '.join(known_gpus())}")
     return Deployment(args.gpu.lower(), args.gpus, args.tp, args.pp, dcp=args.dcp), variants
+
+
+def layout_settings(layout: str) -> tuple[str, tuple]:
+    """``'8xmi355x tp8 [a, b]'`` → (``'8xmi355x tp8 '``, ``('a', 'b')``): one ``[...]`` group at
+    the end, each setting once; ValueError in one line naming what is wrong otherwise."""
+    text, bracket, group = layout.partition("[")
+    if not bracket:
+        return text, ()
+    body, close, after = group.partition("]")
+    if not close or after.strip():  # '... [' left open, '[a] [b]', '[a] tp8'
+        raise ValueError(f"--layout {layout!r}: " + ("one [...] settings group per layout, at its end"
+                                                     if close else "a setting is written [name, ...] at the end"))
+    names = tuple(v.strip() for v in body.split(","))
+    if not all(names):
+        raise ValueError(f"--layout {layout!r}: an empty name in its [...] settings group")
+    return text, names
 
 
 def _spec(args, gpu: str) -> tuple[Spec, tuple | None, str]:
@@ -120,17 +138,29 @@ def _spec(args, gpu: str) -> tuple[Spec, tuple | None, str]:
         if args.accept_len is not None or args.block_size is not None:
             raise ValueError("--accept-len and --block-size need --spec dspark")
         return Spec(), None, ""
+    block = args.block_size
+    top = None if block is None else block + 1  # a verify step emits the accepted drafts and one bonus token
     if args.accept_len is not None:
-        return (Spec(args.spec, args.accept_len, args.block_size), None,
-                f"{args.accept_len:g} tokens per verify step (--accept-len)")
+        if top is not None and args.accept_len > top:
+            raise ValueError(f"--accept-len {args.accept_len:g} is more than --block-size {block} allows: a verify "
+                             f"step emits at most {top} tokens ({block} drafts + the bonus token)")
+        return (Spec(args.spec, args.accept_len, block), None, f"{args.accept_len:g} tokens per verify step (--accept-len)")
     fam = family_of(gpu)
     g = field.plan_accept(fam)
+    mid, lo, hi = g["median"], g["low"], g["high"]
     whose = f"{fam}'s own" if g["of"] < len(field.accept_lengths()) else "every family's"
+    if top is not None and mid > top:
+        raise ValueError(f"--block-size {block} allows at most {top} tokens per verify step ({block} drafts + the bonus "
+                         f"token), below the {mid:g} public Kimi K3 runs accept (median): give --accept-len (at most "
+                         f"{top}) with it")
+    capped = top is not None and hi > top  # runs that drafted more accepted more than this block can
+    hi = min(hi, top) if capped else hi
     which = (f"the median of the lower group, {g['runs']} of {g['of']} public Kimi K3 runs ({whose}): the acceptance "
              "real traffic gets (below); band spans the group" if g["grouped"] else
              f"the median of {g['runs']} public Kimi K3 runs ({whose}); band spans them")
-    return (Spec(args.spec, g["median"], args.block_size), (g["low"], g["high"]),
-            f"{g['median']:g} tokens per verify step, {which}, {g['low']:g}-{g['high']:g}; --accept-len sets one")
+    return (Spec(args.spec, mid, block), (lo, hi),
+            f"{mid:g} tokens per verify step, {which}, {lo:g}-{hi:g}"
+            + (f", the top capped at what --block-size {block} allows" if capped else "") + "; --accept-len sets one")
 
 
 def slo_lines(p: Prediction, target: SLO, op=None) -> list[str]:
@@ -182,9 +212,13 @@ def format_prediction(p: Prediction, accept_note: str = "") -> str:
             ("decode step (ms)", "itl_ms", 1.0, "{:,.1f}")]
     body = [f"  {'':<26}{'predicted':>11}  {'band':>21}"]
     for name, kind, sc, fmt in rows:
+        if kind in ("tpot_ms", "itl_ms") and not p.decodes:
+            body.append(f"  {name:<26}{'—':>11}  {'no decode step':>21}")
+            continue
         iv = p.interval(kind, sc)
         band = "not validated" if iv is None else f"{fmt.format(iv[0])} – {fmt.format(iv[1])}"
         body.append(f"  {name:<26}{fmt.format(getattr(p, kind) * sc):>11}  {band:>21}")
+    body += [] if p.decodes else [f"  TPOT and decode step: — ({p.NO_DECODE})"]
     near = ["", "  nearest public measurements (same family; the fit's value for each run as it ran, its harness, "
                 "block and build, and that over the measurement):"]
     for n in p.nearest:
@@ -201,14 +235,12 @@ def format_prediction(p: Prediction, accept_note: str = "") -> str:
 
 
 def beyond_latency_caps(p: Prediction) -> None:
-    """ValueError (one line) when the model's TPOT or TTFT lies past the latency cap k3lab states for
-    every latency it reads (:data:`k3lab.limits.CAPS` ``latency_ms``): never printed as a number."""
-    cap = CAPS["latency_ms"]
-    over = [name for name, v in (("TPOT", p.tpot_ms), ("TTFT", p.ttft_ms)) if not v <= cap.high]
+    """ValueError (one line) when the model's TPOT or TTFT lies past k3lab's latency cap
+    (:meth:`Prediction.over_latency_cap`): never printed as a number."""
+    over = p.over_latency_cap()
     if over:
-        raise ValueError(f"{p.layout}: the model's {' and '.join(over)} at this question {'is' if len(over) == 1 else 'are'} "
-                         f"beyond {cap.high:,.0f} ms ({cap.why}); ask a smaller question (a shorter prompt or "
-                         f"output, fewer requests, a smaller --block-size)")
+        raise ValueError(f"{p.layout}: {over}; ask a smaller question (a shorter prompt or output, fewer requests, "
+                         f"a smaller --block-size)")
 
 
 def cli_main(argv: list[str] | None = None) -> int:
@@ -230,6 +262,9 @@ def cli_main(argv: list[str] | None = None) -> int:
         harness = (None if args.arrival is None and args.lengths is None
                    else Harness(args.arrival or "closed_loop", args.lengths or "fixed", args.range_ratio))
         target, cfg = slo.from_args(args), load_model(args.model)
+        if args.output_len == 1 and (args.max_tpot is not None or args.min_tok_s_per_user is not None):
+            raise ValueError("--output-len 1 has no TPOT (no decode step follows the first token), so --max-tpot "
+                             "and --min-tok-s-per-user judge nothing: give --max-ttft or --concurrency")
         if args.concurrency is None and not target.active:
             raise ValueError("give --concurrency C, or a latency target (--max-tpot MS, --max-ttft MS or "
                              "--min-tok-s-per-user N) to find the highest concurrency that meets it")

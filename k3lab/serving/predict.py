@@ -89,6 +89,25 @@ class Prediction:
     harness: Harness = COHORT_HARNESS
 
     KINDS = ("output_tok_s", "tpot_ms", "ttft_ms", "itl_ms")
+    #: why a question of one output token has no TPOT nor decode step (printed "—", null in JSON)
+    NO_DECODE = "one output token: no decode step follows the first, so TPOT is undefined"
+
+    @property
+    def decodes(self) -> bool:
+        """A decode step follows the first token (two output tokens or more): TPOT is defined."""
+        return self.output_len > 1
+
+    def over_latency_cap(self) -> str:
+        """Which of the model's TPOT and TTFT lie past the latency cap k3lab states for every latency
+        it reads (:data:`k3lab.limits.CAPS` ``latency_ms``), as a clause naming the cap; "" when none:
+        such a number is never printed (predict refuses, compare and quote leave the row unpriced)."""
+        from ..limits import CAPS
+
+        cap = CAPS["latency_ms"]
+        over = [n for n, v in (("TPOT", self.tpot_ms if self.decodes else 0.0), ("TTFT", self.ttft_ms))
+                if not v <= cap.high]
+        return (f"the model's {' and '.join(over)} at this question {'is' if len(over) == 1 else 'are'} beyond "
+                f"{cap.high:,.0f} ms ({cap.why})") if over else ""
 
     @property
     def in_domain(self) -> bool:
@@ -175,6 +194,9 @@ class Prediction:
             iv = self.interval(kind, sc)
             d[k] = getattr(self, k)
             d[f"{k}_low"], d[f"{k}_high"] = (None, None) if iv is None else iv
+        if not self.decodes:
+            d.update({f"{k}{e}": None for k in ("tpot_ms", "itl_ms") for e in ("", "_low", "_high")},
+                     tpot_undefined=self.NO_DECODE)
         d["nearest_measurements"] = [dict(n) for n in self.nearest]
         return d
 

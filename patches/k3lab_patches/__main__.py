@@ -43,7 +43,9 @@ def status_main(argv) -> int:
     from .oneline import OneLineParser
     from .releases import parse
 
-    ap = OneLineParser(prog="k3lab_patches status", add_help=False)
+    ap = OneLineParser(prog="k3lab_patches status", description="Each patch's status for the installed sglang "
+                       "(or --version X, offline), the release that fixed it upstream, and what the release means "
+                       "for Kimi K3.")
     ap.add_argument("--version", help="an sglang version (PEP 440), read from the shipped matrix")
     args = ap.parse_args(argv)
     if args.version is not None:

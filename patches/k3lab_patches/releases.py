@@ -27,7 +27,7 @@ from importlib import resources
 VERDICTS = "release_verdicts.json"
 
 _VERSION = re.compile(
-    r"v?(?P<release>\d+(?:\.\d+)*)"
+    r"v?(?:(?P<epoch>\d+)!)?(?P<release>\d+(?:\.\d+)*)"
     r"(?:[-_.]?(?P<pre>a|b|rc)(?P<pre_n>\d*))?"
     r"(?:[-_.]?post(?P<post>\d*))?"
     r"(?:[-_.]?dev(?P<dev>\d*))?"
@@ -37,7 +37,9 @@ _PRE_ORDER = {"a": 0, "b": 1, "rc": 2}
 
 
 def parse(version: str) -> dict:
-    """``version`` → its parts ``{release, pre, post, dev, local}``; ValueError if not PEP 440."""
+    """``version`` → its parts ``{epoch, release, pre, post, dev, local}``; ValueError if not PEP 440
+    (a leading ``v`` and an epoch ``N!`` are PEP 440's: ``v0.5.23`` is ``0.5.23``, ``0!0.5.23`` too,
+    ``1!0.5.23`` comes after every release of epoch 0, which is every sglang release)."""
     m = _VERSION.fullmatch(str(version).strip())
     if not m:
         raise ValueError(f"{version!r} is not a PEP 440 version")
@@ -47,7 +49,7 @@ def parse(version: str) -> dict:
     pre = (_PRE_ORDER[m["pre"].lower()], int(m["pre_n"] or 0)) if m["pre"] else None
     post = int(m["post"] or 0) if m["post"] is not None else None
     dev = int(m["dev"] or 0) if m["dev"] is not None else None
-    return {"release": release, "pre": pre, "post": post, "dev": dev,
+    return {"epoch": int(m["epoch"] or 0), "release": release, "pre": pre, "post": post, "dev": dev,
             "local": m["local"].lower() if m["local"] else None}
 
 
@@ -65,7 +67,7 @@ def version_key(version: str) -> tuple:
     dev = (0, v["dev"]) if v["dev"] is not None else (1, 0)
     local = () if v["local"] is None else tuple(
         (1, int(p), "") if p.isdigit() else (0, 0, p) for p in re.split(r"[-_.]", v["local"]))
-    return (v["release"], pre, post, dev, (v["local"] is not None, local))
+    return (v["epoch"], v["release"], pre, post, dev, (v["local"] is not None, local))
 
 
 def is_build(version: str) -> bool:
@@ -101,8 +103,12 @@ def lookup(version: str, doc: dict | None = None) -> dict:
     "unknown"}``: nothing is inferred for it.
     """
     doc = load() if doc is None else doc
-    for row in doc["rows"]:
-        if row["sglang"] == version:
+    try:
+        key = version_key(version)
+    except ValueError:
+        key = None
+    for row in doc["rows"]:  # by PEP 440 equality: v0.5.23, 0.5.23.0 and 0!0.5.23 are 0.5.23
+        if row["sglang"] == version or (key is not None and version_key(row["sglang"]) == key):
             return row
     base = built_on(version, doc) if is_build(version) else None
     if base is not None:
