@@ -69,11 +69,17 @@ def _rows(df) -> dict[str, dict]:
 
 def correction(row: dict) -> str:
     """What holds instead (``correction: …``), or why the evidence cannot decide (``undecided: …``),
-    as the record's notes open with it, to its first ';'."""
+    as the record's notes open with it, to its first '; ' outside parentheses (one inside belongs to
+    the sentence: cut there, the sentence would stop mid-parenthesis)."""
     notes = str(row.get("notes", ""))
     for head in ("correction: ", "undecided: "):
         if notes.startswith(head):
-            return notes[len(head):].split("; ")[0]
+            text, depth = notes[len(head):], 0
+            for i, ch in enumerate(text):
+                depth += {"(": 1, ")": -1}.get(ch, 0)
+                if depth == 0 and text.startswith("; ", i):
+                    return text[:i]
+            return text
     return ""
 
 

@@ -160,3 +160,29 @@ def test_a_claim_the_model_is_not_validated_for_says_so():
     items = dict(parts)["not decided here"]
     assert items[0].startswith("T1 (the serving model is not validated for it")
     assert items[1] == "T2 (the serving model's band is too wide to tell)"
+
+
+
+def test_the_studys_own_bottom_line_closes_every_parenthesis_it_opens():
+    """A correction is read up to its first '; ' (:func:`bottom_line.correction`): a note whose
+    parenthesis held one was cut mid-sentence ('(likely that PR: … at the time. Its conclusion').
+    The README's generated bottom line (kept current by tests/test_reproduce.py) opens no
+    parenthesis it does not close, sentence by sentence."""
+    from k3lab.paths import REPO_ROOT
+
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("<!-- bottom-line:start")[1].split("<!-- bottom-line:end -->")[0]
+    for line in block.splitlines():
+        depth = 0
+        for ch in line:
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            assert depth >= 0, line[:120]
+        assert depth == 0, f"an unclosed parenthesis in: {line[:160]}"
+    assert "its exact lines not read)" in block
+
+
+def test_a_correction_stops_at_its_first_semicolon_outside_parentheses():
+    row = {"notes": "undecided: room needs a setting on each (the recipe's X=1; or Y), both; the rest"}
+    assert bottom_line.correction(row) == "room needs a setting on each (the recipe's X=1; or Y), both"
+    assert bottom_line.correction({"notes": "correction: a; b"}) == "a"
+    assert bottom_line.correction({"notes": "correction: whole (no end"}) == "whole (no end"

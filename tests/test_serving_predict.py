@@ -678,4 +678,4 @@ def test_a_nearest_figure_says_what_it_was_published_as():
     text = format_prediction(p)
     row = next(line for line in text.splitlines() if "sglang_pr37878_b300_bal_mxfp4_nospec_tokps_gpu_c64" in line)
     assert f"output tok/s (deployment) {1395 * 8 * 1024 / 9216:,.1f}" in row
-    assert "from the published figure × 8 GPUs, total × O/(I+O)" in row
+    assert "normalised from the published figure: × 8 GPUs, total × O/(I+O)" in row

@@ -272,7 +272,7 @@ def _gap_closers(prs) -> str:
     said = [f"{gap} with one pull request (#{pr} in {by_pr[pr].release}, opened {by_pr[pr].opened}"
             + (", adding a kernel" if by_pr[pr].adds_kernel else "") + ")"
             for pr, gap in GAP_CLOSERS.items() if pr in by_pr]
-    likely = " (likely that PR: it changes that code at the time; its exact lines were not read)"
+    likely = " (likely that PR: it changes that code at the time, its exact lines not read)"
     then = [f"{what} with #{pr} in {by_pr[pr].release}" + (likely if by_pr[pr].confidence != "confirmed" else "")
             for pr, what in GAP_FOLLOW_UPS.items() if pr in by_pr]
     return (" and ".join(said) + (f", then {', '.join(then)}" if then else "")) if said else \

@@ -223,7 +223,7 @@ def format_prediction(p: Prediction, accept_note: str = "") -> str:
                 "block and build, and that over the measurement):"]
     for n in p.nearest:
         norm = n.get("normalisation") or "as published"
-        was = "" if norm == "as published" else f"; from the published figure {norm}"
+        was = "" if norm == "as published" else f"; normalised from the published figure: {norm}"
         near.append(f"    {n['id']}  {n['gpu'].upper()} {n['layout']}  {n['workload']}  {NEAREST_KINDS.get(n['kind'], n['kind'])} "
                     f"{n['value']:,.1f}  (fit {n['fitted']:,.1f}, x{n['fitted'] / n['value']:.2f}{was})")
     pr = p.params
