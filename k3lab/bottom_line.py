@@ -114,30 +114,37 @@ def _said(row: dict) -> str:
     return f"({row['claim_id']}: {row['verdict']})"
 
 
-def headline(df) -> str:
-    """The article's bottom line judged: its title (:data:`TITLE_LINE`, when the ledger has it), then
-    :data:`BOTTOM_LINE`'s rows and :data:`B200_LINE`'s (when the ledger has them)."""
+def headline_parts(df) -> list[tuple[str, str]]:
+    """The article's bottom line judged, part by part: (what is judged, the sentence) for its title
+    (:data:`TITLE_LINE`, when the ledger has it), :data:`BOTTOM_LINE`'s direction, size and
+    matched-latency rows, and :data:`B200_LINE`'s (when the ledger has them); one part saying so when
+    the ledger lacks :data:`BOTTOM_LINE`."""
     rows = _rows(df)
     if not all(c in rows for c in BOTTOM_LINE):
-        return (f"The article's bottom line ({', '.join(BOTTOM_LINE)}: the MI355X ahead of the B300 on perf/$) is not "
-                "in this ledger.")
+        return [("", f"The article's bottom line ({', '.join(BOTTOM_LINE)}: the MI355X ahead of the B300 on perf/$) "
+                     "is not in this ledger.")]
     out = []
     title = [rows[c] for c in TITLE_LINE if c in rows]
     if title:
-        out.append("The article's bottom line is titled \u201cThe CUDA moat is a patch away\u201d: "
-                   + "; ".join(_title_part(t) for t in title) + ".")
+        out.append(("the title", "The article's bottom line is titled \u201cThe CUDA moat is a patch away\u201d: "
+                    + "; ".join(_title_part(t) for t in title) + "."))
     art, mod, mag = (rows[c] for c in BOTTOM_LINE)
-    out.append(f"Its conclusion, \u201cthe direction is hard to argue with\u201d (the MI355X ahead of the B300 on "
-               f"perf/$), {_direction(art)}: there they put the MI355X {art['reproduced']} "
-               f"{_said(art)}" + (f"; {art['bound']}" if art["bound"] else "") + ".")
-    out.append(f"The size, its ~45%, {_size(mag)} {_said(mag)}: {correction(mag) or mag['reproduced']}.")
-    out.append(f"On the serving model at matched latency (each node at the same TPOT), "
-               f"{correction(mod) or mod['bound'].removeprefix('model: ')} {_said(mod)}.")
+    out.append(("the direction", f"Its conclusion, \u201cthe direction is hard to argue with\u201d (the MI355X ahead "
+                f"of the B300 on perf/$), {_direction(art)}: there they put the MI355X {art['reproduced']} "
+                f"{_said(art)}" + (f"; {art['bound']}" if art["bound"] else "") + "."))
+    out.append(("the size", f"The size, its ~45%, {_size(mag)} {_said(mag)}: {correction(mag) or mag['reproduced']}."))
+    out.append(("at matched latency", f"On the serving model at matched latency (each node at the same TPOT), "
+                f"{correction(mod) or mod['bound'].removeprefix('model: ')} {_said(mod)}."))
     b200 = [rows[c] for c in B200_LINE if c in rows]
     if b200:
-        out.append("Against the B200: " + "; ".join(
-            f"{correction(r) or r['reproduced']} {_said(r)}" for r in b200) + ".")
-    return " ".join(out)
+        out.append(("against the B200", "Against the B200: " + "; ".join(
+            f"{correction(r) or r['reproduced']} {_said(r)}" for r in b200) + "."))
+    return out
+
+
+def headline(df) -> str:
+    """:func:`headline_parts` as one paragraph (the README's)."""
+    return " ".join(text for _, text in headline_parts(df))
 
 
 #: what each row of :data:`TITLE_LINE` judges of the title
@@ -198,9 +205,17 @@ def readme_text(df) -> str:
     return "\n".join(lines)
 
 
+#: the report's fold over the per-finding lines (below the headline's parts, above the decision box)
+CLAIM_BY_CLAIM = "Claim by claim, per finding"
+
+
 def html(df) -> str:
     """The report's opening box (``id="bottom-line"``): the headline, then the per-finding lines."""
     e = _html.escape
     items = "".join(f"<li><b>{e(title)}</b> — {e(_sentence(parts))}</li>" for title, parts in finding_lines(df))
+    # the headline part by part, each under what it judges, so that a reader can scan it
+    head = "".join(f"<li><b>{e(label[:1].upper() + label[1:])}</b> — {e(text)}</li>" if label else f"<li>{e(text)}</li>"
+                   for label, text in headline_parts(df))
     return (f'<div class="decision" id="bottom-line"><h2>The article\'s bottom line, judged</h2>'
-            f'<p class="answer">{e(headline(df))}</p><ul class="answer">{items}</ul></div>')
+            f'<ul class="answer headline">{head}</ul><details><summary><b>{CLAIM_BY_CLAIM}</b> ({len(df)} claims)'
+            f'</summary><ul class="answer">{items}</ul></details></div>')

@@ -1,6 +1,9 @@
 """``k3lab.bottom_line``: the article's bottom line and the per-finding sentences, computed from
 a ledger's verdicts. The ledgers here are written by hand, with the claims' columns."""
 
+import html
+import re
+
 import pandas as pd
 
 from k3lab import bottom_line, claims
@@ -144,7 +147,17 @@ def test_readme_text_and_html():
     assert "\n- **1 · memory fit** — holds (shown here): M1; holds as meant, wrong as worded: M16 (" in text
     page = bottom_line.html(df)
     assert page.startswith('<div class="decision" id="bottom-line">') and "0.607" in page
-    assert page.count("<li>") == 4 and "<table" not in page
+    assert "<table" not in page
+    # the headline part by part (scannable), then the claim-by-claim lines of the four findings
+    # (the claim-by-claim lines folded, so that the decision box below is on the first screen)
+    head, claims_part = page.split(f"<details><summary><b>{bottom_line.CLAIM_BY_CLAIM}</b> ({len(df)} claims)</summary>")
+    labels = ["The title", "The direction", "The size", "At matched latency", "Against the B200"]
+    assert [head.index(f"<li><b>{x}</b> — ") for x in labels] == sorted(head.index(f"<li><b>{x}</b> — ") for x in labels)
+    assert head.count("<li>") == 5 and claims_part.count("<li>") == 4
+    assert " ".join(html.unescape(re.sub("<[^>]+>", " ", head)).split()).count(" — ") == 5
+    # the same sentences as the README's paragraph
+    for part in bottom_line.headline_parts(df):
+        assert part[1] in bottom_line.headline(df) and html.escape(part[1]) in head
 
 
 def test_a_claim_the_model_is_not_validated_for_says_so():
