@@ -120,7 +120,7 @@ def _check_inputs(cfg, context_tokens, kv_dtype, mem_fraction, variants, input_l
 
 def _price_table(tiers, overrides) -> tuple[list[str], dict]:
     """(tiers in order, {(tier, gpu): ($/GPU-hour, low, high)}) for the chosen tiers (a price given as
-    a range: its middle and its ends; a single figure three times); override tier last."""
+    a range: its middle and its ends; a single figure three times); the override tier (your prices) first."""
     pr = prices.prices(overrides)
     known = prices.tiers()
     if tiers is None:
@@ -133,8 +133,8 @@ def _price_table(tiers, overrides) -> tuple[list[str], dict]:
             if t not in known and t != prices.OVERRIDE_TIER:
                 raise ValueError(f"unknown price tier {t!r}{did_you_mean(t, [*known, prices.OVERRIDE_TIER])}; known: "
                                  f"{', '.join(known)}, and {prices.OVERRIDE_TIER} (your --usd-per-gpu-hour)")
-    if overrides and prices.OVERRIDE_TIER not in chosen:
-        chosen.append(prices.OVERRIDE_TIER)
+    if overrides:  # the user's own prices first: what they asked about leads every list and table
+        chosen = [prices.OVERRIDE_TIER, *(t for t in chosen if t != prices.OVERRIDE_TIER)]
     table = {(r.tier, r.gpu): (float(r.usd_per_gpu_hour), float(r.usd_low), float(r.usd_high))
              for r in pr.itertuples() if r.tier in chosen}
     return chosen, table

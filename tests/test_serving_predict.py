@@ -457,7 +457,8 @@ def runs():
 
 #: what the CLI's JSON adds to Prediction.as_dict: the latency target, the settings that change the answer and
 #: (None off AMD GPUs) the attention backends side by side
-CLI_KEYS = {"slo", "slo_met", "slo_concurrency", "slo_slow_edge_concurrency", "setting_traps", "attention_backend"}
+CLI_KEYS = {"slo", "slo_met", "slo_concurrency", "slo_slow_edge_concurrency", "setting_traps", "attention_backend",
+            "your_setting"}
 #: ... and with DSpark: the answer without it, the break-even acceptance, the field's acceptance groups
 DSPARK_KEYS = {"without_dspark", "accept_len_breakeven", "accept_len_groups", "accept_len_speed_fit"}
 
@@ -520,7 +521,10 @@ def test_cli_text_says_when_the_question_is_outside_the_validated_domain(runs):
     assert not p.in_domain
     caveat = next(line for line in so.splitlines() if "OUTSIDE the validated domain" in line)
     assert all(gap in caveat for gap in p.outside), (caveat, p.outside)
-    assert "band does not hold here" in so and caveat.startswith("  decode speed: OUTSIDE")
+    assert "No band holds here (the table prints none)" in so and caveat.startswith("  decode speed: OUTSIDE")
+    # ... and the table prints none: a band shown and then disclaimed read as a band (the renter's Q3)
+    row = next(line for line in so.splitlines() if line.startswith("  output tok/s, deployment"))
+    assert row.rstrip().endswith("outside its domain") and " – " not in row
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
@@ -679,3 +683,33 @@ def test_a_nearest_figure_says_what_it_was_published_as():
     row = next(line for line in text.splitlines() if "sglang_pr37878_b300_bal_mxfp4_nospec_tokps_gpu_c64" in line)
     assert f"output tok/s (deployment) {1395 * 8 * 1024 / 9216:,.1f}" in row
     assert "normalised from the published figure: × 8 GPUs, total × O/(I+O)" in row
+
+
+def test_a_nearest_run_says_how_it_differs_from_the_question():
+    """The renter's Q3: at 8xB300 TP8+DCP8 c32 8,192/1,024 DSpark 6.4 — the public run's own setting — the
+    answer (c32) and the fit's value for the run (1,828 tok/s) differed unexplained: the run admitted 22 at
+    once (its --mamba-full-memory-ratio 5.13). The listing says so; a run that differs in nothing says nothing."""
+    from k3lab.serving.cli import format_prediction
+    from k3lab.specs import parse_layout
+
+    p = P.predict(CFG, parse_layout("8xb300 tp8 dcp8"), Workload(8192, 1024, 32), Spec("dspark", 6.4))
+    row = next(x for x in format_prediction(p).splitlines() if "whn09_b300_sa_balanced_r1_out" in x)
+    assert row.endswith("; differs from your question in: 22 running (yours 32))")
+    assert "normalised from" not in row   # published per deployment, as output tok/s: nothing to say
+    q = P.predict(CFG, parse_layout("8xb300 tp8"), Workload(8192, 1024, 32), Spec("dspark", 2.0))
+    row = next(x for x in format_prediction(q).splitlines() if "whn09_b300_sa_balanced_r1_out" in x)
+    assert "differs from your question in: its layout 8×B300 TP8+DCP8, 22 running (yours 32), acceptance 6.4 (yours 2)" in row
+
+
+def test_a_nearest_run_the_fit_misses_past_any_band_says_so():
+    """The renter's Q5: at 172,000 in, c1 on the MI355X the nearest runs include a DSpark one whose TPOT the
+    fit reads at x0.12 (221.5 ms measured, 26.0 fitted), listed without a word. MI35x DSpark has no validated
+    band, so a miss past x2 is named; the no-DSpark runs beside it (x0.96, x1.37) are inside theirs."""
+    from k3lab.serving.cli import format_prediction
+    from k3lab.specs import parse_layout
+
+    p = P.predict(CFG, parse_layout("8xmi355x tp8"), Workload(172_000, 1024, 1), variants=("aiter-k3-opt",))
+    rows = [x for x in format_prediction(p).splitlines() if x.startswith("    arist12_pb54_")]
+    ds = next(x for x in rows if "dspark" in x and "tpot" in x)
+    assert ds.endswith("; a miss beyond x2 (no validated band here): a run the fit does not explain)")
+    assert all("does not explain" not in x and "differs" not in x for x in rows if "nospec" in x)

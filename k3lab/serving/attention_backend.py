@@ -133,6 +133,10 @@ def lines(c: BackendComparison, priced: str) -> list[str]:
         band += (f"; nearest public Triton-fallback TTFT: {near.id} ({near.input_len:,} in, c{near.concurrency}, "
                  f"{near.gpu.upper()}): measured {_ms(near.value)}, the model puts it at {_ms(near.fitted)} "
                  f"(x{near.fitted / near.value:.2f} the measurement)")
+        if near.fitted > near.value and a.ttft_ms and ratio > 1:
+            # a reading, not a refit: were the model's Triton TTFT as high over this prompt as over that run
+            band += (f"; were the Triton TTFT as far over here as there, the gain would be "
+                     f"x{ratio * near.value / near.fitted:.2f}")
     cost = (f"  padding 12 heads to 16 for aiter's prefill costs at most {c.zero_heads_ttft_ms:,.0f} ms of aiter's TTFT "
             f"(+{c.zero_heads_ttft_ms / a.ttft_ms:.1%})"
             + (f" and {c.zero_heads_tpot_ms:,.1f} ms of TPOT" if c.zero_heads_tpot_ms > 0.05 else "")

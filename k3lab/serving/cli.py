@@ -8,6 +8,7 @@ Exit status 0; 2 with one line for a bad argument or a question the model cannot
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -21,7 +22,7 @@ from ..specs import Deployment, known_gpus, load_model, parse_layout
 from . import attention_backend, dspark_answer, field, slo
 from .engines import ARRIVALS, ENGINES, LENGTHS, Engine, Harness
 from .model import SPEC_ALGORITHMS, Spec, Workload
-from .observations import family_of
+from .observations import family_of, metric_of
 from .predict import Prediction, band_words, predict
 from .slo import SLO
 
@@ -55,9 +56,10 @@ def _parser() -> OneLineParser:
     slo.add_arguments(ap)
     ap.add_argument("--spec", default="none", choices=SPEC_ALGORITHMS, help="speculative decoding (default none)")
     ap.add_argument("--accept-len", type=arg("accept_len", "--accept-len"), default=None,
-                    help=help_text("tokens emitted per verify step with --spec dspark; default: the median of the "
-                                   "acceptance lengths public Kimi K3 runs measured, the band spanning their "
-                                   "10th-90th percentiles", "accept_len"))
+                    help=help_text("tokens emitted per verify step with --spec dspark; default: the median "
+                                   "acceptance of the GPU family's public Kimi K3 runs on natural text (the lower "
+                                   "group where repeated-prompt benchmarks form a higher one), the band spanning "
+                                   "that group", "accept_len"))
     ap.add_argument("--block-size", type=arg("draft_tokens", "--block-size"), default=None,
                     help=help_text("DSpark draft tokens per step (sglang --speculative-dspark-block-size; default: "
                                    "the draft's, 7; public runs draft 2 to 8, so at most 64: past it a verify step "
@@ -72,6 +74,10 @@ def _parser() -> OneLineParser:
     ap.add_argument("--max-running-requests", type=arg("requests", "--max-running-requests"), default=None,
                     help=help_text("the engine's request limit as the run sets it (sglang --max-running-requests, "
                                    "vLLM/ATOM --max-num-seqs; default: the engine's)", "requests"))
+    ap.add_argument("--mamba-full-memory-ratio", type=arg("ratio", "--mamba-full-memory-ratio"), default=None,
+                    metavar="R", help=help_text("sglang's state-pool memory : KV memory (default 0.9): the setting "
+                                                "quote and compare name for a B300 to hold a full-context request; "
+                                                "it sets how many requests run", "ratio"))
     ap.add_argument("--max-batched-tokens", type=arg("tokens", "--max-batched-tokens"), default=None,
                     help=help_text("tokens a forward pass takes (sglang --chunked-prefill-size, vLLM "
                                    "--max-num-batched-tokens)", "tokens"))
@@ -163,6 +169,21 @@ def _spec(args, gpu: str) -> tuple[Spec, tuple | None, str]:
             + (f", the top capped at what --block-size {block} allows" if capped else "") + "; --accept-len sets one")
 
 
+def _your_ratio(cfg, dep, variants, args, dspark: bool, p: Prediction) -> str:
+    """What the user's --mamba-full-memory-ratio does here, in one sentence: whether a request of the
+    model's full context fits with it, and the requests it runs (:func:`k3lab.memory.fit`)."""
+    from .. import memory
+
+    vs = tuple(sorted({*variants, "dspark"})) if dspark else tuple(sorted(set(variants)))
+    full = memory.fit(cfg, dep, args.mem_fraction or 0.9, args.kv_dtype, context_tokens=cfg.max_position_embeddings,
+                      variants=vs, mamba_full_memory_ratio=args.mamba_full_memory_ratio)
+    r = f"{args.mamba_full_memory_ratio:g}"
+    return (f"with your --mamba-full-memory-ratio {r}, {dep.label}{' with DSpark' if dspark else ''} "
+            + (f"holds a {cfg.max_position_embeddings:,}-token request" if full.fits else
+               f"holds no {cfg.max_position_embeddings:,}-token request")
+            + f" and runs {p.concurrency:,} of your {p.concurrency_asked:,} requests at once")
+
+
 def slo_lines(p: Prediction, target: SLO, op=None) -> list[str]:
     """What the latency target says of ``p``: met or missed, and (``op``, an operating point) the
     highest concurrency that meets it, at the model's value and at its band's slow edge."""
@@ -183,14 +204,39 @@ def slo_lines(p: Prediction, target: SLO, op=None) -> list[str]:
 NEAREST_KINDS = {"output_tok_s": "output tok/s (deployment)", "tpot_ms": "TPOT ms", "ttft_ms": "TTFT ms"}
 
 
-def format_prediction(p: Prediction, accept_note: str = "") -> str:
-    """The human-readable answer: header naming the settings, a table with bands (or "not
-    validated" for a metric without a usable band), the domain caveat, nearest points."""
+def _differs(n: dict, p: Prediction) -> str:
+    """'; differs from your question in: its layout TP8+DCP8, 22 running (yours 32)': what sets a
+    nearest run's fitted value apart from the question's own answer (empty when nothing listed does)."""
+    d = []
+    if n["layout"] != p.layout:
+        d.append(f"its layout {n['layout']}")
+    ran = min(int(n["workload"].split(" c")[1].split()[0]), n["admitted"]) if n.get("admitted") else None
+    if ran is not None and ran != p.concurrency:  # what ran at once: its clients, or fewer where its pools bound
+        d.append(f"{ran:,} running (yours {p.concurrency:,})")
+    if n.get("accept_len") is not None and p.spec_on and abs(n["accept_len"] - p.accept_len) > 1e-9:
+        d.append(f"acceptance {n['accept_len']:g} (yours {p.accept_len:g})")
+    if n.get("engine") and n["engine"] != p.engine:
+        d.append(f"engine {n['engine']}")
+    out = f"; differs from your question in: {', '.join(d)}" if d else ""
+    # a run the fit misses by more than the band of its metric (that run's kind and speculative setting)
+    b = p.bands.get(metric_of(n["kind"], n.get("accept_len") is not None))
+    miss = abs(math.log(n["fitted"] / n["value"])) if n["value"] > 0 and n["fitted"] > 0 else 0.0
+    if b is not None and miss > b:
+        out += f"; beyond the band (x{math.exp(b):.2f}): a run the fit does not explain"
+    elif b is None and miss > math.log(2):
+        out += "; a miss beyond x2 (no validated band here): a run the fit does not explain"
+    return out
+
+
+def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = ()) -> str:
+    """The human-readable answer: header naming the settings (``flags``: sglang flags the question
+    set, beside the variants), a table with bands (or "not validated" for a metric without a usable
+    band), the domain caveat, nearest points."""
     def band_word(kind):
         return band_words(p.band_of(kind))
 
     head = [f"kimi-k3 on {p.layout} — {p.engine} ({p.regime} regime: {p.harness.arrival} arrivals, "
-            f"{p.harness.lengths} lengths), settings: {', '.join(p.variants) or 'defaults'}",
+            f"{p.harness.lengths} lengths), settings: {', '.join([*p.variants, *flags]) or 'defaults'}",
             f"  workload: {p.input_len:,} in / {p.output_len:,} out, concurrency {p.concurrency:,}"
             + (f" running (asked {p.concurrency_asked:,}: the engine admits {p.admitted:,}, the rest queue and wait "
                "in the TTFT)" if p.concurrency < p.concurrency_asked else f" (the engine admits {p.admitted:,})")
@@ -202,8 +248,8 @@ def format_prediction(p: Prediction, accept_note: str = "") -> str:
         head.append(f"  the pools admit {p.admitted:,}: {p.admission_note}")
     for what, gaps in ((f"{'DSpark' if p.spec_on else 'decode'} speed", p.outside), ("TTFT", p.ttft_outside)):
         if gaps:  # the band is an error measured inside the domain: outside it, it says nothing
-            head.append(f"  {what}: OUTSIDE the validated domain: {'; '.join(gaps)}. Its band does not hold here: "
-                        "read it as the model's extrapolation.")
+            head.append(f"  {what}: OUTSIDE the validated domain: {'; '.join(gaps)}. No band holds here (the table "
+                        "prints none): read the value as the model's extrapolation.")
     head.append("")
     rows = [("output tok/s, deployment", "output_tok_s", 1.0, "{:,.0f}"),
             ("output tok/s per node", "output_tok_s", 1 / p.num_nodes, "{:,.0f}"),
@@ -216,16 +262,18 @@ def format_prediction(p: Prediction, accept_note: str = "") -> str:
             body.append(f"  {name:<26}{'—':>11}  {'no decode step':>21}")
             continue
         iv = p.interval(kind, sc)
-        band = "not validated" if iv is None else f"{fmt.format(iv[0])} – {fmt.format(iv[1])}"
+        outside = p.ttft_outside if kind == "ttft_ms" else p.outside
+        band = ("not validated" if iv is None else "outside its domain" if outside
+                else f"{fmt.format(iv[0])} – {fmt.format(iv[1])}")
         body.append(f"  {name:<26}{fmt.format(getattr(p, kind) * sc):>11}  {band:>21}")
     body += [] if p.decodes else [f"  TPOT and decode step: — ({p.NO_DECODE})"]
     near = ["", "  nearest public measurements (same family; the fit's value for each run as it ran, its harness, "
                 "block and build, and that over the measurement):"]
     for n in p.nearest:
         norm = n.get("normalisation") or "as published"
-        was = "" if norm == "as published" else f"; normalised from the published figure: {norm}"
+        was = "" if norm in ("as published", "deployment") else f"; normalised from the published figure: {norm}"
         near.append(f"    {n['id']}  {n['gpu'].upper()} {n['layout']}  {n['workload']}  {NEAREST_KINDS.get(n['kind'], n['kind'])} "
-                    f"{n['value']:,.1f}  (fit {n['fitted']:,.1f}, x{n['fitted'] / n['value']:.2f}{was})")
+                    f"{n['value']:,.1f}  (fit {n['fitted']:,.1f}, x{n['fitted'] / n['value']:.2f}{was}{_differs(n, p)})")
     pr = p.params
     tail = ["", f"  A model, not a measurement: weights stream at {pr.hbm_efficiency:.0%} of peak HBM bandwidth, "
                 f"GEMMs at {pr.flop_efficiency:.0%} of peak FLOP/s, decode attention reads KV at {pr.kv_efficiency:.0%}, "
@@ -256,7 +304,10 @@ def cli_main(argv: list[str] | None = None) -> int:
             raise ValueError(f"unknown variant(s) {unknown}{did_you_mean(unknown[0], VARIANTS)}; known: "
                              f"{', '.join(VARIANTS)}")
         spec, accept, accept_note = _spec(args, dep.gpu)
-        engine = Engine(args.engine, args.max_running_requests, args.max_batched_tokens, args.mem_fraction)
+        if args.mamba_full_memory_ratio is not None and args.engine != "sglang":
+            raise ValueError(f"--mamba-full-memory-ratio is sglang's; --engine {args.engine} sizes no state pool so")
+        engine = Engine(args.engine, args.max_running_requests, args.max_batched_tokens, args.mem_fraction,
+                        args.mamba_full_memory_ratio)
         if (args.lengths == "uniform") != (args.range_ratio is not None):
             raise ValueError("--range-ratio goes with --lengths uniform (and only with it)")
         harness = (None if args.arrival is None and args.lengths is None
@@ -281,9 +332,10 @@ def cli_main(argv: list[str] | None = None) -> int:
         beyond_latency_caps(p)
         traps = setting_traps(cfg, dep, args.input_len, args.output_len, variants, args.kv_dtype, slo=target,
                               concurrency=args.concurrency, prefill_attention=kernel)
-        pool = full_context_setting(cfg, dep, variants, args.kv_dtype, args.mem_fraction or 0.9, p.concurrency_asked,
-                                    dspark=spec.on)
-        traps += [pool] if pool else []
+        if args.mamba_full_memory_ratio is None:
+            pool = full_context_setting(cfg, dep, variants, args.kv_dtype, args.mem_fraction or 0.9, p.concurrency_asked,
+                                        dspark=spec.on)
+            traps += [pool] if pool else []
         backends = attention_backend.compare(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction,
                                              accept, engine, harness)
         ds = (dspark_answer.answer(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction, kernel, engine,
@@ -296,13 +348,18 @@ def cli_main(argv: list[str] | None = None) -> int:
                            "slo_concurrency": None if op is None or op.point is None else op.point.concurrency,
                            "slo_slow_edge_concurrency": None if op is None or op.slow is None else op.slow.concurrency,
                            "setting_traps": traps,
+                           "your_setting": None if args.mamba_full_memory_ratio is None else
+                           _your_ratio(cfg, dep, variants, args, spec.on, p),
                            "attention_backend": None if backends is None else {
                                "priced": args.attention_backend or "aiter", **backends.as_dict()},
                            **({} if ds is None else ds.as_dict())})
     else:
-        lines = format_prediction(p, accept_note).split("\n")  # the target and the traps under the workload line
+        flags = () if args.mamba_full_memory_ratio is None else (f"--mamba-full-memory-ratio {args.mamba_full_memory_ratio:g}",)
+        lines = format_prediction(p, accept_note, flags).split("\n")  # the target and the traps under the workload line
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
                          + [f"  a setting that changes the answer: {t}" for t in traps]
+                         + ([] if args.mamba_full_memory_ratio is None else  # the user's own setting: what it does
+                            [f"  your setting: {_your_ratio(cfg, dep, variants, args, spec.on, p)}"])
                          + ([] if backends is None else attention_backend.lines(backends, args.attention_backend or "aiter"))
                          + ([] if ds is None else dspark_answer.lines(p, ds)) + lines[2:])
     try:

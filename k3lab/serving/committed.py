@@ -259,6 +259,18 @@ def band_evidence(family: str, metric: str = "decode") -> dict:
             "too_fast": fast}
 
 
+def own_runs_reading(gpu: str) -> tuple[float | None, int]:
+    """(median of fit / published, runs): how the committed fit reads the GPU's own public decode
+    runs without speculative decoding (output tok/s; above 1 it reads them fast). In sample — the fit
+    saw these runs — so it is no validation (that is :func:`band_evidence`'s, whose refits did not see
+    a run's repository); it says whether the fit used here leans on that GPU. (None, 0) without runs."""
+    from .calibration import quantile
+
+    r = [o.fitted / o.value for o in fitted_observations()
+         if o.gpu == gpu and o.kind == "output_tok_s" and o.spec == "none" and o.value > 0]
+    return (quantile(r, 0.5) if r else None), len(r)
+
+
 def fitted_families() -> list[str]:
     """Families with a fit in the committed file (each metric validated or not: :func:`fitted`)."""
     return list(_fitted_doc().families)

@@ -102,6 +102,9 @@ class Engine:
     max_running_requests: int | None = None
     max_batched_tokens: int | None = None
     mem_fraction: float | None = None
+    #: sglang --mamba-full-memory-ratio (None: sglang's 0.9): the KDA state pool's share, which sets how
+    #: many requests run and whether a long one fits (:class:`k3lab.model.pool_settings.StatePoolSettings`)
+    mamba_full_memory_ratio: float | None = None
 
     def __post_init__(self):
         engine_facts(self.name)
@@ -168,6 +171,8 @@ class Admission:
     replicas: int
     variants: tuple
     engine: str = "sglang"
+    #: the --mamba-full-memory-ratio the pools were sized at (None: sglang's default)
+    mamba_full_memory_ratio: float | None = None
 
     def why(self, context_tokens: int) -> str:
         """What binds the admission, in words."""
@@ -178,8 +183,10 @@ class Admission:
         if self.engine != "sglang":
             return f"{self.engine}'s request limit binds: {per} (--max-num-seqs)"
         draft = ", DSpark's draft setting --max-running-requests 48" if "dspark" in self.variants else ""
+        ratio = ("default --mamba-full-memory-ratio" if self.mamba_full_memory_ratio is None
+                 else f"--mamba-full-memory-ratio {self.mamba_full_memory_ratio:g}")
         return (f"sglang's request slots bind: {per} (--max-running-requests, capped by the KDA state pool at its "
-                f"default --mamba-full-memory-ratio{draft}); a public run at higher concurrency set larger pools "
+                f"{ratio}{draft}); a public run at higher concurrency set larger pools "
                 "(--max-running-requests with --max-mamba-cache-size: `python -m k3lab fit --help-variants`)")
 
 
@@ -193,13 +200,15 @@ def admission(cfg, dep, context_tokens: int, spec_on: bool = False, variants=(),
 
     var = tuple(sorted(set(variants) | ({"dspark"} if spec_on else set())))
     mf = engine.memory_fraction() if mem_fraction is None else mem_fraction
-    p = memory.fit(cfg, dep, mf, kv_dtype, context_tokens=context_tokens, variants=var)
+    p = memory.fit(cfg, dep, mf, kv_dtype, context_tokens=context_tokens, variants=var,
+                   mamba_full_memory_ratio=engine.mamba_full_memory_ratio)
     if not p.weights_fit:
-        return Admission(0, 0, 0, dep.replicas, var, engine.name)
+        return Admission(0, 0, 0, dep.replicas, var, engine.name, engine.mamba_full_memory_ratio)
     kv = p.max_kv_tokens // context_tokens
     limit = engine.running_limit(spec_on)
     if engine.name == "sglang":
         slots = p.max_running_requests if limit is None else min(limit, p.max_running_requests)
     else:  # its own sequence limit; the KV pool k3lab sizes for sglang stands for its pool
         slots = limit
-    return Admission(dep.replicas * min(slots, kv), slots, kv, dep.replicas, var, engine.name)
+    return Admission(dep.replicas * min(slots, kv), slots, kv, dep.replicas, var, engine.name,
+                     engine.mamba_full_memory_ratio)
