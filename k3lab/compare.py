@@ -113,8 +113,10 @@ def _check_inputs(cfg, context_tokens, kv_dtype, mem_fraction, variants, input_l
     if not 0 < mem_fraction <= 1:
         raise ValueError(f"mem_fraction must be in (0, 1], got {mem_fraction!r}")
     setting_for("amd", variants)  # unknown names and contradictions fail here, once, not per layout
-    cfg.check_context(data.check_count("input_len", input_len) + data.check_count("output_len", output_len),
-                      f"a request of {input_len:,} + {output_len:,}")
+    total = data.check_count("input_len", input_len) + data.check_count("output_len", output_len)
+    if total > cfg.max_position_embeddings:  # the flags (profiles: input_len, output_len) named, with their sum
+        raise ValueError(f"--input-len {input_len:,} + --output-len {output_len:,} = {total:,} tokens per request "
+                         f"exceeds {cfg.name}'s maximum of {cfg.max_position_embeddings:,} (max_position_embeddings)")
     return ctx
 
 

@@ -131,6 +131,8 @@ def band_line(rows: dict) -> str:
             own.append(f"x{read:.2f} ({r['gpu'].upper()}, {runs})")
     # the band's misses are of refits that had not seen a run's repository; the fit used here saw them:
     # how it reads each GPU's own runs says whether there is a lean to correct (x1.00: none)
+    if not parts:  # no GPU quoted has a modelled row: no band to speak of
+        return ""
     return ("band (refits blind to a run's repository; 9 in 10 inside): " + ", ".join(parts)
             + ("; this fit reads each GPU's own runs at " + ", ".join(own) if own else ""))
 
@@ -166,7 +168,8 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
         notes += _wrap(legend[2:])
     cap = capped_note(rows, target)
     notes += _wrap(cap) if cap else []
-    notes += _wrap(band_line(rows))
+    band = band_line(rows)
+    notes += _wrap(band) if band else []
     for g, r in rows.items():
         if r is None:
             held = df[(df["gpu"] == g) & df["holds"].astype(bool)]
@@ -189,14 +192,14 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
             vs = tuple(v.strip() for v in r["setting"].split(",")) if r["setting"] != compare.DEFAULT_SETTING else ()
             traps += setting_traps(load_model(a["model"]), parse_layout(r["layout"].split(" [")[0]), a["input_len"],
                                    a["output_len"], vs, a["kv_dtype"], a["mem_fraction"], target)
-    # whole sentences, in the order they are dropped from the end when the screen is full (never cut mid-sentence)
-    groups = [head, table, *([x] for x in notes), *([_wrap(verdict)] if verdict else []),
-              *(_wrap(f"warning: {w}") for w in prices.price_warnings(overrides)),
-              *(_wrap(f"trap: {t}") for t in traps[:1])]
+    # what the user typed that looks wrong (a node's price as a GPU's) is never dropped and comes first;
+    # the rest whole sentences, dropped from the end when the screen is full (never cut mid-sentence)
+    kept = [head, table, *(_wrap(f"warning: {w}") for w in prices.price_warnings(overrides))]
+    groups = [*([x] for x in notes), *([_wrap(verdict)] if verdict else []), *(_wrap(f"trap: {t}") for t in traps[:1])]
     more = "more: python -m k3lab compare (every layout and price source, same flags); nothing here ran on a GPU"
-    while groups and sum(map(len, groups)) + 1 > MAX_LINES:
+    while groups and sum(map(len, kept + groups)) + 1 > MAX_LINES:
         groups.pop()
-    return [x for g in groups for x in g] + [more]
+    return [x for g in kept + groups for x in g] + [more]
 
 
 def _parser() -> OneLineParser:

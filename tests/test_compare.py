@@ -513,7 +513,7 @@ def _strict_json(text: str):
     (["--tok-s", "mi355x=1e-308", "--price-tier", "quoted_rates", "--json"], "must be 0.01 to"),
     # issue 35: a 10,000,000-token request priced at $513,513,585/M
     (["--input-len", "10000000", "--output-len", "1"],
-     "a request of 10,000,000 + 1 of 10,000,001 tokens exceeds kimi-k3's maximum of 1,048,576"),
+     "--input-len 10,000,000 + --output-len 1 = 10,000,001 tokens per request exceeds kimi-k3's maximum of 1,048,576"),
     (["--input-len", "1048576", "--output-len", "1", "--json"], "exceeds kimi-k3's maximum of 1,048,576"),
 ])
 def test_nothing_impossible_is_priced(capsys_module, argv, says):

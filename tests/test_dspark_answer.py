@@ -166,3 +166,24 @@ def test_a_validated_flag_means_a_validated_band_inside_its_domain(dep, work, sp
     # every "no" names why
     assert bool(d["outside_validated_domain"]) != d["speed_in_validated_domain"]
     assert bool(d["ttft_outside_validated_domain"]) != d["ttft_in_validated_domain"]
+
+
+def test_dspark_says_each_sides_concurrency_when_they_differ():
+    """Attack 3 (M13): at 200 clients on the MI355X, DSpark runs 45 at once (its draft's memory and 48-request
+    cap) and no DSpark 121; the line said 'at the same 121 requests'."""
+    p = predict(CFG, MI355X, Workload(1024, 400, 200), Spec("dspark", 2.63), variants=("aiter-k3-opt",))
+    a = dspark_answer.answer(CFG, MI355X, Workload(1024, 400, 200), Spec("dspark", 2.63), ("aiter-k3-opt",))
+    assert p.concurrency < a.plain.concurrency
+    v = dspark_answer.verdict(p, a)
+    assert "at the same" not in v
+    assert (f"of your 200 clients (DSpark runs {p.concurrency:,} at once, its draft's memory and request cap; no DSpark "
+            f"{a.plain.concurrency:,})") in v
+
+
+def test_dspark_on_a_one_token_output_is_refused():
+    """Attack 3 (S2): a 1-token output has no decode step; the DSpark answer priced TPOTs and a break-even."""
+    r = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len", "1024",
+                        "--output-len", "1", "--concurrency", "8", "--spec", "dspark"], capture_output=True, text=True,
+                       cwd=REPO_ROOT, timeout=300)
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert "--spec dspark with --output-len 1" in r.stderr and "drop --spec" in r.stderr

@@ -303,3 +303,24 @@ def test_the_state_pool_setting_is_sglangs_and_is_refused_elsewhere():
              "--mamba-full-memory-ratio", "0.5")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "--mamba-full-memory-ratio is sglang's; --engine vllm" in r.stderr
+
+
+def test_a_node_price_warning_is_never_dropped_for_a_full_screen():
+    """Attack 3 (S1): three node prices typed as GPU prices filled the screen, and the warnings were the
+    first thing dropped while the verdict on $/M 8x too high stayed. Warnings on what the user typed now
+    come right under the table and are never dropped; what gives way is the notes and the verdict."""
+    r = _run("quote", "--usd-per-gpu-hour", "mi355x=24", "--usd-per-gpu-hour", "b300=44", "--usd-per-gpu-hour",
+             "b200=34", "--max-tpot", "50")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) <= quote.MAX_LINES
+    warned = [x for x in lines if x.startswith("warning: your ")]
+    assert sorted(x.split()[2] for x in warned) == ["B200", "B300", "MI355X"]
+    table_end = max(i for i, x in enumerate(lines) if x.startswith(("MI355X ", "B300 ", "B200 ")))
+    assert lines.index(warned[0]) == table_end + 1
+
+
+def test_a_quote_with_no_modelled_gpu_prints_no_empty_band_line():
+    """Attack 3 (M11): `quote --usd-per-gpu-hour h100=3` printed a band header with nothing after it."""
+    r = _run("quote", "--usd-per-gpu-hour", "h100=3")
+    assert r.returncode == 0 and "band (" not in r.stdout and "H100: holds it, not priced" in r.stdout

@@ -144,6 +144,9 @@ def _spec(args, gpu: str) -> tuple[Spec, tuple | None, str]:
         if args.accept_len is not None or args.block_size is not None:
             raise ValueError("--accept-len and --block-size need --spec dspark")
         return Spec(), None, ""
+    if args.output_len == 1:  # the first token comes from the prefill: no decode step for a draft to speed up
+        raise ValueError("--spec dspark with --output-len 1: one output token comes from the prefill alone, with no "
+                         "decode step for a draft to speed up; DSpark cannot change it (drop --spec)")
     block = args.block_size
     top = None if block is None else block + 1  # a verify step emits the accepted drafts and one bonus token
     if args.accept_len is not None:

@@ -91,7 +91,10 @@ def verdict(p: Prediction, a: DSparkAnswer) -> str:
     pl = a.plain
     ratio = p.output_tok_s / pl.output_tok_s
     word = "no difference (the break-even, not a bug)" if abs(ratio - 1) < EQUAL else ("yes" if ratio > 1 else "no")
-    s = (f"does DSpark help here? {word}: x{ratio:.2f} against no DSpark at the same {pl.concurrency:,} requests "
+    same = (f"at the same {pl.concurrency:,} requests" if p.concurrency == pl.concurrency else
+            f"of your {p.concurrency_asked:,} clients (DSpark runs {p.concurrency:,} at once, its draft's memory and "
+            f"request cap; no DSpark {pl.concurrency:,})")
+    s = (f"does DSpark help here? {word}: x{ratio:.2f} against no DSpark {same} "
          f"({p.output_tok_s:,.0f} vs {pl.output_tok_s:,.0f} tok/s, TPOT {p.tpot_ms:,.1f} vs {pl.tpot_ms:,.1f} ms) at "
          f"{p.accept_len:g} tokens per step")
     if a.breakeven is None:
