@@ -309,8 +309,8 @@ def sensitivity(u: dict) -> str:
     worst = u["first_usd_per_gpu_hour"] / be["low"]
     yours = u["second_usd_per_gpu_hour"]
     if need <= allow:
-        return (out + f"; the bands together allow x{allow:.2f}{parts}, so it may: measure both first. Even then the "
-                f"{a} wins while the {b} costs over ${worst:,.2f}/GPU-h.")
+        return (out + f"; the bands together allow x{allow:.2f}{parts}: measure both. At the bands' worst for the "
+                f"{a}, it wins only while the {b} costs over ${worst:,.2f}/GPU-h.")
     return (out + f" (x{need:.2f}), more than the x{allow:.2f} the bands together allow{parts}: at your "
             f"${yours:,.2f} the answer holds (the {a} wins even then while the {b} costs over ${worst:,.2f}/GPU-h).")
 

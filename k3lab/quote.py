@@ -137,6 +137,22 @@ def band_line(rows: dict) -> str:
             + ("; this fit reads each GPU's own runs at " + ", ".join(own) if own else ""))
 
 
+def _spare(a: dict, r) -> str:
+    """' (at most: 960 tokens to spare …)': how little room the named state-pool setting leaves for the
+    full-context request (:attr:`k3lab.memory.Plan.best_option`, the largest ratio that holds it, at no
+    start-up overhead, k3lab's upper bound on the pools), so that a renter sizes it for their runtime."""
+    from . import memory
+
+    lay = parse_layout(r["layout"].split(" [")[0])
+    vs = tuple(v.strip() for v in r["setting"].split(",")) if r["setting"] != compare.DEFAULT_SETTING else ()
+    p = memory.plan(load_model(a["model"]), lay.gpu, lay.num_gpus, lay.tp, a["mem_fraction"], a["kv_dtype"],
+                    pp=lay.pp, context_tokens=a["context_tokens"], variants=vs)
+    if p.best_option is None:
+        return ""
+    spare = p.best_option.max_total_num_tokens - a["context_tokens"] * max(1, p.best_option.full_context_requests)
+    return f" ({spare:,} tokens to spare at 0 GiB start-up overhead: fit --init-overhead-gib N)"
+
+
 def _wrap(text: str) -> list[str]:
     return textwrap.wrap(text, width=WIDTH, subsequent_indent="  ", break_on_hyphens=False)
 
@@ -158,16 +174,20 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     table = compare_view.fmt_table(["GPU", "cheapest layout that holds it", "c", "TPOT", "TTFT", "tok/s/GPU",
                                     cost_head], body, right={2, 3, 4, 5}) if body else []
     notes = []
-    needs = [f"{r['gpu'].upper()} {r['fits_with']}" for r in rows.values() if r is not None and r["fits_with"] != "defaults"]
+    needs = [f"{r['gpu'].upper()} {r['fits_with']}{_spare(a, r)}" for r in rows.values()
+             if r is not None and r["fits_with"] != "defaults"]
     opt = [f"{r['gpu'].upper()} SGLANG_AITER_K3_OPT=1" for r in rows.values()
            if r is not None and compare.ARTICLE_AMD_SETTING[0] in r["setting"]]
-    legend = ". † TTFT not validated" if any(r is not None and not r["model_ttft_validated"] for r in rows.values()) else ""
+    cap = capped_note(rows, target)
+    legend = ((". † TTFT not validated" if any(r is not None and not r["model_ttft_validated"] for r in rows.values())
+               else "") + ("; ‡ all its pools admit" if cap else ""))
+    legend = ". " + legend.lstrip(".; ") if legend else ""
     if needs or opt:
         notes += _wrap("settings it needs: " + "; ".join(opt + needs) + legend)
     elif legend:
         notes += _wrap(legend[2:])
-    cap = capped_note(rows, target)
-    notes += _wrap(cap) if cap else []
+    # the ‡ row's whole sentence is the first thing to go when the screen is full (its legend above stays)
+    capped = [_wrap(cap)] if cap else []
     band = band_line(rows)
     notes += _wrap(band) if band else []
     for g, r in rows.items():
@@ -195,10 +215,13 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     # what the user typed that looks wrong (a node's price as a GPU's) is never dropped and comes first;
     # the rest whole sentences, dropped from the end when the screen is full (never cut mid-sentence)
     kept = [head, table, *(_wrap(f"warning: {w}") for w in prices.price_warnings(overrides))]
-    groups = [*([x] for x in notes), *([_wrap(verdict)] if verdict else []), *(_wrap(f"trap: {t}") for t in traps[:1])]
+    groups = [*([x] for x in notes), *capped, *([_wrap(verdict)] if verdict else []),
+              *(_wrap(f"trap: {t}") for t in traps[:1])]
+    drop = [*capped, *reversed(groups)]   # the ‡ sentence first, then from the end
     more = "more: python -m k3lab compare (every layout and price source, same flags); nothing here ran on a GPU"
     while groups and sum(map(len, kept + groups)) + 1 > MAX_LINES:
-        groups.pop()
+        g = next(x for x in drop if any(x is y for y in groups))
+        groups = [y for y in groups if y is not g]
     return [x for g in kept + groups for x in g] + [more]
 
 

@@ -155,7 +155,8 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     # costs more than $3.00 / 0.5 = $6.00
     assert compare_view.sensitivity(u) == (
         "It flips if the model's MI355X/B300 speed ratio is 50% too high; the bands together allow x1.50 (MI355X x1.20 "
-        "× B300 x1.25), so it may: measure both first. Even then the MI355X wins while the B300 costs over $6.00/GPU-h.")
+        "× B300 x1.25): measure both. At the bands' worst for the MI355X, it wins only while the B300 costs over "
+        "$6.00/GPU-h.")
     # a price ratio of 0.25: it flips only at 0.75 / 0.25 = x3.00 (200%), beyond the bands' x1.50: the answer holds
     far = compare_view.sensitivity(dict(u, price_ratio=0.25, second_usd_per_gpu_hour=12.0))
     assert far.startswith("It flips if the model's MI355X/B300 speed ratio is 200% too high (x3.00), more than the "
@@ -246,7 +247,7 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     be = per[MI] / per[B300]
     a, b = _decode_band("amd-cdna4"), _decode_band("nvidia-blackwell")
     assert f"the MI355X/B300 speed ratio is {be / (3.0 / 5.5) - 1:.0%} too high".replace("the ", "", 1) in flat
-    assert f"the bands together allow x{a * b:.2f} (MI355X x{a:.2f} × B300 x{b:.2f}), so it may" in flat
+    assert f"the bands together allow x{a * b:.2f} (MI355X x{a:.2f} × B300 x{b:.2f}): measure both" in flat
     assert f"costs over ${3.0 * a * b / be:,.2f}/GPU-h" in flat
 
 
@@ -264,8 +265,12 @@ def test_a_concurrency_that_admission_caps_says_so():
     assert int(r["model_concurrency"]) == admits and r["model_tpot_ms"] < 50 and r["model_capped_by"] == "setting"
     text = "\n".join(quote.quote_lines(d))
     assert f"  {admits}‡  " in text
-    assert (f"‡ B300 c{admits} is all its pools admit with {plan.best_option.flags}; TPOT {r['model_tpot_ms']:,.0f} ms "
-            "is already under your TPOT ≤ 50 ms") in text
+    # the mark's legend always; its whole sentence is the first to give way on a full screen (here the trap needs
+    # the room), and it says its sentence wherever there is room (compare's footnote says the same)
+    assert "‡ all its pools admit" in " ".join(x.strip() for x in text.splitlines())
+    assert quote.capped_note(quote.best_rows(d.comparison, ["mi355x", "b300"]), d.slo) == (
+        f"‡ B300 c{admits} is all its pools admit with {plan.best_option.flags}; TPOT {r['model_tpot_ms']:,.0f} ms "
+        "is already under your TPOT ≤ 50 ms")
     # the MI355X's concurrency is the latency target's: no mark
     assert not d.comparison.set_index("layout").loc[MI, "model_capped_by"]
 
@@ -324,3 +329,20 @@ def test_a_quote_with_no_modelled_gpu_prints_no_empty_band_line():
     """Attack 3 (M11): `quote --usd-per-gpu-hour h100=3` printed a band header with nothing after it."""
     r = _run("quote", "--usd-per-gpu-hour", "h100=3")
     assert r.returncode == 0 and "band (" not in r.stdout and "H100: holds it, not priced" in r.stdout
+
+
+def test_the_named_state_pool_setting_says_how_little_room_it_leaves():
+    """Newcomer 5 (Q2): quote names --mamba-full-memory-ratio 0.795 for the B300, the largest ratio that holds
+    a 1,048,576-token request at no start-up overhead; it leaves 960 tokens, so a runtime that holds any memory
+    before the weights load does not fit it. The quote says the room it leaves (the pool at 0.795, sized here
+    with memory.fit, less the request) and how to size it for a real runtime."""
+    from k3lab import memory
+
+    cfg, dep = specs.load_model("kimi-k3"), specs.parse_layout(B300)
+    room = memory.fit(cfg, dep, 0.9, "bf16", mamba_full_memory_ratio=0.795).max_kv_tokens - 1_048_576
+    assert 0 <= room < 10_000
+    flat = " ".join(x.strip() for x in _run("quote", *QUOTE_ARGS).stdout.splitlines())
+    assert (f"B300 --mamba-full-memory-ratio 0.795 ({room:,} tokens to spare at 0 GiB start-up overhead: fit "
+            "--init-overhead-gib N)") in flat
+    # with a GiB held before the weights load, 0.795 no longer holds it
+    assert not memory.fit(cfg, dep, 0.9, "bf16", mamba_full_memory_ratio=0.795, init_overhead_bytes=2**30).fits
