@@ -27,7 +27,7 @@ from . import bottom_line, claims, io
 from .bottom_line import FINDING_TITLES
 from .cli_parser import OneLineParser
 from .decision import QUESTION_FILE, decide, read_question
-from .manifest import MANIFEST, read_manifest, verify
+from .manifest import MANIFEST, PipelineError, read_manifest, verify
 from .nbparams import RUN_ENV
 from .paths import results_root
 from .report_cells import inline_markdown
@@ -305,6 +305,8 @@ def rebuild(root: Path, what_if: bool | None = None) -> Path:
             profile = man.get("profile")
             what_if = isinstance(profile, str) and bool(profile) and \
                 root.resolve() == (results_root() / "runs" / profile).resolve()
+        if (root / "report.html").is_symlink():  # the rename would drop a link k3lab never made
+            raise PipelineError(f"{root / 'report.html'} is a symlink, which k3lab never replaces; move it away")
         staging = new_staging(root, new_run_id())
         try:
             page = build(root, what_if=what_if, out=staging / "report.html")

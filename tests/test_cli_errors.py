@@ -375,3 +375,13 @@ def test_a_closed_stdout_is_quiet_and_keeps_the_exit_status(args, status):
     p = k3lab_into_a_closed_pipe(*args)
     assert p.stderr == "", p.stderr
     assert p.returncode == status == k3lab(*args).returncode
+
+
+def test_reproduce_with_a_kernel_that_is_not_installed_says_so_before_running(tmp_path):
+    """M1: `--kernel nosuchkernel` was reported as "01_memory_fit.ipynb failed at cell [None]:
+    NoSuchKernel" after the run started. Now one line naming --kernel and the kernels found, and
+    nothing written."""
+    p = reproduce(tmp_path, "--profile", "study", "--kernel", "nosuchkernel")
+    line = one_line_error(p, "reproduce")
+    assert "--kernel 'nosuchkernel'" in line and "kernels found:" in line and "k3lab" in line, line
+    assert "failed at cell" not in line and not results_root().exists()
