@@ -5,7 +5,8 @@ function takes ``argv`` (the arguments after the command) and returns an exit co
 Modules are imported only when their command runs, so ``python -m k3lab --help`` is fast.
 A user's mistake (a bad argument, a broken data file, a path that cannot be written) ends
 in one line on stderr and exit status 2; Ctrl-C in one line and 130 (``K3LAB_DEBUG=1``
-shows the traceback instead).
+shows the traceback instead). A reader that stops reading (``| head -1``) is no mistake: the
+command goes on quietly and exits with the status it documents (:class:`QuietStdout`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,38 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class QuietStdout:
+    """``sys.stdout`` for one command: when the reader of the pipe went away (``| head``), its
+    writes and flushes go to ``/dev/null`` from then on (Python's documented BrokenPipeError
+    recipe, "Note on SIGPIPE" in the ``signal`` module's docs) instead of raising, so the
+    command finishes and returns the exit status it documents (``fit --check``: 0 or 1), with
+    nothing on stderr; the interpreter's last flush then succeeds too. Everything else is the
+    wrapped stream's."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _gone(self) -> None:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+            self._stream.flush()  # what was buffered goes to /dev/null now
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def _usage() -> str:
     lines = ["usage: python -m k3lab <command> [args...]", "", "commands:"]
     lines += [f"  {name:<10} {help_}" for name, (help_, _) in COMMANDS.items()]
@@ -46,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"k3lab: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     mod_name, func_name = COMMANDS[name][1].split(":")
+    stdout = sys.stdout
+    if name != "serve":  # serve hands this process to sglang's server, its stdout as it is
+        sys.stdout = QuietStdout(stdout)
     try:
         func = getattr(importlib.import_module(mod_name), func_name)
         return int(func(rest) or 0)
@@ -57,3 +93,6 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"k3lab {name}: error: {e}", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout.flush()  # what is still buffered, through QuietStdout
+        sys.stdout = stdout

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import textwrap
 
@@ -448,9 +447,5 @@ def cli_main(argv: list[str] | None = None) -> int:
         text = df.to_csv(index=False, float_format="%.6g", lineterminator="\n")
     else:
         text = format_table(df) + "\n"
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:  # `| head`: the reader has what it wanted (Python's documented recipe)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.stdout.write(text)  # a closed pipe (`| head`) is k3lab.cli.QuietStdout's
     return 0

@@ -26,12 +26,14 @@ def _file_mode() -> int:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike, tmp_dir: str | os.PathLike | None = None) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike, tmp_dir: str | os.PathLike | None = None,
+                mode: int | None = None) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` (or in ``tmp_dir``, a folder on the same file
     system); rename it onto ``path`` on success.
 
     On any exception the temporary file is removed and ``path`` is left as it was. The
-    file gets the usual permissions (0644 under umask 022), not mkstemp's 0600. A write into
+    file gets the usual permissions (0644 under umask 022), not mkstemp's 0600, or ``mode`` (a
+    user's file rewritten in place keeps its own, :func:`k3lab.report.main`). A write into
     a results folder that a run does not stage (its journal, a failed notebook, a rebuilt
     report) passes the run's staging folder as ``tmp_dir``: a kill mid-write then leaves its
     temporary inside a folder k3lab marked as its own, never a dot-file beside a user's files
@@ -44,7 +46,7 @@ def atomic_path(path: str | os.PathLike, tmp_dir: str | os.PathLike | None = Non
     tmp_path = Path(tmp)
     try:
         yield tmp_path
-        os.chmod(tmp_path, _file_mode())  # mkstemp creates 0600; results are for others to read
+        os.chmod(tmp_path, _file_mode() if mode is None else mode)  # mkstemp creates 0600; results are for others to read
         os.replace(tmp_path, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -52,9 +54,10 @@ def atomic_path(path: str | os.PathLike, tmp_dir: str | os.PathLike | None = Non
         raise
 
 
-def write_text(path: str | os.PathLike, text: str, tmp_dir: str | os.PathLike | None = None) -> Path:
+def write_text(path: str | os.PathLike, text: str, tmp_dir: str | os.PathLike | None = None,
+               mode: int | None = None) -> Path:
     """Write ``text`` (UTF-8, ``\\n`` newlines) atomically (:func:`atomic_path`); returns the path."""
-    with atomic_path(path, tmp_dir) as tmp:
+    with atomic_path(path, tmp_dir, mode) as tmp:
         tmp.write_text(text, encoding="utf-8", newline="\n")
     return Path(path)
 

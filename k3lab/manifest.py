@@ -60,17 +60,31 @@ def verify(target: Path | None = None) -> list[str]:
     target = Path(target or results_root())
     man = read_manifest(target)
     listed = man.get("files", {})
+    edited = set(changed(target, man))
     out = []
-    for rel, digest in sorted(listed.items()):
-        p = target / rel
+    for rel in sorted(listed):
         if rel in REBUILDABLE:
             continue
-        if not p.is_file():
+        if not (target / rel).is_file():
             out.append(f"{rel}: missing (listed by run {man.get('run_id')})")
-        elif sha256(p) != digest:
+        elif rel in edited:
             out.append(f"{rel}: changed since run {man.get('run_id')} wrote it")
     out += [f"{rel}: not written by run {man.get('run_id')}" for rel in unlisted(target, listed)]
     return out
+
+
+def changed(target: Path, man: dict | None = None) -> list[str]:
+    """Files of ``target`` its manifest lists that are there but no longer what the run wrote
+    (sha256 differs; :data:`REBUILDABLE` aside): a hand edit, or a notebook run by hand since.
+    Empty without a manifest."""
+    target = Path(target)
+    if man is None:
+        if not (target / MANIFEST).exists():
+            return []
+        man = read_manifest(target)
+    listed = man.get("files", {})
+    return [rel for rel, digest in sorted(listed.items()) if rel not in REBUILDABLE
+            and (target / rel).is_file() and sha256(target / rel) != digest]
 
 
 def listed_files(target: Path) -> list[str]:
@@ -87,15 +101,29 @@ def listed_files(target: Path) -> list[str]:
 
 
 def unlisted(target: Path, listed=None) -> list[str]:
-    """Files in the run-owned entries of ``target`` (:func:`_managed`) that its manifest does
-    not list (all of them without a manifest), except the manifest itself and
-    :data:`REBUILDABLE`: what k3lab did not write, or cannot show it did."""
+    """Files and empty folders (``name/``) in the run-owned entries of ``target``
+    (:func:`_managed`) that its manifest does not list (all of them without a manifest), except
+    the manifest itself and :data:`REBUILDABLE` (unless a symlink or not a plain file stands in
+    their place): what k3lab did not write, or cannot show it did. A run never leaves an empty
+    folder (:func:`k3lab.pipeline.prune_empty_folders`), so one is a user's."""
     target = Path(target)
     listed = set(listed_files(target) if listed is None else listed)
     out = []
     for entry in _managed(target):
-        files = [entry] if not entry.is_dir() or entry.is_symlink() else sorted(
-            q for q in entry.rglob("*") if not q.is_dir() or q.is_symlink())
-        out += [rel for q in files if (rel := str(q.relative_to(target))) not in listed
-                and rel not in (MANIFEST, *REBUILDABLE)]
+        for q in _leaves(entry):
+            rel = str(q.relative_to(target)) + ("/" if q.is_dir() and not q.is_symlink() else "")
+            if rel not in listed and (rel not in (MANIFEST, *REBUILDABLE) or q.is_symlink() or not q.is_file()):
+                out.append(rel)
     return out
+
+
+def _empty_folder(p: Path) -> bool:
+    return p.is_dir() and not p.is_symlink() and not any(p.iterdir())
+
+
+def _leaves(entry: Path) -> list[Path]:
+    """``entry`` itself (a file, a link, an empty folder), or what lies under it that is not a
+    folder with something in it."""
+    if not entry.is_dir() or entry.is_symlink() or _empty_folder(entry):
+        return [entry]
+    return sorted(q for q in entry.rglob("*") if not q.is_dir() or q.is_symlink() or _empty_folder(q))

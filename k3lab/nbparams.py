@@ -216,7 +216,8 @@ def check(namespace: dict, notebook_id: str | None = None) -> Params:
     The declared defaults come from the kernel's input history (JupyterLab, papermill: the
     parameters cell and papermill's injected cell are there). A runner that executes cells
     without storing history (nbval) leaves none: then the defaults are read from
-    ``notebooks/<notebook_id>.ipynb`` itself and nothing counts as injected."""
+    ``notebooks/<notebook_id>.ipynb`` itself and nothing counts as injected. GPU and model names
+    are lower-cased in ``namespace`` too (:func:`k3lab.param_values.normalised`), as the check read them."""
     history = namespace.get("In")
     if not isinstance(history, list):
         raise ParameterError("k3lab.nbparams.check must run inside a notebook kernel (no input history)")
@@ -228,7 +229,13 @@ def check(namespace: dict, notebook_id: str | None = None) -> Params:
         raise ParameterError(f"parameter 'mode' must be 'offline' or 'live', got {params.get('mode')!r}")
     if not pipeline_run():  # before the notebook writes anything (05 writes the ledger at the root)
         claim_by_hand(paths.results_root())
-    return Params({k: namespace.get(k, v) for k, v in params.items()}, defaults)
+    from .param_values import normalised
+
+    values = normalised({k: namespace.get(k, v) for k, v in params.items()})
+    for k, v in values.items():  # the names the check accepted, as the code takes them (MI355X → mi355x)
+        if k in namespace and namespace[k] != v:
+            namespace[k] = v
+    return Params(values, defaults)
 
 
 def pipeline_run() -> str | None:

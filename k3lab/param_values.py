@@ -90,13 +90,39 @@ CHECKS = {
 }
 
 
+def normalised(params: dict) -> dict:
+    """``params`` with GPU and model names as the code takes them (lower case), as the CLI reads
+    ``--usd-per-gpu-hour MI355X=3``: ``gpus``, the keys of ``usd_per_gpu_hour``, ``model``. The
+    pipeline checks these values and the notebook runs on them (:func:`k3lab.nbparams.check`), so a
+    name the check accepts is one the notebook can use."""
+    out = dict(params)
+    if isinstance(out.get("gpus"), (list, tuple)):
+        out["gpus"] = [g.lower() if isinstance(g, str) else g for g in out["gpus"]]
+    if isinstance(out.get("usd_per_gpu_hour"), dict):
+        out["usd_per_gpu_hour"] = {k.lower() if isinstance(k, str) else k: v for k, v in out["usd_per_gpu_hour"].items()}
+    if isinstance(out.get("model"), str):
+        out["model"] = out["model"].lower()
+    return out
+
+
 def check(params: dict) -> None:
-    """ValueError (one line naming the parameter) for a value the study cannot use."""
+    """ValueError (one line naming the parameter) for a value the study cannot use: each by
+    :data:`CHECKS` (on :func:`normalised` names), then against the model's context
+    (``max_position_embeddings``): ``context_tokens``, and a request of ``input_len`` +
+    ``output_len`` tokens, as the notebook's pricing and ``compare`` refuse them."""
+    params = normalised(params)
     for name, value in params.items():
         if name in CHECKS:
             CHECKS[name](name, value)
-    ctx, model = params.get("context_tokens"), params.get("model")
-    if ctx and model is not None:  # 0: the model's maximum
-        from .specs import load_model
+    model = params.get("model")
+    if model is None:
+        return
+    from .specs import load_model
 
+    ctx = params.get("context_tokens")
+    if ctx:  # 0: the model's maximum
         load_model(model).check_context(ctx, "parameter 'context_tokens'")
+    lens = params.get("input_len"), params.get("output_len")
+    if all(isinstance(n, int) for n in lens):
+        load_model(model).check_context(lens[0] + lens[1], f"parameters 'input_len' + 'output_len' ({lens[0]:,} + "
+                                                           f"{lens[1]:,}): a request")

@@ -16,7 +16,9 @@ commit). A second run while one is active fails at once (``.lock``, held with fl
 
 k3lab writes only into a results folder it made (a marker file; the repository's own
 ``results/``), never into the repository root or a folder holding git-tracked files, and
-never deletes what no manifest of k3lab lists: a file it did not write stops the run.
+never deletes what no manifest of k3lab lists: a file (or empty folder) it did not write stops
+the run, and so does a file it wrote that was changed since (``--replace-edited`` replaces it).
+A failed notebook is kept in ``failed/``, never through a symlink in its place.
 
 The study's profiles (``what_if: false``) write ``results/``. A what-if profile runs only
 the notebooks it names and writes ``results/runs/<profile>/``, never over the study's
@@ -49,7 +51,8 @@ from pathlib import Path
 from . import data, io, nbparams, transaction
 from .aiter_release import installed_release
 from .cli_parser import OneLineParser
-from .manifest import FAILED, MANIFEST, REBUILDABLE, PipelineError, read_manifest, sha256, unlisted, verify  # noqa: F401
+from .manifest import (FAILED, MANIFEST, REBUILDABLE, PipelineError, changed, read_manifest, sha256,  # noqa: F401
+                       unlisted, verify)
 from .paths import NOTEBOOKS_DIR, PARAMS_DIR, REPO_ROOT, results_root
 from .specs import known_models, load_model
 from .transaction import LOCK, commit, recover, run_lock  # noqa: F401  (the transaction's steps, as before)
@@ -251,6 +254,17 @@ def _error_line(e) -> str:
     return f"cell [{cell}]: {ename}: {evalue[-1] if evalue else ''}"
 
 
+def check_kernel(kernel_name: str) -> None:
+    """PipelineError (one line) when no Jupyter kernel of that name is installed: said before
+    anything runs, with the kernels there are, not as a notebook's failure after it started."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    found = sorted(KernelSpecManager().find_kernel_specs())
+    if kernel_name not in found:
+        raise PipelineError(f"--kernel {kernel_name!r}: no Jupyter kernel of that name is installed; kernels found: "
+                            f"{', '.join(found) or 'none'} (`make setup` installs {KERNEL_NAME!r})")
+
+
 def run_job(job: Job, out_dir: Path, kernel_name: str = KERNEL_NAME) -> Path:
     """Execute one notebook with papermill into ``out_dir/<id>/<id>.ipynb``."""
     import papermill as pm
@@ -266,13 +280,42 @@ def run_job(job: Job, out_dir: Path, kernel_name: str = KERNEL_NAME) -> Path:
     return out
 
 
+def prune_empty_folders(staging: Path) -> None:
+    """Remove the empty folders of a staged run (deepest first): a committed run holds none, so an
+    empty folder in a results folder is a user's (:func:`k3lab.manifest.unlisted`)."""
+    for d in sorted((p for p in staging.rglob("*") if p.is_dir() and not p.is_symlink()),
+                    key=lambda p: len(p.parts), reverse=True):
+        if not any(d.iterdir()):
+            d.rmdir()
+
+
+def refuse_what_is_not_the_runs(target: Path, replace_edited: bool = False) -> None:
+    """PipelineError (one line) when ``target`` holds what its last run did not write (a file or
+    empty folder no manifest lists), or, unless ``replace_edited``, a file that run wrote and
+    someone changed since (a hand edit, a notebook run by hand): a run replaces only what is
+    exactly its predecessor's, so nothing a user put there is discarded silently."""
+    stray = unlisted(target)
+    if stray:
+        raise transaction.unlisted_error(target, stray)
+    edited = [] if replace_edited else changed(target)
+    if edited:
+        more = f" (and {len(edited) - 1} more)" if len(edited) > 1 else ""
+        raise PipelineError(f"{_shown(target)}/{edited[0]}{more} changed since the run that wrote it: a run would "
+                            f"replace your edits; move the file or the folder away to keep them, or run "
+                            f"`python -m k3lab reproduce --replace-edited` to replace them")
+
+
 def run(profile: str = "offline", kernel_name: str = KERNEL_NAME, report: bool = True,
-        params_dir: Path = PARAMS_DIR, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[tuple[str, float]]:
-    """Run a profile as one transaction; returns (notebook id, seconds) per notebook."""
+        params_dir: Path = PARAMS_DIR, notebooks_dir: Path = NOTEBOOKS_DIR,
+        replace_edited: bool = False) -> list[tuple[str, float]]:
+    """Run a profile as one transaction; returns (notebook id, seconds) per notebook.
+    ``replace_edited``: replace files of the previous run that were changed since it wrote them
+    (:func:`refuse_what_is_not_the_runs`)."""
     jobs = plan(profile, params_dir, notebooks_dir)
     prof = load_profile(profile, params_dir)
     what_if, profile = prof["what_if"], prof["name"]
     target = target_dir(profile, what_if, prof["from_path"])
+    check_kernel(kernel_name)
     data.check_all()  # every input of data/, before anything runs or is written
     for model in known_models():  # each model config against the figures it is published with
         load_model(model)
@@ -287,9 +330,7 @@ def run(profile: str = "offline", kernel_name: str = KERNEL_NAME, report: bool =
             e.k3lab_pending = (f"it was cleaning up an earlier run's leftovers under {_shown(results_root())}, "
                                f"which the next run of any profile finishes")
             raise
-        stray = unlisted(target)
-        if stray:
-            raise transaction.unlisted_error(target, stray)
+        refuse_what_is_not_the_runs(target, replace_edited)
         started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         run_id = transaction.new_run_id()
         env_before = {k: os.environ.get(k) for k in ("K3LAB_RESULTS", nbparams.RUN_ENV)}
@@ -313,10 +354,9 @@ def run(profile: str = "offline", kernel_name: str = KERNEL_NAME, report: bool =
                 from . import report as report_mod  # report imports compare/prices/notebook HTML: only when asked
 
                 report_mod.build(staging, what_if=what_if)
+            prune_empty_folders(staging)
             io.write_json(staging / MANIFEST, manifest(staging, run_id, profile, jobs, started, what_if))
-            stray = unlisted(target)  # written by hand while the notebooks ran: not ours to replace
-            if stray:
-                raise transaction.unlisted_error(target, stray)
+            refuse_what_is_not_the_runs(target, replace_edited)  # written by hand while the notebooks ran
             commit(staging, target, run_id)
         except BaseException:
             _undo(target)
@@ -360,6 +400,11 @@ def _keep_failed(staging: Path, target: Path, job: Job) -> str:
         json.loads(text)
     except (OSError, ValueError):
         return "(none: papermill's copy is incomplete, was the disk full?)"
+    for p, kind in ((dst.parent, "folder"), (dst, "file")):  # a link there would send k3lab's copy over a user's file
+        plain = p.is_dir() if kind == "folder" else p.is_file()
+        if p.is_symlink() or (p.exists() and not plain):
+            what = "a symlink" if p.is_symlink() else f"not a plain {kind}"
+            return f"(none: {_shown(p)} is {what}, which k3lab never writes through; move it away)"
     try:
         io.write_text(dst, text, tmp_dir=staging)  # a kill mid-write leaves its temporary in k3lab's staging folder
     except OSError as e:
@@ -374,9 +419,12 @@ def main(argv: list[str] | None = None) -> int:
                          "(its results go to results/runs/<its name>/)")
     ap.add_argument("--kernel", default=KERNEL_NAME)
     ap.add_argument("--no-report", action="store_true")
+    ap.add_argument("--replace-edited", action="store_true",
+                    help="replace files of the previous run that were changed since it wrote them (a notebook run "
+                         "by hand); without it such a file stops the run")
     a = ap.parse_args(argv)
     try:
-        run(a.profile, a.kernel, report=not a.no_report)
+        run(a.profile, a.kernel, report=not a.no_report, replace_edited=a.replace_edited)
     except (PipelineError, data.DataError) as e:
         print(f"k3lab reproduce: error: {e}", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ import html
 import json
 import os
 import shutil
+import stat
 import sys
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from . import bottom_line, claims, io
 from .bottom_line import FINDING_TITLES
 from .cli_parser import OneLineParser
 from .decision import QUESTION_FILE, decide, read_question
-from .manifest import MANIFEST, read_manifest, verify
+from .manifest import MANIFEST, PipelineError, read_manifest, verify
 from .nbparams import RUN_ENV
 from .paths import results_root
 from .report_cells import inline_markdown
@@ -176,7 +177,7 @@ def readme_is_current(readme: Path, claims_csv: Path) -> bool:
     """Every generated block of ``readme`` (a README or docs page) is what the ledger gives now."""
     import pandas as pd
 
-    df = pd.read_csv(claims_csv, dtype=str, keep_default_na=False)
+    df = read_ledger(claims_csv)  # a CSV that is not a ledger: one line naming its columns, as without --check
     text = readme.read_text(encoding="utf-8")
     return render_blocks(text, df) == text
 
@@ -304,6 +305,8 @@ def rebuild(root: Path, what_if: bool | None = None) -> Path:
             profile = man.get("profile")
             what_if = isinstance(profile, str) and bool(profile) and \
                 root.resolve() == (results_root() / "runs" / profile).resolve()
+        if (root / "report.html").is_symlink():  # the rename would drop a link k3lab never made
+            raise PipelineError(f"{root / 'report.html'} is a symlink, which k3lab never replaces; move it away")
         staging = new_staging(root, new_run_id())
         try:
             page = build(root, what_if=what_if, out=staging / "report.html")
@@ -342,9 +345,27 @@ def _claims_file(text: str) -> Path:
     return p
 
 
+def _readme_file(text: str) -> Path:
+    """``--readme`` as a plain file this command may rewrite; ValueError (one line) otherwise. A
+    symbolic link or a file with more than one name (a hard link) is refused, not replaced: the
+    update renames a new file over the name given, which would turn the link into a copy and
+    leave the file it shares stale; give the file itself."""
+    p = Path(text)
+    why = ("is empty: give the file whose generated blocks to update (e.g. README.md)" if not text.strip() else
+           f"is a symbolic link: give the file it points to ({os.path.realpath(p)})" if p.is_symlink() else
+           "is a directory, not a README (e.g. README.md)" if p.is_dir() else
+           "does not exist" if not p.exists() else
+           "is not a regular file" if not p.is_file() else
+           f"has {p.stat().st_nlink} names (a hard link): rewriting it would leave its other names stale; "
+           "give a file with one name" if p.stat().st_nlink > 1 else "")
+    if why:
+        raise ValueError(f"--readme {text!r} {why}")
+    return p
+
+
 def _main(argv: list[str] | None) -> int:
     ap = OneLineParser(prog="python -m k3lab report")
-    ap.add_argument("--readme", type=Path, action="append", default=None,
+    ap.add_argument("--readme", action="append", default=None,
                     help="update (or --check) this file's generated blocks (findings table, bottom line); repeatable")
     ap.add_argument("--claims", default=None, help="ledger CSV, with --readme (default results/claims.csv)")
     ap.add_argument("--check", action="store_true", help="exit 1 if a generated block is stale")
@@ -357,6 +378,8 @@ def _main(argv: list[str] | None) -> int:
                          "to rebuild a run's report, give --results")
     if a.claims is not None:  # what was asked for first, before any folder's ownership
         a.claims = _claims_file(a.claims)
+    if a.readme is not None:
+        a.readme = [_readme_file(r) for r in a.readme]
     if a.readme is None:
         print(rebuild(a.results or results_root(), what_if=True if a.what_if else None))
         return 0
@@ -376,7 +399,7 @@ def _main(argv: list[str] | None) -> int:
         return 2
     df = read_ledger(claims_csv)
     for p in a.readme:
-        io.write_text(p, render_blocks(p.read_text(encoding="utf-8"), df))
+        io.write_text(p, render_blocks(p.read_text(encoding="utf-8"), df), mode=stat.S_IMODE(p.stat().st_mode))
         print(f"updated {p}")
     return 0
 

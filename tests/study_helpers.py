@@ -32,9 +32,9 @@ DRIVER = textwrap.dedent('''\
 
     _run = pipeline.run
 
-    def run(profile, kernel_name=pipeline.KERNEL_NAME, report=True, **_):
+    def run(profile, kernel_name=pipeline.KERNEL_NAME, report=True, replace_edited=False, **_):
         return _run(profile, kernel_name, report=False, params_dir=Path(sys.argv[1]),
-                    notebooks_dir=Path(sys.argv[2]))
+                    notebooks_dir=Path(sys.argv[2]), replace_edited=replace_edited)
 
     pipeline.run = run
     sys.exit(cli.main(["reproduce", *sys.argv[3:]]))

@@ -346,3 +346,42 @@ def test_fit_refuses_a_context_above_the_models_maximum(capsys, args):
 def test_reproduce_and_bench_usage_errors_are_one_line(capsys, args):
     line = one_line(*main_in_process(capsys, *args)[::2], args[0])
     assert "usage" not in line, line
+
+
+# --------------------------------------------------------------------------- a reader that went away (issue 35, M3)
+
+
+def k3lab_into_a_closed_pipe(*args: str) -> subprocess.CompletedProcess:
+    """``python -m k3lab ARGS | head -0`` without the race: stdout is a pipe whose read end is
+    closed before the command starts, so its first write meets EPIPE."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        return subprocess.run([sys.executable, "-m", "k3lab", *args], stdout=w, stderr=subprocess.PIPE, text=True,
+                              env=_env(), cwd=REPO, timeout=180)
+    finally:
+        os.close(w)
+
+
+@pytest.mark.parametrize("args, status", [
+    (("quote",), 0),
+    (("fit", "--gpu", "b300", "--gpus", "8", "--tp", "8"), 0),
+    (("fit", "--gpu", "b300", "--gpus", "8", "--tp", "8", "--check"), 1),   # documented: 1 when it does not fit
+    (("compare",), 0),
+])
+def test_a_closed_stdout_is_quiet_and_keeps_the_exit_status(args, status):
+    """`quote | head -1` printed "error: [Errno 32] Broken pipe" and exited 2; `fit --check | head -1`
+    exited 2 instead of 1. The status is the one the same command gives into a file."""
+    p = k3lab_into_a_closed_pipe(*args)
+    assert p.stderr == "", p.stderr
+    assert p.returncode == status == k3lab(*args).returncode
+
+
+def test_reproduce_with_a_kernel_that_is_not_installed_says_so_before_running(tmp_path):
+    """M1: `--kernel nosuchkernel` was reported as "01_memory_fit.ipynb failed at cell [None]:
+    NoSuchKernel" after the run started. Now one line naming --kernel and the kernels found, and
+    nothing written."""
+    p = reproduce(tmp_path, "--profile", "study", "--kernel", "nosuchkernel")
+    line = one_line_error(p, "reproduce")
+    assert "--kernel 'nosuchkernel'" in line and "kernels found:" in line and "k3lab" in line, line
+    assert "failed at cell" not in line and not results_root().exists()

@@ -227,3 +227,54 @@ def test_check_without_history_reads_the_notebook_file(tmp_path, monkeypatch):
         nbparams.check({"In": [""], **DEFAULTS})
     with pytest.raises(ParameterError, match="cannot read the parameters cell of 09_x.ipynb"):
         nbparams.check({"In": [""], **DEFAULTS}, "09_x")
+
+
+# --------------------------------------------------------------------------- issue 35, hostile pass: M5
+
+
+NB04 = "04_throughput_perf_per_dollar"
+
+
+def _plan_nb04(tmp_path, params: str):
+    """The pre-check of ``reproduce`` (:func:`k3lab.pipeline.plan`) on the study's own notebooks."""
+    from k3lab import pipeline
+
+    (tmp_path / "p.yaml").write_text(f"what_if: true\nnotebooks:\n  {NB04}: {params}\n")
+    return pipeline.plan("p", params_dir=tmp_path)
+
+
+def test_a_request_past_the_models_context_is_refused_before_the_first_notebook(tmp_path):
+    """M5: input_len 1,048,576 + output_len 1 passed the pre-check and failed inside notebook 04.
+    Kimi K3's context: its config.json's max_position_embeddings (read here, not from k3lab)."""
+    import json
+
+    from k3lab import pipeline
+
+    limit = json.loads((Path(__file__).resolve().parents[1] / "data" / "model" / "kimi_k3_config.json")
+                       .read_text())["text_config"]["max_position_embeddings"]
+
+    with pytest.raises(pipeline.PipelineError) as ei:
+        _plan_nb04(tmp_path, "{input_len: 1048576, output_len: 1}")
+    msg = str(ei.value)
+    assert "\n" not in msg and NB04 in msg and "'input_len' + 'output_len'" in msg and "1,048,577" in msg, msg
+    assert f"maximum of {limit:,}" in msg, msg
+    jobs = _plan_nb04(tmp_path, f"{{input_len: {limit - 1024}, output_len: 1024}}")  # exactly the context
+    assert jobs[0].parameters["input_len"] == limit - 1024
+
+
+def test_gpu_names_in_upper_case_are_what_the_notebook_uses_too(tmp_path):
+    """M5: usd_per_gpu_hour {MI355X: 3} passed the pre-check (which lower-cased it) and failed in
+    notebook 04 ("price override for unknown GPU 'MI355X'"). The notebook now runs on the names
+    the check accepted: check() lower-cases them in its namespace, as the CLI reads MI355X=3."""
+    _plan_nb04(tmp_path, "{usd_per_gpu_hour: {MI355X: 3}, gpus: [MI355X, b300]}")
+    cell = ('# k3lab parameters\nmode = "offline"\nsmoke = False\ngpus = ["mi355x"]\nusd_per_gpu_hour = {}\n'
+            'model = "kimi-k3"\n')
+    given = {"usd_per_gpu_hour": {"MI355X": 3}, "gpus": ["MI355X", "b300"], "model": "Kimi-K3"}
+    ns = {"In": ["", cell, f"# Parameters\n{''.join(f'{k} = {v!r}' + chr(10) for k, v in given.items())}"],
+          "mode": "offline", "smoke": False, **given}
+    P = nbparams.check(ns)
+    assert ns["usd_per_gpu_hour"] == {"mi355x": 3} == P["usd_per_gpu_hour"]
+    assert ns["gpus"] == ["mi355x", "b300"] and ns["model"] == "kimi-k3"
+    from k3lab import prices
+
+    assert prices.prices(ns["usd_per_gpu_hour"]).query("tier == 'override'").usd_per_gpu_hour.tolist() == [3.0]

@@ -9,6 +9,7 @@ raises in a cell. Runs use ``report=False`` (the report needs the study's own no
 SIGKILL / SIGINT of a real ``reproduce`` process and the ledger live in tests/test_faults.py.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -249,7 +250,7 @@ def test_a_new_run_replaces_the_previous_one_whole(tmp_path, previous, umask022)
     (root / "99_old").mkdir()
     (root / "99_old" / "claims.csv").write_text("stale\n")
     man = json.loads((root / "manifest.json").read_text())
-    man["files"]["99_old/claims.csv"] = "0" * 64
+    man["files"]["99_old/claims.csv"] = hashlib.sha256(b"stale\n").hexdigest()  # as written: not a hand edit
     (root / "manifest.json").write_text(json.dumps(man))
     (root / "README.md").write_text("kept\n")
     (root / "runs" / "buyer").mkdir(parents=True)

@@ -214,7 +214,7 @@ def test_ctrl_c_during_recovery_does_not_say_untouched(tmp_path, previous, monke
 
     monkeypatch.setattr(transaction, "FAULT", fault)
     real = pipeline.run
-    monkeypatch.setattr(pipeline, "run", lambda profile, kernel, report=True:
+    monkeypatch.setattr(pipeline, "run", lambda profile, kernel, report=True, **_:
                         real(profile, kernel, report=False, params_dir=params, notebooks_dir=nbs))
     assert pipeline.main(["--profile", "study"]) == 130
     err = capsys.readouterr().err
@@ -274,3 +274,86 @@ def test_the_next_run_stops_what_a_killed_run_left_running(tmp_path, previous):
 
 def _running_for(staging: Path) -> list[int]:
     return processes_with_env(f"K3LAB_RESULTS={staging}")
+
+
+# --------------------------------------------------------------------------- issue 35, hostile pass: D1, D3
+
+
+@pytest.mark.parametrize("where", ["failed", "failed/03_fail.ipynb"])
+def test_a_failed_notebook_is_never_kept_through_a_symlink(tmp_path, previous, where):
+    """D1: a ``failed`` symlink (or ``failed/<id>.ipynb`` one) in a results folder sent k3lab's
+    failed notebook over the user's decoy/03_fail.ipynb. The run still fails in one line, saying
+    where nothing was kept; the user's file and link are as they were."""
+    root = results_root()
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    (decoy / "03_fail.ipynb").write_text(USERS)
+    if where == "failed":
+        (root / "failed").symlink_to(decoy)
+    else:
+        (root / "failed").mkdir()
+        (root / "failed" / "03_fail.ipynb").symlink_to(decoy / "03_fail.ipynb")
+    nbs, params = make_study(tmp_path, "01_a", "03_fail")
+    with pytest.raises(pipeline.PipelineError) as ei:
+        run(nbs, params)
+    msg = str(ei.value)
+    assert "\n" not in msg and "boom on purpose" in msg and f"{where} is a symlink" in msg, msg
+    assert (decoy / "03_fail.ipynb").read_text() == USERS and (root / where).is_symlink()
+    assert snapshot(root) == previous and leftovers(root) == []
+
+
+def test_a_users_empty_folder_in_a_notebooks_folder_stops_the_run(tmp_path, previous):
+    """D3: an empty folder made inside results/01_a/ was deleted by the next run without a word."""
+    root = results_root()
+    (root / "01_a" / "mine").mkdir()
+    nbs, params = make_study(tmp_path)
+    with pytest.raises(pipeline.PipelineError) as ei:
+        run(nbs, params)
+    msg = str(ei.value)
+    assert "\n" not in msg and "01_a/mine/" in msg and "no k3lab manifest lists" in msg, msg
+    assert (root / "01_a" / "mine").is_dir() and snapshot(root) == previous
+
+
+def test_a_hand_edit_of_the_runs_file_stops_the_run_unless_asked_to_replace_it(tmp_path, previous):
+    """D3: a hand edit of results/01_a/table_a.csv was discarded by the next run; now the run
+    refuses in one line naming the file and how to proceed, and --replace-edited replaces it."""
+    root = results_root()
+    victim = root / "01_a" / "table_a.csv"
+    edited = victim.read_text() + "9,9,mine\n"
+    victim.write_text(edited)
+    nbs, params = make_study(tmp_path)
+    with pytest.raises(pipeline.PipelineError) as ei:
+        run(nbs, params)
+    msg = str(ei.value)
+    assert "\n" not in msg and "01_a/table_a.csv changed since the run that wrote it" in msg, msg
+    assert "--replace-edited" in msg and "move the file or the folder away" in msg, msg
+    assert victim.read_text() == edited and leftovers(root) == []
+    pipeline.run("study", report=False, params_dir=params, notebooks_dir=nbs, replace_edited=True)
+    assert victim.read_text() == previous["01_a/table_a.csv"][0].decode()
+    check_manifest(root, "study", ["01_a", "02_b"])
+
+
+def test_a_run_leaves_no_empty_folder_behind(tmp_path, previous):
+    """The rule that makes an empty folder a user's: a committed run holds none (its staging
+    folder's empty folders are pruned before the manifest), so a second run goes ahead."""
+    root = results_root()
+    nbs, params = make_study(tmp_path)
+    run(nbs, params)
+    assert [p for p in root.rglob("*") if p.is_dir() and not any(p.iterdir())] == []
+    run(nbs, params)
+
+
+def test_a_symlinked_report_is_neither_replaced_by_report_nor_swept_by_a_run(tmp_path, previous):
+    """Beyond D1: report.html (rebuildable, so not in the manifest's check) as a symlink to a user's
+    file: `report --results` refuses to rename over it, and a run refuses to move it aside."""
+    root = results_root()
+    users = tmp_path / "mine.html"
+    users.write_text(USERS)
+    (root / "report.html").unlink(missing_ok=True)
+    (root / "report.html").symlink_to(users)
+    with pytest.raises(pipeline.PipelineError, match="report.html is a symlink"):
+        report.rebuild(root)
+    nbs, params = make_study(tmp_path)
+    with pytest.raises(pipeline.PipelineError, match="holds report.html, which no k3lab manifest lists"):
+        run(nbs, params)
+    assert (root / "report.html").is_symlink() and users.read_text() == USERS

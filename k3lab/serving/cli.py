@@ -9,7 +9,6 @@ Exit status 0; 2 with one line for a bad argument or a question the model cannot
 from __future__ import annotations
 
 import math
-import os
 import sys
 
 from ..cli_parser import OneLineParser
@@ -365,8 +364,5 @@ def cli_main(argv: list[str] | None = None) -> int:
                             [f"  your setting: {_your_ratio(cfg, dep, variants, args, spec.on, p)}"])
                          + ([] if backends is None else attention_backend.lines(backends, args.attention_backend or "aiter"))
                          + ([] if ds is None else dspark_answer.lines(p, ds)) + lines[2:])
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:  # `| head`: the reader has what it wanted (Python's documented recipe)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    print(text)  # a closed pipe (`| head`) is k3lab.cli.QuietStdout's
     return 0
