@@ -100,3 +100,8 @@ def check(params: dict) -> None:
         from .specs import load_model
 
         load_model(model).check_context(ctx, "parameter 'context_tokens'")
+    if ctx and "input_len" in params and "output_len" in params:  # notebook 04 prices that workload at ctx
+        from .compare import check_context_holds
+
+        check_context_holds(ctx, params["input_len"], params["output_len"],
+                            ("parameter 'context_tokens'", "input_len", "output_len"))
