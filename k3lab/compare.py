@@ -101,6 +101,24 @@ def layout_name(num_gpus: int, tp: int, pp: int) -> str:
     return f"{num_gpus} GPUs TP{tp}" + (f"×PP{pp}" if pp > 1 else "")
 
 
+def check_context_holds(context_tokens: int | None, input_len: int | None, output_len: int | None,
+                        names: tuple[str, str, str] = ("--context", "--input-len", "--output-len")) -> None:
+    """ValueError (one line) when one request of the workload (tokens in + out) is longer than the
+    request the fit must hold (``context_tokens``): every layout would be priced on requests it
+    was never asked to hold. ``None`` lengths: the article's workload (said so); ``None`` context:
+    the model's maximum (nothing to check). ``names``: how the user gave the three (flags, or a
+    profile's parameters)."""
+    if context_tokens is None:
+        return
+    w = article_workload()
+    i = w["input_len_tokens"] if input_len is None else input_len
+    o = w["output_len_tokens"] if output_len is None else output_len
+    if i + o > context_tokens:
+        unset = "" if input_len is not None and output_len is not None else ", the article's workload where unset"
+        raise ValueError(f"{names[0]} {context_tokens:,} is below one request of the workload: {names[1]} + "
+                         f"{names[2]} = {i:,} + {o:,} = {i + o:,}{unset}")
+
+
 def _check_inputs(cfg, context_tokens, kv_dtype, mem_fraction, variants, input_len, output_len) -> int:
     """Validate what a user gives once, so a per-layout ValueError can only mean "cannot shard"."""
     if not isinstance(cfg, ModelConfig):
@@ -117,6 +135,7 @@ def _check_inputs(cfg, context_tokens, kv_dtype, mem_fraction, variants, input_l
     if total > cfg.max_position_embeddings:  # the flags (profiles: input_len, output_len) named, with their sum
         raise ValueError(f"--input-len {input_len:,} + --output-len {output_len:,} = {total:,} tokens per request "
                          f"exceeds {cfg.name}'s maximum of {cfg.max_position_embeddings:,} (max_position_embeddings)")
+    check_context_holds(context_tokens, input_len, output_len, ("context_tokens", "input_len", "output_len"))
     return ctx
 
 

@@ -15,7 +15,7 @@ import textwrap
 
 from . import io, limits, prices
 from .cli_parser import OneLineParser
-from .compare import HOUR_PREFIX, MODEL_NOTE, MTOK_PREFIX, SORTS, compare_rows, tier_columns
+from .compare import HOUR_PREFIX, MODEL_NOTE, MTOK_PREFIX, SORTS, check_context_holds, compare_rows, tier_columns
 from .compare_answers import LATENCY_UNKNOWN, USER_TOK_S, answers, user_verdict
 from .model.capacity import KV_DTYPES
 from .model.sharding import VARIANTS
@@ -429,6 +429,7 @@ def cli_main(argv: list[str] | None = None) -> int:
     """``python -m k3lab compare [--model M] [--context C] [--json|--csv] …`` → exit 0, or 2 with one line."""
     args = _parser().parse_args(argv)
     try:
+        check_context_holds(args.context, args.input_len, args.output_len)
         overrides = _overrides(args.usd_per_gpu_hour)
         df = compare_rows(load_model(args.model), args.context, args.kv_dtype, args.mem_fraction,
                           tuple(args.variant), args.price_tier, overrides, args.all,

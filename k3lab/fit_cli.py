@@ -24,7 +24,7 @@ from . import data, io, memory
 from .cli_parser import OneLineParser
 from .limits import arg, help_text
 from .model.capacity import KV_DTYPES, STATE_DTYPES
-from .specs import GB, GiB, known_gpus, known_models, load_model
+from .specs import GB, GiB, known_gpus, known_models, load_gpu, load_model
 
 RELEASE = "0.5.23"
 
@@ -231,6 +231,19 @@ def format_plan(p: memory.Plan, model: str) -> str:
     return "\n".join(lines + _options_lines(p))
 
 
+def hbm_unit_note(gpu: str, hbm_gb: float | None) -> str:
+    """One note line when ``--hbm-gb`` is the GPU's label read in the wrong unit (the MI355X's
+    "288 GB" is 288 GiB, 309.2 GB: ``--hbm-gb 288`` leaves the weights 21 GB short), else ""."""
+    if hbm_gb is None:
+        return ""
+    g = load_gpu(gpu)
+    if g.hbm_label_unit != "GiB" or hbm_gb != g.hbm_label_gb:
+        return ""
+    return (f"note: --hbm-gb {hbm_gb:g} reads the {g.short}'s \"{g.hbm_label_gb:g} GB\" label as GB (1e9 B), but "
+            f"that label is {g.hbm_label_gb:g} GiB ({g.hbm_label_gb * GiB / GB:,.1f} GB); the driver exposes "
+            f"{g.usable_hbm_gb:,.1f} GB (data/hardware.yaml, what fit uses without --hbm-gb)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m k3lab fit --gpu mi355x --gpus 8 --tp 8 [--check] [--json] …`` → exit status
     as the module docstring says."""
@@ -254,10 +267,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OverflowError) as e:
         print(f"k3lab fit: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
         return 2
+    note = hbm_unit_note(args.gpu, args.hbm_gb)
     if args.json:
         d = p.as_dict()
         d["sglang_settings"] = settings_summary(p)
+        if note:
+            d["hbm_gb_note"] = note
         print(io.json_text(d))
     else:
-        print(format_plan(p, cfg.name))
+        print(format_plan(p, cfg.name) + (f"\n{note}" if note else ""))
     return (0 if p.fits else 1) if args.check else 0

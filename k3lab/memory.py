@@ -296,6 +296,9 @@ def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: 
         slots_per_request = SLOTS_PER_REQUEST_PP if pp > 1 else SLOTS_PER_REQUEST
     data.check_count("slots_per_request", slots_per_request)
     cap = g.usable_hbm_bytes
+    if init_overhead_bytes >= cap:  # (the fit's flag names it: a library caller passes the same quantity)
+        raise ValueError(f"--init-overhead-gib {init_overhead_bytes / GiB:g} is not below the {g.name}'s usable "
+                         f"capacity, {cap / GiB:,.2f} GiB per GPU: the start-up overhead must leave room for the weights")
     weights = stage_weights_bytes(cfg, tp, pp, setting)  # checks tp and pp against the model first
     heavy = max(range(pp), key=lambda s: (weights[s], -s))
     vision = vision_tower_bytes(cfg)

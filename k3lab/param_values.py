@@ -126,3 +126,8 @@ def check(params: dict) -> None:
     if all(isinstance(n, int) for n in lens):
         load_model(model).check_context(lens[0] + lens[1], f"parameters 'input_len' + 'output_len' ({lens[0]:,} + "
                                                            f"{lens[1]:,}): a request")
+    if ctx and "input_len" in params and "output_len" in params:  # notebook 04 prices that workload at ctx
+        from .compare import check_context_holds
+
+        check_context_holds(ctx, params["input_len"], params["output_len"],
+                            ("parameter 'context_tokens'", "input_len", "output_len"))

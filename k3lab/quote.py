@@ -262,6 +262,7 @@ def cli_main(argv: list[str] | None = None) -> int:
             typed = next(i for i in args.usd_per_gpu_hour if i.partition("=")[0].lower() == g)
             raise ValueError(f"--usd-per-gpu-hour {typed} prices {g.upper()}, which the quote was not "
                              f"asked about (--gpu {' --gpu '.join(gpus)}): add --gpu {g}, or drop that price")
+        compare.check_context_holds(args.context, args.input_len, args.output_len)
         d = decision.decide("kimi-k3", args.context, slo=slo_mod.from_args(args), kv_dtype=args.kv_dtype,
                             overrides=overrides or None, input_len=args.input_len, output_len=args.output_len)
         text = "\n".join(quote_lines(d, gpus or None))

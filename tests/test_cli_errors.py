@@ -385,3 +385,56 @@ def test_reproduce_with_a_kernel_that_is_not_installed_says_so_before_running(tm
     line = one_line_error(p, "reproduce")
     assert "--kernel 'nosuchkernel'" in line and "kernels found:" in line and "k3lab" in line, line
     assert "failed at cell" not in line and not results_root().exists()
+
+
+# --------------------------------------------------------------------------- issue 35: M10, M8
+
+LAY = ("--input-len", "1024", "--output-len", "400")
+
+
+@pytest.mark.parametrize("args, said", [
+    (("predict", "--layout", "8xmi355x tp8", "--layout", "8xb300 tp8", *LAY, "--concurrency", "8"),
+     "--layout given twice ('8xmi355x tp8', then '8xb300 tp8')"),
+    (("predict", "--layout", "8xmi355x tp8", *LAY, "--concurrency", "16", "--concurrency", "32"),
+     "--concurrency given twice ('16', then '32')"),
+    (("predict", "--layout=8xmi355x tp8", *LAY, "--concurrency", "8", "--layout", "8xmi355x tp8"),
+     "--layout given twice ('8xmi355x tp8', then '8xmi355x tp8')"),
+    (("quote", "--max-tpot", "50", "--max-tpot", "20"), "--max-tpot given twice ('50', then '20')"),
+    (("compare", "--variant", "ep", "--variant", "ep"), "--variant 'ep' given twice"),
+    (("fit", "--gpu", "b300", "--gpus", "8", "--tp", "8", "--mem-fraction", "0.8", "--mem-fraction=0.85"),
+     "--mem-fraction given twice ('0.8', then '0.85')"),
+])
+def test_a_single_value_flag_given_twice_is_refused_in_one_line(capsys, args, said):
+    """M10: argparse kept the last value silently; which one the user meant is not to be guessed."""
+    line = one_line(*main_in_process(capsys, *args)[::2], args[0])
+    assert said in line, line
+
+
+def test_repeatable_flags_still_take_distinct_values(capsys):
+    code, out, err = main_in_process(capsys, "compare", "--gpu", "mi355x", "--gpu", "b300", "--top", "1", "--json")
+    assert code == 0 and err == "", err
+
+
+@pytest.mark.parametrize("args, said", [
+    (("quote", "--context", "1024", "--input-len", "4096", "--output-len", "400"),
+     "--context 1,024 is below one request of the workload: --input-len + --output-len = 4,096 + 400 = 4,496"),
+    (("compare", "--context", "1024", "--input-len", "4096", "--output-len", "400"),
+     "--context 1,024 is below one request of the workload: --input-len + --output-len = 4,096 + 400 = 4,496"),
+    # unset lengths are the article's workload, 1,024 in / 400 out (data/article_table.yaml)
+    (("compare", "--context", "1000"), "--context 1,000 is below one request of the workload: --input-len + "
+                                       "--output-len = 1,024 + 400 = 1,424, the article's workload where unset"),
+])
+def test_a_context_below_one_request_of_the_workload_is_refused(capsys, args, said):
+    """M8: the fit was judged at a request shorter than the one the workload prices."""
+    line = one_line(*main_in_process(capsys, *args)[::2], args[0])
+    assert said in line, line
+
+
+def test_a_profiles_context_below_its_workload_is_refused():
+    from k3lab import nbparams
+
+    defaults = {"model": "kimi-k3", "context_tokens": 0, "input_len": 1024, "output_len": 400}
+    with pytest.raises(nbparams.ParameterError, match=r"^parameter 'context_tokens' 1,000 is below one request "
+                                                      r"of the workload: input_len \+ output_len = 1,024 \+ 400"):
+        nbparams.validate(defaults, {"context_tokens": 1000})
+    assert nbparams.validate(defaults, {"context_tokens": 1424})["context_tokens"] == 1424

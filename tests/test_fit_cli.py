@@ -171,7 +171,7 @@ def test_settings_that_would_make_it_fit_are_listed_with_their_cost():
     rc, out, _ = run(*MI)
     assert "no state-pool setting makes it fit" in out
     rc, out, _ = run(*MI, "--variant", "aiter-k3-opt", "--max-mamba-cache-size", "2000")
-    assert "it fits with sglang's default state pool" in out and "no pools: the state pool leaves" in out
+    assert "it fits with sglang's default state pool" in out and "no pools: the state pool's 2,000 slots (--max-mamba-cache-size 2,000) need" in out
 
 
 def test_json_carries_the_new_fields_and_keeps_the_old():
@@ -205,3 +205,49 @@ def test_the_help_says_48_is_dsparks_cap_and_the_slots_may_admit_fewer():
     assert "sglang's own; 48 with dspark" not in flat and "sglang sets 48 with dspark" in flat
     assert "the lower of the cap and what the state pool's slots allow" in flat
     assert "the pools may admit fewer" in fit_cli.VARIANT_SUMMARIES["dspark"]
+
+
+# --------------------------------------------------------------------------- issue 35: S3, M2, M12
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--max-mamba-cache-size", "10000000"], "--max-mamba-cache-size 10,000,000"),
+    (["--disable-radix-cache", "--max-running-requests", "10000000"], "--max-running-requests 10,000,000"),
+])
+def test_a_state_pool_larger_than_the_gpu_says_what_it_needs_never_a_negative_gib(flags, named):
+    """S3: 10,000,000 slots (+ sglang's padding slot) of the B300's per-slot state, against the
+    memory left after the weights: the line gives both, in GiB, and no negative figure."""
+    rc, out, _ = run(*B300, *flags)
+    assert rc == 0
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("no pools:"))
+    assert not re.search(r"-\d", line), line
+    slot = json.loads(run(*B300, "--json")[1])["kda_state_bytes_per_request"]
+    need = (10_000_000 + 1) * slot / GiB
+    m = re.search(r"10,000,000 slots \((.+?)\) need ([\d,.]+) GiB per GPU against ([\d,.]+) GiB free", line)
+    assert m, line
+    assert m.group(1) == named and float(m.group(2).replace(",", "")) == pytest.approx(need, abs=0.05)
+    free = float(m.group(3).replace(",", ""))
+    assert 0 < free < 288.4e9 / GiB  # below the B300's capacity (data/hardware.yaml, 288.4 GB usable)
+
+
+def test_an_overhead_past_capacity_names_the_flag_the_value_and_the_capacity_in_gib():
+    """M2: the MI355X's driver total is 309,220,868,096 B (data/hardware.yaml) = 287.98 GiB."""
+    rc, out, err = run(*MI, "--init-overhead-gib", "288")
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    cap = f"{309_220_868_096 / GiB:.2f}"
+    assert err.startswith("k3lab fit: error: --init-overhead-gib 288 is not below ") and f"{cap} GiB per GPU" in err, err
+    assert "bytes" not in err
+
+
+@pytest.mark.parametrize("gpu, hbm, noted", [("mi355x", "288", True), ("b300", "288", True),
+                                             ("mi355x", "309.2", False), ("mi355x", "250", False)])
+def test_hbm_gb_equal_to_the_gib_label_gets_one_note(gpu, hbm, noted):
+    """M12: both GPUs' "288 GB" labels are 288 GiB = 309.2 GB; --hbm-gb 288 reads them as GB."""
+    rc, out, err = run("--gpu", gpu, "--gpus", "8", "--tp", "8", "--hbm-gb", hbm)
+    assert rc == 0 and err == ""
+    notes = [ln for ln in out.splitlines() if ln.startswith("note: --hbm-gb")]
+    assert len(notes) == int(noted)
+    if noted:
+        assert f"{288 * GiB / 1e9:.1f} GB" in notes[0] and "288 GiB" in notes[0] and gpu.upper() in notes[0]
+        d = json.loads(run("--gpu", gpu, "--gpus", "8", "--tp", "8", "--hbm-gb", hbm, "--json")[1])
+        assert d["hbm_gb_note"] == notes[0]

@@ -184,6 +184,10 @@ def test_cli_status_and_its_errors():
         assert "  topk_renorm: " in r.stdout and "  aiter_head_pad: " in r.stdout
     r = _cli("bogus")
     assert r.returncode == 2 and "unknown command 'bogus'" in r.stderr
+    # issue 35 (M10): a repeated --version was the last one, silently
+    r = _cli("status", "--version", "0.5.16", "--version", "0.5.23")
+    assert r.returncode == 2 and r.stdout == "" and r.stderr == (
+        "k3lab_patches status: error: --version given twice ('0.5.16', then '0.5.23'): give it once\n")
     r = _cli("--help")
     assert r.returncode == 0 and "status" in r.stdout and "verify" in r.stdout and "serve" in r.stdout
 
@@ -334,3 +338,39 @@ def test_status_into_a_closed_pipe_ends_quietly():
                        capture_output=True, text=True, timeout=120)
     assert r.stdout.startswith("sglang 0.5.23") and r.stdout.count("\n") == 1
     assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
+
+
+# --------------------------------------------------------------------------- the plugin's switch (issue 35, S4)
+
+
+@pytest.mark.parametrize("enable, force, named", [
+    ("yes", None, "K3LAB_PATCHES='yes'"), ("true", None, "K3LAB_PATCHES='true'"), ("on", None, "K3LAB_PATCHES='on'"),
+    ("1", "yes", "K3LAB_PATCHES_FORCE='yes'"),
+])
+def test_the_plugin_says_unpatched_for_a_value_it_does_not_read(monkeypatch, capsys, enable, force, named):
+    """Only 1 turns the patches on; yes/true/on used to leave sglang unpatched without a word."""
+    from k3lab_patches import plugin
+
+    monkeypatch.setenv(plugin.ENV_ENABLE, enable)
+    if force is None:
+        monkeypatch.delenv(plugin.ENV_FORCE, raising=False)
+    else:
+        monkeypatch.setenv(plugin.ENV_FORCE, force)
+    monkeypatch.setattr(k3lab_patches, "apply", lambda **kw: pytest.fail("must not patch"))
+    assert plugin.sglang_plugin() == []
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("k3lab_patches: sglang is running UNPATCHED (pid "), err
+    assert f"{named} is not a value k3lab_patches reads" in err and "=1 to " in err and "0 or unset" in err, err
+
+
+@pytest.mark.parametrize("enable, force", [(None, None), ("0", None), ("", None), ("0", "nonsense")])
+def test_the_plugin_is_silent_when_off(monkeypatch, capsys, enable, force):
+    from k3lab_patches import plugin
+
+    for name, v in ((plugin.ENV_ENABLE, enable), (plugin.ENV_FORCE, force)):
+        if v is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, v)
+    monkeypatch.setattr(k3lab_patches, "apply", lambda **kw: pytest.fail("must not patch"))
+    assert plugin.sglang_plugin() == [] and capsys.readouterr().err == ""

@@ -296,10 +296,18 @@ def test_fitted_parameters_lie_within_bounds(refit):
 # --------------------------------------------------------------------------- the committed file and its inputs
 
 
-def test_committed_hashes_are_the_inputs_bytes(committed):
-    assert set(committed["inputs"]) == set(K.FIT_INPUTS)
+def test_committed_hashes_are_the_inputs_values_and_bytes(committed):
+    """``inputs``: sha256 of each file's parsed values as JSON with sorted keys (parsed here by
+    PyYAML / json, not k3lab's reader); ``input_bytes``: of its bytes."""
+    import json
+
+    assert set(committed["inputs"]) == set(committed["input_bytes"]) == set(K.FIT_INPUTS)
     for rel, h in committed["inputs"].items():
-        assert hashlib.sha256((REPO / "data" / rel).read_bytes()).hexdigest() == h, rel
+        text = (REPO / "data" / rel).read_text(encoding="utf-8")
+        doc = json.loads(text) if rel.endswith(".json") else yaml.safe_load(text)
+        canon = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        assert hashlib.sha256(canon.encode()).hexdigest() == h, rel
+        assert hashlib.sha256((REPO / "data" / rel).read_bytes()).hexdigest() == committed["input_bytes"][rel], rel
 
 
 def test_fitted_reads_the_committed_fit(committed):
@@ -319,9 +327,30 @@ def _append_comment(path: Path) -> None:
         f.write("# a harmless comment: same data, other bytes\n")
 
 
+def _edit_a_value(path: Path) -> None:
+    """The first source title gains a word: the same file with one value changed."""
+    import re
+
+    text = path.read_text(encoding="utf-8")
+    edited = re.sub(r"""title: (['"])""", r"title: \1edited ", text, count=1)
+    assert edited != text
+    path.write_text(edited, encoding="utf-8")
+
+
+@pytest.mark.parametrize("rel", ["hardware.yaml", "public_measurements.yaml", "model/kimi_k3_dspark_draft.yaml"])
+def test_a_comment_or_blank_line_leaves_the_fit_current(data_copy, rel):
+    """The fit records what it read (parsed values), not bytes (issue 35, M4)."""
+    _append_comment(data_copy / rel)
+    with (data_copy / rel).open("a", encoding="utf-8") as f:
+        f.write("\n\n")
+    data.clear_cache()
+    assert K.fitted_families() == ["amd-cdna4", "nvidia-blackwell"]
+    assert K.fitted("amd-cdna4")[0].as_tuple()
+
+
 @pytest.mark.parametrize("rel", ["hardware.yaml", "public_measurements.yaml", "model/kimi_k3_dspark_draft.yaml"])
 def test_a_changed_input_makes_the_fit_stale(data_copy, rel):
-    _append_comment(data_copy / rel)
+    _edit_a_value(data_copy / rel)
     data.clear_cache()
     with pytest.raises(data.DataError) as ei:
         K.fitted("amd-cdna4")
@@ -332,7 +361,7 @@ def test_a_changed_input_makes_the_fit_stale(data_copy, rel):
 
 def test_a_file_the_fit_does_not_read_leaves_it_current(data_copy):
     assert "prices.yaml" not in K.FIT_INPUTS
-    _append_comment(data_copy / "prices.yaml")
+    _edit_a_value(data_copy / "prices.yaml")
     data.clear_cache()
     assert K.fitted_families() == ["amd-cdna4", "nvidia-blackwell"]
 
@@ -342,14 +371,14 @@ def test_a_stale_fit_refuses_predictions_too(data_copy):
     from k3lab.serving.model import Workload
     from k3lab.specs import Deployment, load_model
 
-    _append_comment(data_copy / "hardware.yaml")
+    _edit_a_value(data_copy / "hardware.yaml")
     data.clear_cache()
     with pytest.raises(data.DataError, match=r"^data/serving_fit\.yaml: stale, data/hardware\.yaml changed"):
         predict(load_model("kimi-k3"), Deployment("mi355x", 8, 8), Workload(1024, 128, 8))
 
 
 def test_a_stale_fit_is_one_line_from_the_command(data_copy, tmp_path):
-    _append_comment(data_copy / "public_measurements.yaml")
+    _edit_a_value(data_copy / "public_measurements.yaml")
     env = dict(os.environ, K3LAB_DATA=str(data_copy))
     env.pop("K3LAB_DEBUG", None)
     p = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--gpu", "mi355x", "--gpus", "8", "--tp", "8",

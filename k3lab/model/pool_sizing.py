@@ -356,9 +356,12 @@ def size_pools(*, pre_model_load_free_bytes: int, post_load_free_bytes: int,
         state, inter, branch = split.state_pool_bytes, split.spec_intermediate_bytes, split.branch
     else:
         rest_after, k, state, inter, branch = rest, 0, 0, 0, "none"
-    if rest_after <= 0:
-        raise InsufficientMemoryError(f"the state pool leaves {rest_after:.3f} GiB for the "
-                                      "KV pool")
+    if rest_after <= 0:  # say what was asked against what is there, never the negative remainder
+        flag = (f" (--max-mamba-cache-size {max_mamba_cache_size:,})" if branch == "explicit" else
+                f" (--max-running-requests {max_running_requests:,})" if branch == "from_max_running_requests" else "")
+        raise InsufficientMemoryError(
+            f"the state pool's {k:,} slots{flag} need {(state + inter) / GiB:,.1f} GiB per GPU against "
+            f"{rest:,.1f} GiB free for the pools, leaving none for the KV pool")
     budget = int(rest_after * (1 << 30))
     tokens = max_total_num_tokens_from_budget(budget, cell_bytes_per_token=cell_bytes_per_token,
                                               page_size=page_size,

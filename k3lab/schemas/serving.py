@@ -250,12 +250,14 @@ class _Sealed(_Doc):
 
 class ServingFit(_Sealed):
     """``serving_fit.yaml``: the serving model's fitted parameters and validation, generated
-    by ``make serving-fit`` from the files named in ``inputs`` (sha256 of their bytes), sealed
-    (:class:`_Sealed`): the inputs' hashes show a stale fit, the seal a fit edited by hand."""
+    by ``make serving-fit`` from the files named in ``inputs`` (sha256 of their parsed values in a
+    canonical form; ``input_bytes``: of their bytes, the fast check), sealed (:class:`_Sealed`): the
+    inputs' hashes show a stale fit, the seal a fit edited by hand."""
 
     WHAT: ClassVar[str] = "fit"
     generated: dict[str, str]
     inputs: dict[str, str]
+    input_bytes: dict[str, str]
     families: dict[str, FitFamily]
     observations: list[FitObservation]
     accept_lengths: list[FitAcceptLength]
@@ -278,6 +280,7 @@ class ServingValidation(_Sealed):
 
     generated: dict[str, str]
     inputs: dict[str, str]
+    input_bytes: dict[str, str]
     validation: dict[str, list[FitValidationRow]]
     aiconfigurator: list[FitAicRow]
     held_out: list[FitHeldOutRow]

@@ -1,5 +1,5 @@
 """The committed fit: what ``make serving-fit`` writes from :mod:`k3lab.serving.calibration`, with
-the sha256 of every input, in two files — ``data/serving_fit.yaml`` (every family's parameters,
+the sha256 of what it read of every input (parsed values; and of the bytes, to check fast), in two files — ``data/serving_fit.yaml`` (every family's parameters,
 bands per metric with their coverage, the observations, the field's DSpark acceptance lengths:
 what ``predict``, ``compare`` and the findings read, kept small so that ``predict`` stays under a
 second) and ``data/serving_validation.yaml`` (the out-of-sample predictions of every split,
@@ -18,27 +18,61 @@ from .calibration import (calibrated, covering_band, families, family_observatio
 from .model import FamilyParams, spans_nodes
 from .observations import METRICS, observations
 
-#: files the fit depends on (relative to data/); their sha256 is recorded in serving_fit.yaml
+#: files the fit depends on (relative to data/); what it read of each is recorded in serving_fit.yaml
 FIT_INPUTS = ("public_measurements.yaml", "serving_model.yaml", "hardware.yaml", "sglang_sharding.yaml",
               "model/kimi_k3_config.json", "model/storage_overrides.yaml", "model/kimi_k3_dspark_draft.yaml")
 #: bumped whenever the model's equations change (the refit test catches a forgotten bump)
 MODEL_VERSION = "4"
 
 
-
-def input_hashes() -> dict[str, str]:
-    """sha256 of the bytes of every file of :data:`FIT_INPUTS` (under ``$K3LAB_DATA`` if set)."""
-    import hashlib
-
+def _input_path(rel: str):
     from ..paths import data_dir
 
-    out = {}
-    for rel in FIT_INPUTS:
-        p = data_dir() / rel
-        if not p.exists():
-            raise data.DataError(f"data/{rel}: file missing (the serving model's fit needs it)")
-        out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
+    p = data_dir() / rel
+    if not p.exists():
+        raise data.DataError(f"data/{rel}: file missing (the serving model's fit needs it)")
+    return p
+
+
+def parsed_digest(rel: str) -> str:
+    """sha256 of what the fit reads of ``data/<rel>``: its parsed values (YAML or JSON) in one
+    canonical form (JSON, keys sorted), so a comment, a blank line or another quoting style
+    changes nothing, and any value does (a note or source included). DataError naming the file
+    when it does not parse."""
+    import hashlib
+    import json
+
+    from .. import readers
+
+    p, where = _input_path(rel), f"data/{rel}"
+    doc = readers.read_json(p, where) if rel.endswith(".json") else readers.read_yaml(p, where)
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def bytes_digest(rel: str) -> str:
+    """sha256 of the bytes of ``data/<rel>``: the fast check (same bytes, same values: no parse,
+    which of public_measurements.yaml takes most of a second)."""
+    import hashlib
+
+    return hashlib.sha256(_input_path(rel).read_bytes()).hexdigest()
+
+
+def input_hashes() -> dict[str, str]:
+    """:func:`parsed_digest` of every file of :data:`FIT_INPUTS` (under ``$K3LAB_DATA`` if set)."""
+    return {rel: parsed_digest(rel) for rel in FIT_INPUTS}
+
+
+def input_bytes() -> dict[str, str]:
+    """:func:`bytes_digest` of every file of :data:`FIT_INPUTS`."""
+    return {rel: bytes_digest(rel) for rel in FIT_INPUTS}
+
+
+def changed_inputs(recorded: dict[str, str], recorded_bytes: dict[str, str]) -> list[str]:
+    """The files of :data:`FIT_INPUTS` whose values differ from what the fit read (``recorded``:
+    its parsed digests); a file with the recorded bytes is not parsed again."""
+    return [k for k in FIT_INPUTS
+            if bytes_digest(k) != recorded_bytes.get(k) and parsed_digest(k) != recorded.get(k)]
 
 
 def _r(x: float, nd: int = 9) -> float | None:
@@ -86,9 +120,10 @@ def fit_document(date: str, command: str) -> tuple[dict, dict]:
             "fitted": round(predict_observation(o, calibrated(o.family)), 6), "normalisation": o.normalisation,
             "spans_nodes": spans_nodes(o.deployment)} for o in observations()]
     gen = {"date": date, "command": command, "model_version": MODEL_VERSION, "scipy": scipy.__version__}
-    fit = {"generated": gen, "inputs": input_hashes(), "families": fams, "observations": obs,
+    ins, raw = input_hashes(), input_bytes()
+    fit = {"generated": gen, "inputs": ins, "input_bytes": raw, "families": fams, "observations": obs,
            "accept_lengths": [{"id": i, "family": f, "value": v} for i, f, v in measured_accept_lengths()]}
-    val = {"generated": gen, "inputs": input_hashes(), "validation": rows,
+    val = {"generated": gen, "inputs": ins, "input_bytes": raw, "validation": rows,
            "aiconfigurator": aiconfigurator_rows(), "held_out": held_out_rows()}
     return seal(fit), seal(val)
 
@@ -202,8 +237,7 @@ def _checked(name: str):
     if doc.generated.get("model_version") != MODEL_VERSION:
         raise data.DataError(f"data/{fname}: made by serving model version "
                              f"{doc.generated.get('model_version')!r}, this code is {MODEL_VERSION!r}; run `make serving-fit`")
-    now = input_hashes()
-    stale = [k for k in FIT_INPUTS if doc.inputs.get(k) != now[k]]
+    stale = changed_inputs(doc.inputs, doc.input_bytes)
     # a changed input that is broken says what is wrong with it (its own file and field) first
     by_file = {f: name for name, (f, _) in data.SCHEMAS.items()}
     for k in stale:

@@ -11,7 +11,11 @@ process is gone in the scheduler, where the verifier runs. Every sglang process 
 It does nothing unless ``K3LAB_PATCHES=1`` is in the environment (``python -m k3lab_patches
 serve`` and the study's ``python -m k3lab serve`` set it, and spawned children inherit it), so
 installing k3lab-patches next to sglang never changes sglang by surprise.
-``K3LAB_PATCHES_FORCE=1`` passes ``force=True``. sglang logs a plugin's exception and goes on
+``K3LAB_PATCHES_FORCE=1`` passes ``force=True``. Each variable takes ``1`` (on) or ``0`` / empty /
+unset (off), nothing else: ``yes``, ``true`` or ``on`` are not read as on (nor as off) — any other
+value (of ``K3LAB_PATCHES_FORCE`` only once ``K3LAB_PATCHES=1``) leaves the process unpatched and says so in the one UNPATCHED line below, naming the variable
+and the two values, because an operator who typed ``yes`` meant something and must not be left
+to guess from the server's speed which. sglang logs a plugin's exception and goes on
 (``load_plugins`` in ``sglang/srt/plugins/__init__.py``, 0.5.16: ``logger.exception`` and the
 next plugin): a refused patch leaves that process — and the server — unpatched, with
 ``Failed to execute general plugin: k3lab_patches`` and a traceback somewhere in its log. So the
@@ -28,10 +32,26 @@ ENV_ENABLE = "K3LAB_PATCHES"
 ENV_FORCE = "K3LAB_PATCHES_FORCE"
 
 
+ACCEPTED = ("1", "0", "")  # on, off, off (unset is off too)
+
+
+def _unpatched(why: str) -> None:
+    print(f"k3lab_patches: sglang is running UNPATCHED (pid {os.getpid()}, {ENV_ENABLE}="
+          f"{os.environ.get(ENV_ENABLE, '')}): {why}", file=sys.stderr, flush=True)
+
+
 def sglang_plugin() -> list[str]:
-    """Apply every k3lab patch if ``K3LAB_PATCHES=1`` → what was newly patched."""
-    if os.environ.get(ENV_ENABLE) != "1":
-        return []
+    """Apply every k3lab patch if ``K3LAB_PATCHES=1`` → what was newly patched (nothing, with
+    the UNPATCHED line, for a value of either variable other than 1 / 0 / empty)."""
+    for name in (ENV_ENABLE, ENV_FORCE):  # the second only matters once the first is 1
+        value = os.environ.get(name, "")
+        if value not in ACCEPTED:
+            shown = repr(value[:30] + ("..." if len(value) > 30 else ""))
+            _unpatched(f"{name}={shown} is not a value k3lab_patches reads: set {name}=1 to "
+                       f"{'patch' if name == ENV_ENABLE else 'force'}, 0 or unset for not")
+            return []
+        if value != "1" and name == ENV_ENABLE:
+            return []
     from . import UpstreamFixed, apply  # the package imports this module: resolved at call time
 
     force = os.environ.get(ENV_FORCE) == "1"
@@ -42,7 +62,5 @@ def sglang_plugin() -> list[str]:
         if isinstance(e, UpstreamFixed):
             print(f"k3lab_patches: not patched, none needed (pid {os.getpid()}): {why}", file=sys.stderr, flush=True)
         else:
-            hint = "" if force else f"; {ENV_FORCE}=1 forces an untested release or build"
-            print(f"k3lab_patches: sglang is running UNPATCHED (pid {os.getpid()}, {ENV_ENABLE}=1): {why}{hint}",
-                  file=sys.stderr, flush=True)
+            _unpatched(why + ("" if force else f"; {ENV_FORCE}=1 forces an untested release or build"))
         raise
