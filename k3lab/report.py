@@ -277,7 +277,8 @@ def build(root: Path | None = None, what_if: bool = False, decision=decision_htm
         intro += ('<p class="whatif"><b>This folder is not exactly what its run wrote</b> (a notebook run by '
                   "hand since, or a file edited): " + _esc("; ".join(drift[:5]))
                   + (f" … and {len(drift) - 5} more" if len(drift) > 5 else "")
-                  + ". Rerun <code>make reproduce</code> for a consistent report.</p>")
+                  + ". For a consistent report, move your edits away and rerun <code>make reproduce</code> (or "
+                  "<code>python -m k3lab reproduce --replace-edited</code> to replace them).</p>")
     page = page_html(title, f"{intro}{box}{summary}{''.join(sections)}")
     return io.write_text(out or root / "report.html", page)
 
@@ -317,7 +318,8 @@ def rebuild(root: Path, what_if: bool | None = None) -> Path:
     if drift:  # the page says so at its top; a reader of the terminal hears it too
         print(f"k3lab report: warning: {root} is not exactly what run {man.get('run_id')} wrote ({len(drift)} "
               f"difference(s), e.g. {drift[0]}; a notebook run by hand since?): report.html says so at its top; "
-              "rerun `make reproduce` for a consistent report", file=sys.stderr, flush=True)
+              "move your edits away and rerun `make reproduce` (or `python -m k3lab reproduce --replace-edited` to "
+              "replace them) for a consistent report", file=sys.stderr, flush=True)
     return root / "report.html"
 
 

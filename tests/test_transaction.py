@@ -200,7 +200,7 @@ def test_a_report_on_a_folder_a_hand_run_changed_says_so_on_the_terminal(previou
     report.rebuild(root)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "k3lab report: warning:" in err
-    assert f"01_a/{victim.name}: changed since run" in err and "rerun `make reproduce`" in err
+    assert f"01_a/{victim.name}: changed since run" in err and "python -m k3lab reproduce --replace-edited" in err
 
 
 def test_ctrl_c_during_recovery_does_not_say_untouched(tmp_path, previous, monkeypatch, capsys):
