@@ -91,6 +91,9 @@ def verdict(p: Prediction, a: DSparkAnswer) -> str:
     pl = a.plain
     ratio = p.output_tok_s / pl.output_tok_s
     word = "no difference (the break-even, not a bug)" if abs(ratio - 1) < EQUAL else ("yes" if ratio > 1 else "no")
+    if a.speed_fit and not a.speed_fit[0] <= p.accept_len <= a.speed_fit[-1]:  # the caveat where the answer is
+        word += (f", by the model's extrapolation (no band: its DSpark runs accepted {a.speed_fit[0]:g}-"
+                 f"{a.speed_fit[-1]:g}, not {p.accept_len:g})")
     same = (f"at the same {pl.concurrency:,} requests" if p.concurrency == pl.concurrency else
             f"of your {p.concurrency_asked:,} clients (DSpark runs {p.concurrency:,} at once, its draft's memory and "
             f"request cap; no DSpark {pl.concurrency:,})")
