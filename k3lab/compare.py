@@ -207,8 +207,9 @@ def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fractio
     p = op.point
     if p is None:
         return {**NO_MODEL, "model_note": op.why}
-    if p.over_latency_cap():  # predict's cap: such a latency is never printed, nor priced
-        return {**NO_MODEL, "model_note": p.over_latency_cap()}
+    over = p.over_latency_cap()
+    if over:  # predict's cap: such a latency is never printed, nor priced
+        return {**NO_MODEL, "model_note": over}
     iv = p.interval("output_tok_s")
     if iv is None:  # a metric without a usable band prices nothing
         return {**NO_MODEL, "model_concurrency": p.concurrency,

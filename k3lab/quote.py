@@ -137,14 +137,19 @@ def band_line(rows: dict) -> str:
             + ("; this fit reads each GPU's own runs at " + ", ".join(own) if own else ""))
 
 
+def _row_layout(r):
+    """A comparison row's deployment and its sglang settings (variant names; none at the defaults)."""
+    vs = tuple(v.strip() for v in r["setting"].split(",")) if r["setting"] != compare.DEFAULT_SETTING else ()
+    return parse_layout(r["layout"].split(" [")[0]), vs
+
+
 def _spare(a: dict, r) -> str:
     """' (at most: 960 tokens to spare …)': how little room the named state-pool setting leaves for the
     full-context request (:attr:`k3lab.memory.Plan.best_option`, the largest ratio that holds it, at no
     start-up overhead, k3lab's upper bound on the pools), so that a renter sizes it for their runtime."""
     from . import memory
 
-    lay = parse_layout(r["layout"].split(" [")[0])
-    vs = tuple(v.strip() for v in r["setting"].split(",")) if r["setting"] != compare.DEFAULT_SETTING else ()
+    lay, vs = _row_layout(r)
     p = memory.plan(load_model(a["model"]), lay.gpu, lay.num_gpus, lay.tp, a["mem_fraction"], a["kv_dtype"],
                     pp=lay.pp, context_tokens=a["context_tokens"], variants=vs)
     if p.best_option is None:
@@ -209,9 +214,9 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     traps = []
     for r in rows.values():
         if r is not None:
-            vs = tuple(v.strip() for v in r["setting"].split(",")) if r["setting"] != compare.DEFAULT_SETTING else ()
-            traps += setting_traps(load_model(a["model"]), parse_layout(r["layout"].split(" [")[0]), a["input_len"],
-                                   a["output_len"], vs, a["kv_dtype"], a["mem_fraction"], target)
+            lay, vs = _row_layout(r)
+            traps += setting_traps(load_model(a["model"]), lay, a["input_len"], a["output_len"], vs, a["kv_dtype"],
+                                   a["mem_fraction"], target)
     # what the user typed that looks wrong (a node's price as a GPU's) is never dropped and comes first;
     # the rest whole sentences, dropped from the end when the screen is full (never cut mid-sentence)
     kept = [head, table, *(_wrap(f"warning: {w}") for w in prices.price_warnings(overrides))]

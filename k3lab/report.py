@@ -175,8 +175,6 @@ def render_blocks(text: str, df) -> str:
 
 def readme_is_current(readme: Path, claims_csv: Path) -> bool:
     """Every generated block of ``readme`` (a README or docs page) is what the ledger gives now."""
-    import pandas as pd
-
     df = read_ledger(claims_csv)  # a CSV that is not a ledger: one line naming its columns, as without --check
     text = readme.read_text(encoding="utf-8")
     return render_blocks(text, df) == text

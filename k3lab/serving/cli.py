@@ -212,7 +212,7 @@ def _differs(n: dict, p: Prediction) -> str:
     d = []
     if n["layout"] != p.layout:
         d.append(f"its layout {n['layout']}")
-    ran = min(int(n["workload"].split(" c")[1].split()[0]), n["admitted"]) if n.get("admitted") else None
+    ran = min(n["concurrency"], n["admitted"]) if n.get("admitted") else None
     if ran is not None and ran != p.concurrency:  # what ran at once: its clients, or fewer where its pools bound
         d.append(f"{ran:,} running (yours {p.concurrency:,})")
     if n.get("accept_len") is not None and p.spec_on and abs(n["accept_len"] - p.accept_len) > 1e-9:

@@ -276,21 +276,16 @@ def band_evidence(family: str, metric: str = "decode") -> dict:
     band as a factor, None when the metric is not validated), ``why_not``, ``repositories`` (the
     origins whose figures of the metric the fit saw), ``points`` (the leave-one-repository-out
     predictions inside each refit's domain) and ``median_error`` (their median error as a factor,
-    e^median|log error|; None without points) and ``too_fast`` (how many of those points the model
-    put faster than published: a throughput above it or a latency below it; the rest too slow or
-    exact), so a reader sees which way it leans. Read from the committed fit and validation."""
+    e^median|log error|; None without points). Read from the committed fit and validation."""
     from .calibration import SPLITS, quantile
 
     b = fitted_bands(family)[metric]
     rows = [r for r in fitted_validation(family)
             if r.metric == metric and r.split == SPLITS[0] and not r.extrapolated]
     errs = [abs(r.log_error) for r in rows]
-    # log_error = ln(predicted / published): above zero a throughput reads fast, a latency slow
-    fast = sum((r.log_error > 0) == (r.kind == "output_tok_s") and r.log_error != 0 for r in rows)
     repos = sorted({o.origin for o in fitted_observations() if o.family == family and o.metric == metric})
     return {"factor": math.exp(b.band_log) if b.validated else None, "why_not": b.why_not, "repositories": repos,
-            "points": len(errs), "median_error": math.exp(quantile(errs, 0.5)) if errs else None,
-            "too_fast": fast}
+            "points": len(errs), "median_error": math.exp(quantile(errs, 0.5)) if errs else None}
 
 
 def own_runs_reading(gpu: str) -> tuple[float | None, int]:

@@ -239,12 +239,14 @@ def nearest(gpu: str, work: Workload, spec: Spec, k: int = 3, engine: str = "sgl
         if key not in seen:
             seen.add(key)
             pts.append(o)
+            if len(pts) == k:
+                break
     return tuple({"id": o.id, "source": o.source, "gpu": o.gpu, "layout": o.layout, "engine": o.engine,
                   "workload": f"{o.input_len}/{o.output_len} c{o.concurrency}"
                               + (f" DSpark τ={o.accept_len:g}" if o.spec != "none" else ""),
                   "kind": o.kind, "value": o.value, "fitted": o.fitted,
-                  "normalisation": o.normalisation or "", "admitted": o.admitted,
-                  "accept_len": o.accept_len if o.spec != "none" else None} for o in pts[:k])
+                  "normalisation": o.normalisation or "", "concurrency": o.concurrency, "admitted": o.admitted,
+                  "accept_len": o.accept_len if o.spec != "none" else None} for o in pts)
 
 
 DOMAIN_FACTOR = domain.DOMAIN_FACTOR

@@ -34,7 +34,8 @@ class OneLineParser(argparse.ArgumentParser):
             typed = " ".join(arg_strings)
             if action.dest in given:
                 flag = "/".join(action.option_strings)
-                self.error(f"{flag} given twice ({_shown(given[action.dest])}, then {_shown(typed)}): give it once")
+                self.error(f"{flag} given twice ({shown_value(given[action.dest])}, then {shown_value(typed)}): "
+                           "give it once")
             given[action.dest] = typed
         return super()._get_values(action, arg_strings)
 
@@ -43,7 +44,8 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _shown(value) -> str:
+def shown_value(value) -> str:
+    """A value the user typed, quoted and cut at 30 characters, for a one-line message."""
     text = str(value)
     return repr(text[:30] + ("..." if len(text) > 30 else ""))
 
@@ -60,7 +62,7 @@ class _AppendDistinct(argparse._AppendAction):
 
     def __call__(self, parser, namespace, values, option_string=None):
         if values in (getattr(namespace, self.dest, None) or ()):
-            parser.error(f"{option_string} {_shown(values)} given twice: give each value once")
+            parser.error(f"{option_string} {shown_value(values)} given twice: give each value once")
         super().__call__(parser, namespace, values, option_string)
 
 

@@ -28,6 +28,8 @@ from __future__ import annotations
 import os
 import sys
 
+from .oneline import shown_value
+
 ENV_ENABLE = "K3LAB_PATCHES"
 ENV_FORCE = "K3LAB_PATCHES_FORCE"
 
@@ -46,8 +48,7 @@ def sglang_plugin() -> list[str]:
     for name in (ENV_ENABLE, ENV_FORCE):  # the second only matters once the first is 1
         value = os.environ.get(name, "")
         if value not in ACCEPTED:
-            shown = repr(value[:30] + ("..." if len(value) > 30 else ""))
-            _unpatched(f"{name}={shown} is not a value k3lab_patches reads: set {name}=1 to "
+            _unpatched(f"{name}={shown_value(value)} is not a value k3lab_patches reads: set {name}=1 to "
                        f"{'patch' if name == ENV_ENABLE else 'force'}, 0 or unset for not")
             return []
         if value != "1" and name == ENV_ENABLE:
