@@ -183,13 +183,15 @@ NO_MODEL = {"model_tok_s": math.nan, "model_tok_s_low": math.nan, "model_tok_s_h
             "model_ttft_validated": False, "slow_concurrency": 0, "slow_tok_s": math.nan, "model_capped_by": ""}
 
 
-def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fraction, max_running=None, slo=None) -> dict:
+def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fraction, max_running=None, slo=None,
+                engine=None) -> dict:
     """The serving model's operating point for one row (:func:`k3lab.serving.slo.operating_point`:
     its peak, or under ``slo`` the highest concurrency it meets, and the band's slow edge) → the
     columns of :data:`NO_MODEL` and model_note; NaN with a reason where the model is not calibrated
     for the GPU or model, no request of the workload fits, or none meets the SLO. ``max_running``:
     the requests in flight a state-pool setting leaves (whole deployment), when the row holds the
-    full-context request only under that setting."""
+    full-context request only under that setting; ``engine``: its :class:`k3lab.serving.engines.Engine`
+    (sglang's defaults when None)."""
     from .serving.predict import NotCalibrated
     from .serving.slo import NO_SLO, operating_point
 
@@ -197,7 +199,8 @@ def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fractio
         return {**NO_MODEL, "model_note": "the serving model is calibrated on Kimi K3 measurements only"}
     try:
         op = operating_point(cfg, dep, input_len, output_len, slo or NO_SLO, variants=variants, kv_dtype=kv_dtype,
-                             mem_fraction=mem_fraction, max_running=max_running)
+                             mem_fraction=mem_fraction, max_running=max_running,
+                             **({} if engine is None else {"engine": engine}))
     except NotCalibrated:
         return {**NO_MODEL, "model_note": f"no public measurements calibrate the serving model for {dep.gpu.upper()}"}
     except data.DataError:
@@ -223,6 +226,44 @@ def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fractio
             "model_capped_by": ("" if not op.capped else "setting" if max_running is not None and op.limit == max_running
                                 else "pools"),
             "model_note": "; ".join(p.outside)}
+
+
+#: the columns :func:`_past_the_cache` adds: the state-pool flags the row is priced under, and what
+#: keeping the radix cache (the setting ``fits_with`` names) gives where they differ
+PRICED_WITH = {"priced_with": "", "cache_concurrency": 0, "cache_tok_s": math.nan, "cache_tpot_ms": math.nan}
+
+
+def _past_the_cache(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fraction, slo, p, row) -> dict:
+    """The columns of :data:`PRICED_WITH` for a row (its ``_throughput`` columns already in ``row``).
+
+    Under a latency target, a row that holds the full-context request (with sglang's defaults or a
+    state-pool setting) and stopped below the target because its pools admit no more
+    (``model_capped_by``) is priced
+    instead under sglang's radix-cache-off branch, ``--disable-radix-cache --max-running-requests M``
+    (one state slot a request instead of five, so the same memory admits more: the fit's third
+    option, :func:`k3lab.model.pool_settings.search_settings`), with M the concurrency the target
+    then allows — both nodes at the target's latency, not one at its pools' — when that runs more
+    requests (the row's model columns are then that operating point's); ``cache_*`` keep what the setting with prefix caching gives. ``priced_with`` is ``""``
+    where the row is priced as ``fits_with`` says. The serving model is fitted on benchmark runs
+    that reuse no prefix, so prefix caching's gain on real traffic is in neither number."""
+    out = dict(PRICED_WITH)
+    if not (slo.active and row.get("model_capped_by") and p.verdict in LISTED_VERDICTS and cfg.has_kda):
+        return out
+    off = [o for o in p.fit_options if o.branch == "from_max_running_requests"]
+    m = (off[0].max_running_requests if off else 0) if p.fit_options else memory.radix_off_room(
+        cfg, dep, mem_fraction, kv_dtype, p.context_tokens, variants)
+    if m * p.replicas <= row["model_concurrency"]:
+        return out
+    from .serving.engines import Engine
+
+    alt = _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fraction, m * p.replicas, slo,
+                      Engine(max_running_requests=m, disable_radix_cache=True))
+    if not alt["model_concurrency"] > row["model_concurrency"] or not alt["model_tok_s"] == alt["model_tok_s"]:
+        return out
+    out.update(cache_concurrency=row["model_concurrency"], cache_tok_s=row["model_tok_s"],
+               cache_tpot_ms=row["model_tpot_ms"],
+               priced_with=f"--disable-radix-cache --max-running-requests {-(-alt['model_concurrency'] // p.replicas)}")
+    return {**alt, **out}
 
 
 def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, variants=(), tiers=None,
@@ -256,6 +297,9 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     priced point; model_ttft_validated: TTFT has a validated band), slow_concurrency and slow_tok_s
     (the slow edge under an SLO: 0 / NaN without one), model_capped_by (under an SLO, ``setting`` or
     ``pools`` when what is admitted, not the target, set the concurrency; ``""`` otherwise),
+    priced_with, cache_concurrency, cache_tok_s, cache_tpot_ms (:func:`_past_the_cache`: the
+    radix-cache-off setting a row is priced under where the target wants more requests than the
+    setting with prefix caching admits, and what that one gives; ``""`` / 0 / NaN otherwise),
     moe_intermediate_per_gpu and moe_intermediate_padded_per_gpu (an expert's MXFP4 intermediate on
     one GPU, and as sglang pads it: why a setting may change nothing), model_note, user_tok_s, priced_tok_s (what the
     $/M columns use), priced_by (``model`` / ``your --tok-s`` / ``—``), roofline_bound_tok_s (UPPER
@@ -308,7 +352,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                     if include_all:
                         rows.append({**row, "shardable": False, "weights_gib_per_gpu": math.nan,
                                      "weights_fit": False, "max_kv_tokens": 0, "full_context_requests": 0,
-                                     "full_context_requests_with_setting": 0,
+                                     "full_context_requests_with_setting": 0, **PRICED_WITH,
                                      "fits": False, "fits_with": "cannot shard", "holds": False, "reason": str(e)})
                     continue
                 p = memory.plan(cfg, gpu, n, tp, mem_fraction, kv_dtype, pp=pp, context_tokens=ctx, variants=vs)
@@ -328,6 +372,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                 cap = state_pool_cap(p)
                 row.update(_throughput(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction, cap, slo)
                            if p.weights_fit else {**NO_MODEL, "model_note": "weights do not fit"})
+                row.update(_past_the_cache(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction, slo, p, row))
                 c = row.get("model_concurrency") or 0
                 if c < 1 and p.weights_fit:  # no serving model (another model, an uncalibrated GPU): bound at what the pools admit
                     from .serving.predict import admission
@@ -362,7 +407,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     base = ["layout", "gpu", "num_gpus", "tp", "pp", "nodes", "label", "setting", "shardable", "weights_gib_per_gpu",
             "weights_fit", "max_kv_tokens", "full_context_requests", "full_context_requests_with_setting", "fits",
             "fits_with", "holds", "reason", "moe_intermediate_per_gpu", "moe_intermediate_padded_per_gpu",
-            *NO_MODEL, "model_note", "user_tok_s", "priced_tok_s", "priced_by", "roofline_bound_tok_s"]
+            *NO_MODEL, "model_note", *PRICED_WITH, "user_tok_s", "priced_tok_s", "priced_by", "roofline_bound_tok_s"]
     priced = [f"{pre}[{t}]" for pre in (HOUR_PREFIX, MTOK_PREFIX, MTOK_PREFIX + "_low", MTOK_PREFIX + "_high",
                                          MTOK_PREFIX + "_slow") for t in chosen]
     power = ["power_usd_per_hour"] if usd_per_kwh is not None else []

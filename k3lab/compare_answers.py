@@ -38,7 +38,8 @@ def answers(df) -> list[dict]:
     those GPUs and the layout is only the cheapest of what it prices. Computed on every row before
     ``--top``. → list of dicts tier, kind, date, rental (its prices meet a rental rate:
     :func:`k3lab.prices.is_rental_evidence`), not_priced, placeholder (GPUs it prices with a
-    placeholder), layout, label, setting, fits_with, usd_per_hour, usd_per_million_tokens (+ _low,
+    placeholder), layout, label, setting, fits_with, priced_with (the radix-cache-off setting a
+    row is priced under, :func:`k3lab.compare._past_the_cache`; "" if none), usd_per_hour, usd_per_million_tokens (+ _low,
     _high), priced_by, the latency it was priced at (:func:`latency`), unpriced (the
     cheapest-per-hour holding layout when no row has a throughput); layout None when the source
     prices no holding layout with a throughput."""
@@ -71,7 +72,8 @@ def answers(df) -> list[dict]:
             continue
         r = _ranked(cand, t).iloc[0]
         out.append({**head, "layout": r["layout"], "label": r["label"],
-                    "setting": r["setting"], "fits_with": r["fits_with"], "usd_per_hour": float(r[col]),
+                    "setting": r["setting"], "fits_with": r["fits_with"],
+                    "priced_with": r.get("priced_with") or "", "usd_per_hour": float(r[col]),
                     "usd_per_million_tokens": float(r[mcol]),
                     "usd_per_million_tokens_low": float(r[f"{MTOK_PREFIX}_low[{t}]"]),
                     "usd_per_million_tokens_high": float(r[f"{MTOK_PREFIX}_high[{t}]"]),

@@ -42,7 +42,8 @@ def answer_line(a: dict, context_tokens: int) -> str:
                 + ("" if u is None else f" with a throughput to price (cheapest to hold: {u['layout']} at "
                                         f"${u['usd_per_hour']:,.2f}/hour; {u['why']})")
                 + (f"; {caveat}" if caveat else ""))
-    how = "" if a["fits_with"] == "defaults" else f" (with {a['fits_with']})"
+    how = ("" if a["fits_with"] == "defaults" else f" (with {a['fits_with']})" if not a.get("priced_with") else
+           f" (with {a['priced_with']}: no prefix caching, so that your target's concurrency runs)")
     band = (f", band ${a['usd_per_million_tokens_low']:,.2f}-${a['usd_per_million_tokens_high']:,.2f}"
             + ("" if a.get("model_in_domain", True) else ", outside the model's validated domain")
             if a["priced_by"] == "model" else "")
@@ -175,7 +176,7 @@ def format_table(df) -> str:
         w = "—" if not r["weights_gib_per_gpu"] == r["weights_gib_per_gpu"] else f"{r['weights_gib_per_gpu']:.1f}"
         m = r.get("model_tok_s", math.nan)
         band = "—" if not m == m else f"{_int(r['model_tok_s_low'])}-{_int(r['model_tok_s_high'])}"
-        cells = [r["layout"], str(r["num_gpus"]), w, _full_ctx(r), r["fits_with"],
+        cells = [r["layout"], str(r["num_gpus"]), w, _full_ctx(r), r["fits_with"] + ("§" if r.get("priced_with") else ""),
                  _int(m) + ("*" if m == m and not r["model_in_domain"] else ""), band, *_latency_cells(r)]
         if slo:
             cells += [str(r["slow_concurrency"]) if r["slow_concurrency"] == r["slow_concurrency"] and
@@ -188,6 +189,13 @@ def format_table(df) -> str:
         heads.append("reason")
     lines += fmt_table(heads, body, right=set(range(1, len(heads) - (1 if a.get("include_all") else 0))) - {4})
     lines += [textwrap.fill(x, width=110, subsequent_indent="  ") for x in same_setting_notes(df)]
+    for r in df.to_dict("records"):
+        if r.get("priced_with"):
+            lines.append(textwrap.fill(
+                f"§ {r['layout']}: priced with {r['priced_with']} (no prefix caching), which holds the request too and "
+                f"runs your target's c{int(r['model_concurrency'])}; its fits-with setting keeps prefix caching and "
+                f"admits c{int(r['cache_concurrency'])} (TPOT {r['cache_tpot_ms']:,.0f} ms)", width=110,
+                subsequent_indent="  "))
     if "model_capped_by" in df.columns and df["model_capped_by"].astype(bool).any():
         lines.append("‡ at c: every request the pools admit (with the row's fits-with setting), below your latency target")
     hour, mtok = tier_columns(df, HOUR_PREFIX), tier_columns(df, MTOK_PREFIX)

@@ -389,6 +389,27 @@ def fit(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: 
         moe_intermediate_per_gpu=moe, moe_intermediate_padded_per_gpu=moe_pad)
 
 
+def radix_off_room(cfg: ModelConfig, dep: Deployment, mem_fraction: float = 0.9, kv_dtype: str = "bf16",
+                   context_tokens: int | None = None, variants=()) -> int:
+    """The largest ``--max-running-requests M`` per replica under sglang's radix-cache-off branch
+    (``--disable-radix-cache --max-running-requests M``: M state slots, one a request) with which a
+    request of ``context_tokens`` still fits (:func:`fit`), or 0 when none does. The KV pool shrinks
+    as M grows, so fitting is monotone in M: doubled until it fails, then bisected. Requests."""
+    def ok(m: int) -> bool:
+        return fit(cfg, dep, mem_fraction, kv_dtype, context_tokens=context_tokens, variants=variants,
+                   disable_radix_cache=True, max_running_requests=m).fits
+
+    if not cfg.has_kda or not ok(1):
+        return 0
+    lo, hi = 1, 2
+    while ok(hi):
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:  # lo fits, hi does not
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
 def plan(cfg: ModelConfig, gpu, num_gpus: int, tp: int, mem_fraction: float = 0.9, kv_dtype: str = "bf16",
          pp: int = 1, state_dtype: str = "fp32", context_tokens: int | None = None, variants=(),
          hbm_gb: float | None = None, init_overhead_bytes: int = 0,

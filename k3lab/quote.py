@@ -27,6 +27,7 @@ from .model.capacity import KV_DTYPES
 from .serving import slo as slo_mod
 from .setting_traps import setting_traps
 from .specs import known_gpus, load_model, parse_layout
+from .throughput import usd_per_million_tokens
 
 #: the screen a quote fits in
 MAX_LINES = 15
@@ -95,7 +96,8 @@ def capped_note(rows: dict, target) -> str:
     for r in rows.values():
         if r is None or not r.get("model_capped_by"):
             continue
-        how = (f"with {r['fits_with']}" if r["model_capped_by"] == "setting" else "with sglang's defaults")
+        how = (f"with {r['priced_with']}" if r.get("priced_with") else
+               f"with {r['fits_with']}" if r["model_capped_by"] == "setting" else "with sglang's defaults")
         parts.append(f"{r['gpu'].upper()} c{int(r['model_concurrency'])} is all its pools admit {how}; TPOT "
                      f"{r['model_tpot_ms']:,.0f} ms is already under your {target.label()}")
     return "‡ " + "; ".join(parts) if parts else ""
@@ -144,18 +146,43 @@ def _row_layout(r):
 
 
 def _spare(a: dict, r) -> str:
-    """' (at most: 960 tokens to spare …)': how little room the named state-pool setting leaves for the
-    full-context request (:attr:`k3lab.memory.Plan.best_option`, the largest ratio that holds it, at no
-    start-up overhead, k3lab's upper bound on the pools), so that a renter sizes it for their runtime."""
+    """'960 tokens to spare …': how little room the state-pool setting the row is priced under leaves
+    for the full-context request (its ``priced_with``, else :attr:`k3lab.memory.Plan.best_option`, the
+    largest ratio that holds it), at no start-up overhead, k3lab's upper bound on the pools, so that
+    a renter sizes it for their runtime."""
     from . import memory
 
     lay, vs = _row_layout(r)
-    p = memory.plan(load_model(a["model"]), lay.gpu, lay.num_gpus, lay.tp, a["mem_fraction"], a["kv_dtype"],
-                    pp=lay.pp, context_tokens=a["context_tokens"], variants=vs)
-    if p.best_option is None:
+    cfg, ctx = load_model(a["model"]), a["context_tokens"]
+    p = memory.plan(cfg, lay.gpu, lay.num_gpus, lay.tp, a["mem_fraction"], a["kv_dtype"], pp=lay.pp,
+                    context_tokens=ctx, variants=vs)
+    if r.get("priced_with"):
+        m = -(-int(r["model_concurrency"]) // p.replicas)  # the --max-running-requests the row names
+        f = memory.fit(cfg, lay, a["mem_fraction"], a["kv_dtype"], context_tokens=ctx, variants=vs,
+                       disable_radix_cache=True, max_running_requests=m)
+        tokens, held = f.max_kv_tokens, f.max_full_context_requests
+    elif p.best_option is not None:
+        tokens, held = p.best_option.max_total_num_tokens, p.best_option.full_context_requests
+    else:
         return ""
-    spare = p.best_option.max_total_num_tokens - a["context_tokens"] * max(1, p.best_option.full_context_requests)
-    return f" ({spare:,} tokens to spare at 0 GiB start-up overhead: fit --init-overhead-gib N)"
+    spare = tokens - ctx * max(1, held)
+    if spare >= ctx // 10:  # room for any start-up overhead worth naming
+        return f"{spare:,} tokens spare"
+    return f"{spare:,} tokens to spare at 0 GiB start-up overhead: fit --init-overhead-gib N"
+
+
+
+def _with_cache(r, overrides: dict) -> str:
+    """'keeping prefix caching, <fits_with> admits c81 at TPOT 43 ms, $7.02/M': what the setting that keeps
+    the radix cache gives, for a row priced without it (:func:`k3lab.compare._past_the_cache`)."""
+    if not r.get("priced_with"):
+        return ""
+    usd = overrides.get(r["gpu"])
+    cost = ("" if usd is None else
+            f", ${usd_per_million_tokens(float(r['cache_tok_s']), int(r['num_gpus']), usd):,.2f}/M")
+    keep = "sglang's defaults admit" if r["fits_with"] == "defaults" else f"{r['fits_with']} admits"
+    return (f"keeping prefix caching, {keep} c{int(r['cache_concurrency'])} at TPOT "
+            f"{r['cache_tpot_ms']:,.0f} ms{cost}")
 
 
 def _wrap(text: str) -> list[str]:
@@ -179,16 +206,23 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     table = compare_view.fmt_table(["GPU", "cheapest layout that holds it", "c", "TPOT", "TTFT", "tok/s/GPU",
                                     cost_head], body, right={2, 3, 4, 5}) if body else []
     notes = []
-    needs = [f"{r['gpu'].upper()} {r['fits_with']}{_spare(a, r)}" for r in rows.values()
-             if r is not None and r["fits_with"] != "defaults"]
-    opt = [f"{r['gpu'].upper()} SGLANG_AITER_K3_OPT=1" for r in rows.values()
-           if r is not None and compare.ARTICLE_AMD_SETTING[0] in r["setting"]]
+    needs = []  # per GPU, its settings in one clause: the recipe's env, then the state-pool flags with why
+    for r in rows.values():
+        if r is None:
+            continue
+        env = ["SGLANG_AITER_K3_OPT=1"] if compare.ARTICLE_AMD_SETTING[0] in r["setting"] else []
+        pool = []
+        if r["fits_with"] != "defaults" or r.get("priced_with"):
+            why = "; ".join(x for x in (_spare(a, r), _with_cache(r, overrides)) if x)
+            pool = [f"{r.get('priced_with') or r['fits_with']}" + (f" ({why})" if why else "")]
+        if env or pool:
+            needs.append(f"{r['gpu'].upper()} " + " and ".join(env + pool))
     cap = capped_note(rows, target)
     legend = ((". † TTFT not validated" if any(r is not None and not r["model_ttft_validated"] for r in rows.values())
                else "") + ("; ‡ all its pools admit" if cap else ""))
     legend = ". " + legend.lstrip(".; ") if legend else ""
-    if needs or opt:
-        notes += _wrap("settings it needs: " + "; ".join(opt + needs) + legend)
+    if needs:
+        notes += _wrap("settings: " + "; ".join(needs) + legend)
     elif legend:
         notes += _wrap(legend[2:])
     # the ‡ row's whole sentence is the first thing to go when the screen is full (its legend above stays)

@@ -862,13 +862,19 @@ def test_two_rows_the_setting_does_not_change_say_why():
 
 
 def test_a_concurrency_admission_caps_under_a_latency_target_is_marked():
-    """Q2 (b) on compare: at TPOT <= 50 ms the 8xB300 row runs at the running requests its state-pool setting
-    leaves (the memory plan's pick), marked ‡ with the legend."""
+    """Q2 (b) on compare: at TPOT <= 50 ms the 8xB300 row's setting with prefix caching admits fewer requests
+    than the target allows, so it is priced with the radix cache off (marked § beside its fits-with setting, a
+    footnote says both); a row whose pools cap it with no setting to admit more (plain 8xMI355X, --all) keeps ‡."""
     cfg = load_model("kimi-k3")
     plan = memory.plan(cfg, "b300", 8, 8, context_tokens=cfg.max_position_embeddings)
-    r = subprocess.run([sys.executable, "-m", "k3lab", "compare", "--gpu", "b300", "--max-tpot", "50"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-m", "k3lab", "compare", "--gpu", "b300", "--gpu", "mi355x", "--max-tpot",
+                        "50", "--all"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0
     row = next(x for x in r.stdout.splitlines() if x.startswith("8xb300 tp8 "))
-    assert f" {plan.best_option.max_running_requests}‡ " in row
+    assert f"{plan.best_option.flags}§" in row and "‡" not in row
+    text = " ".join(x.strip() for x in r.stdout.splitlines())
+    assert ("§ 8xb300 tp8: priced with --disable-radix-cache --max-running-requests" in text and
+            f"its fits-with setting keeps prefix caching and admits c{plan.best_option.max_running_requests} " in text)
+    plain = next(x for x in r.stdout.splitlines() if x.startswith("8xmi355x tp8 ") and "[" not in x)
+    assert "‡" in plain
     assert "‡ at c: every request the pools admit (with the row's fits-with setting), below your latency target" in r.stdout

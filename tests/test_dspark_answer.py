@@ -190,3 +190,32 @@ def test_dspark_on_a_one_token_output_is_refused():
                        cwd=REPO_ROOT, timeout=300)
     assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1
     assert "--spec dspark with --output-len 1" in r.stderr and "drop --spec" in r.stderr
+
+
+def test_the_answer_names_what_the_nearest_public_dspark_run_measured():
+    """Newcomer 6, Q3: the DSpark speed at natural-text acceptance has no band, and the one public B300 DSpark run
+    at the question's lengths and concurrency sat far from the model, listed only at the bottom. The answer now says
+    right under its verdict what that run measured (from data/public_measurements.yaml, read here by id) and how the
+    model reads it."""
+    spec = Spec("dspark", 2.0, 7)
+    p = predict(CFG, B300, WORK, spec)
+    text = dspark_answer.nearest_dspark_run(p)
+    doc = yaml.safe_load((REPO_ROOT / "data" / "public_measurements.yaml").read_text(encoding="utf-8"))
+    rows = {m["id"]: m for m in doc["measurements"]}
+    first = next(n for n in p.nearest if n["accept_len"] is not None)
+    assert first["layout"] == "8×B300 TP8+DCP8" and first["workload"].startswith("8192/1024 c32 DSpark")
+    tok = next(n for n in p.nearest if n["accept_len"] is not None and n["kind"] == "output_tok_s")
+    assert rows[tok["id"]]["value"] == pytest.approx(tok["value"], rel=1e-6)
+    assert text.startswith(f"nearest public DSpark measurement: B300 8×B300 TP8+DCP8, {first['workload']} ")
+    assert f"{tok['value']:,.0f} output tok/s" in text
+    assert f"x{tok['fitted'] / tok['value']:.2f} on throughput" in text
+    # the CLI prints it right under the verdict
+    out = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len", "8192",
+                          "--output-len", "1024", "--concurrency", "32", "--spec", "dspark"], capture_output=True,
+                         text=True, cwd=REPO_ROOT, timeout=300).stdout
+    flat = " ".join(x.strip() for x in out.splitlines())
+    assert flat.index("does DSpark help here?") < flat.index("nearest public DSpark measurement:") < flat.index(
+        "DSpark acceptance:")
+    # none listed: no sentence
+    assert dspark_answer.nearest_dspark_run(predict(CFG, B300, WORK)) == "" or not any(
+        n["accept_len"] is not None for n in predict(CFG, B300, WORK).nearest)

@@ -251,35 +251,62 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     assert f"costs over ${3.0 * a * b / be:,.2f}/GPU-h" in flat
 
 
-def test_a_concurrency_that_admission_caps_says_so():
-    """Q2 (b): at TPOT <= 50 ms the B300 node runs at every request its state-pool setting admits (the setting's
-    --max-running-requests, from the memory plan), below the target: the row is marked and one footnote says why."""
+def test_a_target_the_prefix_cache_setting_cannot_reach_is_priced_without_it():
+    """Q2 (b), newcomer 6: at TPOT <= 50 ms the B300's setting with prefix caching (--mamba-full-memory-ratio
+    0.795, five state slots a request) admits 81 requests, TPOT ~43 ms: the quote priced it at a lower latency
+    than the MI355X. Now it is priced where the target allows, under sglang's radix-cache-off branch
+    (--disable-radix-cache --max-running-requests M: one slot a request), which still holds the full-context
+    request (k3lab.memory.fit, by hand), and the quote says what keeping prefix caching gives, at that price."""
     from k3lab import memory
 
     d = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5},
                         slo=SLO(max_tpot_ms=50))
-    cfg = specs.load_model("kimi-k3")
+    cfg, dep = specs.load_model("kimi-k3"), specs.parse_layout(B300)
     plan = memory.plan(cfg, "b300", 8, 8, context_tokens=cfg.max_position_embeddings)
     admits = plan.best_option.max_running_requests
     r = d.comparison.set_index("layout").loc[B300]
-    assert int(r["model_concurrency"]) == admits and r["model_tpot_ms"] < 50 and r["model_capped_by"] == "setting"
-    text = "\n".join(quote.quote_lines(d))
-    assert f"  {admits}‡  " in text
-    # the mark's legend always; its whole sentence is the first to give way on a full screen (here the trap needs
-    # the room), and it says its sentence wherever there is room (compare's footnote says the same)
-    assert "‡ all its pools admit" in " ".join(x.strip() for x in text.splitlines())
-    assert quote.capped_note(quote.best_rows(d.comparison, ["mi355x", "b300"]), d.slo) == (
-        f"‡ B300 c{admits} is all its pools admit with {plan.best_option.flags}; TPOT {r['model_tpot_ms']:,.0f} ms "
+    assert int(r["cache_concurrency"]) == admits and r["cache_tpot_ms"] < 50
+    m = int(r["model_concurrency"])
+    assert m > admits and r["model_tpot_ms"] <= 50 and not r["model_capped_by"]
+    assert r["priced_with"] == f"--disable-radix-cache --max-running-requests {m}"
+    assert memory.fit(cfg, dep, disable_radix_cache=True, max_running_requests=m).fits
+    # the radix-off room is the fit's own third option
+    off = next(o for o in plan.fit_options if o.branch == "from_max_running_requests")
+    assert memory.radix_off_room(cfg, dep) == off.max_running_requests >= m
+    assert not memory.fit(cfg, dep, disable_radix_cache=True, max_running_requests=off.max_running_requests + 1).fits
+    # the model at one more request misses the target: m is the target's, not the pools'
+    from k3lab.serving.engines import Engine
+
+    off_engine = Engine(max_running_requests=off.max_running_requests, disable_radix_cache=True)
+    assert predict(cfg, dep, Workload(1024, 400, m + 1), engine=off_engine).tpot_ms > 50
+    assert predict(cfg, dep, Workload(1024, 400, m), engine=off_engine).tpot_ms <= 50
+    text = " ".join(x.strip() for x in quote.quote_lines(d))
+    kept = 5.5 * 8 * 1e6 / (float(r["cache_tok_s"]) * 3600)
+    assert (f"B300 --disable-radix-cache --max-running-requests {m} (" in text and
+            f"keeping prefix caching, {plan.best_option.flags} admits c{admits} at TPOT {r['cache_tpot_ms']:,.0f} ms, "
+            f"${kept:,.2f}/M)" in text)
+    # the MI355X's concurrency is the latency target's: no other setting
+    assert not d.comparison.set_index("layout").loc[MI, "priced_with"]
+
+
+def test_a_concurrency_that_admission_caps_says_so():
+    """Where the pools admit fewer requests than the target allows and no setting admits more (8xMI355X TP8 as
+    sglang ships it, which holds no full-context request), the row is marked and the footnote says why."""
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400, slo=SLO(max_tpot_ms=50))
+    r = d.comparison[d.comparison["layout"] == "8xmi355x tp8"].iloc[0]
+    n = admission(specs.load_model("kimi-k3"), specs.parse_layout("8xmi355x tp8"), 1024 + 400).requests
+    assert int(r["model_concurrency"]) == n and r["model_tpot_ms"] < 50 and r["model_capped_by"] == "pools"
+    assert not r["priced_with"]
+    assert quote.capped_note({"mi355x": r}, d.slo) == (
+        f"‡ MI355X c{n} is all its pools admit with sglang's defaults; TPOT {r['model_tpot_ms']:,.0f} ms "
         "is already under your TPOT ≤ 50 ms")
-    # the MI355X's concurrency is the latency target's: no mark
-    assert not d.comparison.set_index("layout").loc[MI, "model_capped_by"]
 
 
-def test_predict_takes_the_state_pool_setting_quote_names_and_gives_its_row():
-    """The renter's Q2: quote's B300 row needs --mamba-full-memory-ratio 0.795, which predict did not
-    take (a newcomer reproduced the row with --max-running-requests instead). predict now takes it:
-    the running requests are the pools' under that setting (k3lab.memory.fit, sized by hand here), and
-    at TPOT <= 50 ms it lands on the quote's concurrency and tok/s."""
+def test_predict_takes_the_state_pool_settings_quote_names_and_gives_its_row():
+    """The renter's Q2: predict takes every state-pool flag quote may name (--mamba-full-memory-ratio,
+    --disable-radix-cache, --max-mamba-cache-size); the running requests are the pools' under it (k3lab.memory.fit,
+    sized by hand here), and with the quote's B300 flags at TPOT <= 50 ms it lands on the quote's concurrency and
+    tok/s."""
     from k3lab import memory
 
     cfg, dep = specs.load_model("kimi-k3"), specs.parse_layout(B300)
@@ -295,12 +322,26 @@ def test_predict_takes_the_state_pool_setting_quote_names_and_gives_its_row():
     assert (f"  your setting: with your --mamba-full-memory-ratio 0.795, 8×B300 TP8 holds a 1,048,576-token request "
             f"and runs {slots:,} of your {slots:,} requests at once") in head
     assert not any("a setting that changes the answer: with --mamba-full-memory-ratio" in x for x in head)
-    # quote's B300 row: the same concurrency and tok/s per GPU
-    qt = _run("quote", "--gpu", "b300", "--max-tpot", "50").stdout
-    row = next(x for x in qt.splitlines() if x.startswith("B300"))
-    c_q, tok_gpu_q = re.search(r"\s(\d+)‡?\s+\d+ ms.*?\s(\d+)\s+\$", row).groups()
+    # a --max-running-requests the radix cache's five slots a request cannot admit is said, not silently capped
+    r = _run("predict", "--layout", B300, "--input-len", "1024", "--output-len", "400", "--concurrency", "200",
+             "--max-running-requests", "408")
+    dflt = memory.fit(cfg, dep, 0.9, "bf16", context_tokens=1424).max_running_requests
+    assert f"the state pool admits {dflt} of your --max-running-requests 408 per replica" in r.stdout
+    # quote's B300 row, reproduced with the flags its settings line names
+    qt = " ".join(x.strip() for x in _run("quote", "--gpu", "b300", "--max-tpot", "50").stdout.splitlines())
+    flags = re.search(r"B300 (--disable-radix-cache --max-running-requests \d+) \(", qt).group(1)
+    row = next(x for x in _run("quote", "--gpu", "b300", "--max-tpot", "50").stdout.splitlines() if x.startswith("B300"))
+    c_q, tok_gpu_q = re.search(r"\s(\d+)‡?\s+\d+ ms.*?\s(\d+)\*?\s+\$", row).groups()
+    r = _run("predict", "--layout", B300, "--input-len", "1024", "--output-len", "400", "--max-tpot", "50",
+             *flags.split())
+    assert r.returncode == 0, r.stderr
+    assert f"holds a 1,048,576-token request and runs {c_q} of your {c_q} requests at once" in r.stdout
     tok = float(re.search(r"output tok/s per GPU\s+([\d,.]+)", r.stdout).group(1).replace(",", ""))
-    assert int(c_q) == slots and round(tok) == int(tok_gpu_q)
+    assert round(tok) == int(tok_gpu_q)
+    # the flags sglang ignores beside each other are refused, in one line
+    r = _run("predict", "--layout", B300, "--input-len", "1024", "--output-len", "400", "--concurrency", "8",
+             "--max-mamba-cache-size", "100", "--mamba-full-memory-ratio", "0.5")
+    assert r.returncode == 2 and "give one" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_the_state_pool_setting_is_sglangs_and_is_refused_elsewhere():
@@ -308,6 +349,11 @@ def test_the_state_pool_setting_is_sglangs_and_is_refused_elsewhere():
              "--mamba-full-memory-ratio", "0.5")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "--mamba-full-memory-ratio is sglang's; --engine vllm" in r.stderr
+    for flags in (["--disable-radix-cache"], ["--max-mamba-cache-size", "100"]):
+        r = _run("predict", "--layout", B300, "--input-len", "1024", "--output-len", "400", "--engine", "atom",
+                 "--concurrency", "8", *flags)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1
+        assert f"{flags[0]} is sglang's; --engine atom sizes no state pool" in r.stderr
 
 
 def test_a_node_price_warning_is_never_dropped_for_a_full_screen():

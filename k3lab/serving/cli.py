@@ -19,7 +19,7 @@ from ..setting_traps import full_context_setting, setting_traps
 from ..spelling import did_you_mean
 from ..specs import Deployment, known_gpus, load_model, parse_layout
 from . import attention_backend, dspark_answer, field, slo
-from .engines import ARRIVALS, ENGINES, LENGTHS, Engine, Harness
+from .engines import ARRIVALS, ENGINES, LENGTHS, Engine, Harness, admission
 from .model import SPEC_ALGORITHMS, Spec, Workload
 from .observations import family_of, metric_of
 from .predict import Prediction, band_words, predict
@@ -77,6 +77,13 @@ def _parser() -> OneLineParser:
                     metavar="R", help=help_text("sglang's state-pool memory : KV memory (default 0.9): the setting "
                                                 "quote and compare name for a B300 to hold a full-context request; "
                                                 "it sets how many requests run", "ratio"))
+    ap.add_argument("--max-mamba-cache-size", type=arg("requests", "--max-mamba-cache-size"), default=None,
+                    metavar="N", help=help_text("sglang's state-pool slots (instead of the ratio; 5 a request with "
+                                                "the radix cache)", "requests"))
+    ap.add_argument("--disable-radix-cache", action="store_true",
+                    help="sglang's --disable-radix-cache: one state slot a request, no prefix caching; with "
+                         "--max-running-requests M the state pool is M slots (what quote and compare name when "
+                         "a latency target wants more requests than the radix cache leaves room for)")
     ap.add_argument("--max-batched-tokens", type=arg("tokens", "--max-batched-tokens"), default=None,
                     help=help_text("tokens a forward pass takes (sglang --chunked-prefill-size, vLLM "
                                    "--max-num-batched-tokens)", "tokens"))
@@ -171,19 +178,32 @@ def _spec(args, gpu: str) -> tuple[Spec, tuple | None, str]:
             + (f", the top capped at what --block-size {block} allows" if capped else "") + "; --accept-len sets one")
 
 
-def _your_ratio(cfg, dep, variants, args, dspark: bool, p: Prediction) -> str:
-    """What the user's --mamba-full-memory-ratio does here, in one sentence: whether a request of the
-    model's full context fits with it, and the requests it runs (:func:`k3lab.memory.fit`)."""
+def _your_setting(cfg, dep, variants, args, engine: Engine, dspark: bool, p: Prediction) -> str:
+    """What the user's state-pool flags (and --max-running-requests) do here, in one sentence: whether a
+    request of the model's full context fits with them, the requests it runs, and where the state pool
+    admits fewer than the --max-running-requests asked, by how many (:func:`k3lab.memory.fit`)."""
     from .. import memory
 
     vs = tuple(sorted({*variants, "dspark"})) if dspark else tuple(sorted(set(variants)))
     full = memory.fit(cfg, dep, args.mem_fraction or 0.9, args.kv_dtype, context_tokens=cfg.max_position_embeddings,
-                      variants=vs, mamba_full_memory_ratio=args.mamba_full_memory_ratio)
-    r = f"{args.mamba_full_memory_ratio:g}"
-    return (f"with your --mamba-full-memory-ratio {r}, {dep.label}{' with DSpark' if dspark else ''} "
-            + (f"holds a {cfg.max_position_embeddings:,}-token request" if full.fits else
-               f"holds no {cfg.max_position_embeddings:,}-token request")
-            + f" and runs {p.concurrency:,} of your {p.concurrency_asked:,} requests at once")
+                      variants=vs, mamba_full_memory_ratio=engine.mamba_full_memory_ratio,
+                      max_mamba_cache_size=engine.max_mamba_cache_size, disable_radix_cache=engine.disable_radix_cache,
+                      max_running_requests=engine.max_running_requests)
+    flags = " ".join(f for f in (engine.state_pool_flags(), "" if engine.max_running_requests is None
+                                 else f"--max-running-requests {engine.max_running_requests}") if f)
+    out = (f"with your {flags}, {dep.label}{' with DSpark' if dspark else ''} "
+           + (f"holds a {cfg.max_position_embeddings:,}-token request" if full.fits else
+              f"holds no {cfg.max_position_embeddings:,}-token request")
+           + f" and runs {p.concurrency:,} of your {p.concurrency_asked:,} requests at once")
+    adm = admission(cfg, dep, args.input_len + args.output_len, dspark, variants, args.kv_dtype, engine,
+                    args.mem_fraction)
+    asked = engine.max_running_requests
+    if asked is not None and adm.max_running_requests_per_replica < asked:
+        out += (f"; the state pool admits {adm.max_running_requests_per_replica:,} of your --max-running-requests "
+                f"{asked:,} per replica" + ("" if engine.disable_radix_cache or engine.max_mamba_cache_size else
+                                            " (5 state slots a request with the radix cache: --disable-radix-cache "
+                                            "takes 1)"))
+    return out
 
 
 def slo_lines(p: Prediction, target: SLO, op=None) -> list[str]:
@@ -306,10 +326,21 @@ def cli_main(argv: list[str] | None = None) -> int:
             raise ValueError(f"unknown variant(s) {unknown}{did_you_mean(unknown[0], VARIANTS)}; known: "
                              f"{', '.join(VARIANTS)}")
         spec, accept, accept_note = _spec(args, dep.gpu)
-        if args.mamba_full_memory_ratio is not None and args.engine != "sglang":
-            raise ValueError(f"--mamba-full-memory-ratio is sglang's; --engine {args.engine} sizes no state pool so")
+        typed = [f for f, v in (("--mamba-full-memory-ratio", args.mamba_full_memory_ratio),
+                                ("--max-mamba-cache-size", args.max_mamba_cache_size),
+                                ("--disable-radix-cache", args.disable_radix_cache or None)) if v is not None]
+        if typed and args.engine != "sglang":
+            raise ValueError(f"{typed[0]} is sglang's; --engine {args.engine} sizes no state pool so")
+        if args.max_mamba_cache_size is not None and args.mamba_full_memory_ratio is not None:
+            raise ValueError("--max-mamba-cache-size sets the state pool's slots, so sglang ignores "
+                             "--mamba-full-memory-ratio beside it: give one")
+        if (args.disable_radix_cache and args.max_running_requests is not None and args.max_mamba_cache_size is None
+                and args.mamba_full_memory_ratio is not None):
+            raise ValueError("--disable-radix-cache with --max-running-requests sizes the state pool at one slot a "
+                             "request, so sglang ignores --mamba-full-memory-ratio beside them: give one")
         engine = Engine(args.engine, args.max_running_requests, args.max_batched_tokens, args.mem_fraction,
-                        args.mamba_full_memory_ratio)
+                        args.mamba_full_memory_ratio, args.disable_radix_cache, args.max_mamba_cache_size)
+        yours = bool(engine.state_pool_flags()) or (args.max_running_requests is not None and args.engine == "sglang")
         if (args.lengths == "uniform") != (args.range_ratio is not None):
             raise ValueError("--range-ratio goes with --lengths uniform (and only with it)")
         harness = (None if args.arrival is None and args.lengths is None
@@ -334,7 +365,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         beyond_latency_caps(p)
         traps = setting_traps(cfg, dep, args.input_len, args.output_len, variants, args.kv_dtype, slo=target,
                               concurrency=args.concurrency, prefill_attention=kernel)
-        if args.mamba_full_memory_ratio is None:
+        if not engine.state_pool_flags():
             pool = full_context_setting(cfg, dep, variants, args.kv_dtype, args.mem_fraction or 0.9, p.concurrency_asked,
                                         dspark=spec.on)
             traps += [pool] if pool else []
@@ -350,18 +381,18 @@ def cli_main(argv: list[str] | None = None) -> int:
                            "slo_concurrency": None if op is None or op.point is None else op.point.concurrency,
                            "slo_slow_edge_concurrency": None if op is None or op.slow is None else op.slow.concurrency,
                            "setting_traps": traps,
-                           "your_setting": None if args.mamba_full_memory_ratio is None else
-                           _your_ratio(cfg, dep, variants, args, spec.on, p),
+                           "your_setting": _your_setting(cfg, dep, variants, args, engine, spec.on, p) if yours
+                           else None,
                            "attention_backend": None if backends is None else {
                                "priced": args.attention_backend or "aiter", **backends.as_dict()},
                            **({} if ds is None else ds.as_dict())})
     else:
-        flags = () if args.mamba_full_memory_ratio is None else (f"--mamba-full-memory-ratio {args.mamba_full_memory_ratio:g}",)
+        flags = (engine.state_pool_flags(),) if engine.state_pool_flags() else ()
         lines = format_prediction(p, accept_note, flags).split("\n")  # the target and the traps under the workload line
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
                          + [f"  a setting that changes the answer: {t}" for t in traps]
-                         + ([] if args.mamba_full_memory_ratio is None else  # the user's own setting: what it does
-                            [f"  your setting: {_your_ratio(cfg, dep, variants, args, spec.on, p)}"])
+                         + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]
+                            if yours else [])  # the user's own state-pool setting: what it does
                          + ([] if backends is None else attention_backend.lines(backends, args.attention_backend or "aiter"))
                          + ([] if ds is None else dspark_answer.lines(p, ds)) + lines[2:])
     print(text)  # a closed pipe (`| head`) is k3lab.cli.QuietStdout's

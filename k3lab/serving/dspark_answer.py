@@ -114,11 +114,37 @@ def verdict(p: Prediction, a: DSparkAnswer) -> str:
     return s + "."
 
 
+#: how nearest_dspark_run names a measured quantity (the kinds of k3lab.serving.observations)
+_SEEN = {"output_tok_s": ("{:,.0f} output tok/s", 1.0), "tpot_ms": ("TPOT {:,.1f} ms", 1.0),
+         "ttft_ms": ("TTFT {:,.2f} s", 1e-3)}
+
+
+def nearest_dspark_run(p: Prediction) -> str:
+    """One sentence: what the public DSpark run nearest to the question measured (the first DSpark
+    run of ``p.nearest``, all its listed figures) and how the model reads it (fit over measurement)
+    — the measurement a renter can hold the extrapolation against; "" when none is listed."""
+    runs = [n for n in p.nearest if n.get("accept_len") is not None]
+    if not runs:
+        return ""
+    first = runs[0]
+    same = [n for n in runs if (n["layout"], n["workload"]) == (first["layout"], first["workload"])
+            and n["kind"] in _SEEN]
+    figs = [_SEEN[n["kind"]][0].format(n["value"] * _SEEN[n["kind"]][1]) for n in same]
+    reads = [f"x{n['fitted'] / n['value']:.2f} on {'throughput' if n['kind'] == 'output_tok_s' else n['kind'][:4].upper()}"
+             for n in same]
+    return (f"nearest public DSpark measurement: {first['gpu'].upper()} {first['layout']}, {first['workload']} "
+            f"({first['source']}): {', '.join(figs)}; the model, as that run ran, reads it at {', '.join(reads)} "
+            "(fit over measurement)")
+
+
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
     """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: first whether DSpark
     helps (:func:`verdict`), then the field's acceptance groups and which to plan on, and where the
     speed fit's runs lie."""
     out = textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
+    seen = nearest_dspark_run(p)
+    if seen:
+        out += textwrap.wrap(seen, width=width, initial_indent="  ", subsequent_indent="    ")
     gs = a.groups
     n = sum(g["runs"] for g in gs)
     if len(gs) > 1:

@@ -105,10 +105,17 @@ class Engine:
     #: sglang --mamba-full-memory-ratio (None: sglang's 0.9): the KDA state pool's share, which sets how
     #: many requests run and whether a long one fits (:class:`k3lab.model.pool_settings.StatePoolSettings`)
     mamba_full_memory_ratio: float | None = None
+    #: sglang --disable-radix-cache (one state slot per request, no prefix caching) and
+    #: --max-mamba-cache-size (state slots): the other two of 0.5.23's state-pool branches
+    disable_radix_cache: bool = False
+    max_mamba_cache_size: int | None = None
 
     def __post_init__(self):
         engine_facts(self.name)
-        for k in ("max_running_requests", "max_batched_tokens"):
+        if self.name != "sglang" and (self.disable_radix_cache or self.max_mamba_cache_size is not None
+                                      or self.mamba_full_memory_ratio is not None):
+            raise ValueError(f"the state-pool flags are sglang's; --engine {self.name} sizes no state pool so")
+        for k in ("max_running_requests", "max_batched_tokens", "max_mamba_cache_size"):
             v = getattr(self, k)
             if v is not None:
                 data.check_count(k, v)
@@ -129,6 +136,13 @@ class Engine:
             return int(d)
         c = data.load("serving_model").chunked_prefill
         return int(c.tokens_large if gpu.usable_hbm_gib >= c.large_from_gib.value else c.tokens_small)
+
+    def state_pool_flags(self) -> str:
+        """sglang's state-pool flags this engine states, as typed ("" at sglang's defaults)."""
+        return " ".join(f for f in (
+            "" if self.mamba_full_memory_ratio is None else f"--mamba-full-memory-ratio {self.mamba_full_memory_ratio:g}",
+            "" if self.max_mamba_cache_size is None else f"--max-mamba-cache-size {self.max_mamba_cache_size}",
+            "--disable-radix-cache" if self.disable_radix_cache else "") if f)
 
     def running_limit(self, spec_on: bool) -> int | None:
         """Requests in flight at most by the engine's own setting (None: sized from the pools)."""
@@ -171,8 +185,8 @@ class Admission:
     replicas: int
     variants: tuple
     engine: str = "sglang"
-    #: the --mamba-full-memory-ratio the pools were sized at (None: sglang's default)
-    mamba_full_memory_ratio: float | None = None
+    #: the state-pool flags the pools were sized at ("": sglang's defaults; :meth:`Engine.state_pool_flags`)
+    state_pool: str = ""
 
     def why(self, context_tokens: int) -> str:
         """What binds the admission, in words."""
@@ -183,11 +197,11 @@ class Admission:
         if self.engine != "sglang":
             return f"{self.engine}'s request limit binds: {per} (--max-num-seqs)"
         draft = ", DSpark's draft setting --max-running-requests 48" if "dspark" in self.variants else ""
-        ratio = ("default --mamba-full-memory-ratio" if self.mamba_full_memory_ratio is None
-                 else f"--mamba-full-memory-ratio {self.mamba_full_memory_ratio:g}")
+        pool = self.state_pool or "default --mamba-full-memory-ratio"
         return (f"sglang's request slots bind: {per} (--max-running-requests, capped by the KDA state pool at its "
-                f"{ratio}{draft}); a public run at higher concurrency set larger pools "
-                "(--max-running-requests with --max-mamba-cache-size: `python -m k3lab fit --help-variants`)")
+                f"{pool}{draft}); a public run at higher concurrency set larger pools "
+                "(--max-running-requests with --max-mamba-cache-size or --disable-radix-cache: `python -m k3lab fit` "
+                "lists the settings that still hold a full-context request)")
 
 
 def admission(cfg, dep, context_tokens: int, spec_on: bool = False, variants=(), kv_dtype: str = "bf16",
@@ -200,10 +214,15 @@ def admission(cfg, dep, context_tokens: int, spec_on: bool = False, variants=(),
 
     var = tuple(sorted(set(variants) | ({"dspark"} if spec_on else set())))
     mf = engine.memory_fraction() if mem_fraction is None else mem_fraction
+    # sglang sizes the state pool from --max-running-requests only in its radix-cache-off branch
+    # (k3lab.model.pool_settings); elsewhere the cap applies after the pools, as below
+    sized_by_cap = engine.disable_radix_cache and engine.max_mamba_cache_size is None
     p = memory.fit(cfg, dep, mf, kv_dtype, context_tokens=context_tokens, variants=var,
-                   mamba_full_memory_ratio=engine.mamba_full_memory_ratio)
+                   mamba_full_memory_ratio=engine.mamba_full_memory_ratio,
+                   max_mamba_cache_size=engine.max_mamba_cache_size, disable_radix_cache=engine.disable_radix_cache,
+                   max_running_requests=engine.max_running_requests if sized_by_cap else None)
     if not p.weights_fit:
-        return Admission(0, 0, 0, dep.replicas, var, engine.name, engine.mamba_full_memory_ratio)
+        return Admission(0, 0, 0, dep.replicas, var, engine.name, engine.state_pool_flags())
     kv = p.max_kv_tokens // context_tokens
     limit = engine.running_limit(spec_on)
     if engine.name == "sglang":
@@ -211,4 +230,4 @@ def admission(cfg, dep, context_tokens: int, spec_on: bool = False, variants=(),
     else:  # its own sequence limit; the KV pool k3lab sizes for sglang stands for its pool
         slots = limit
     return Admission(dep.replicas * min(slots, kv), slots, kv, dep.replicas, var, engine.name,
-                     engine.mamba_full_memory_ratio)
+                     engine.state_pool_flags())
