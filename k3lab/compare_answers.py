@@ -145,8 +145,8 @@ def user_verdict(df) -> dict | None:
     """Your own prices (``--usd-per-gpu-hour``, the ``override`` tier) judged: the layout the answer
     names at your prices against the first on another GPU you priced (the runner-up, ranked the same
     way: :func:`_ranked`), your price
-    ratio against their break-even band (:func:`breakeven`), and the runner-up's $/M with its band.
-    None without your prices on two GPUs that hold the request."""
+    ratio against their break-even band (:func:`breakeven`), and the runner-up's $/M with its band;
+    ``slow_usd_per_million_tokens``: both at their band's slow edge under a latency target. None without your prices on two GPUs that hold the request."""
     if "your_prices" in df.attrs and df.attrs.get("answers_for") == tuple(df["layout"]):
         return df.attrs["your_prices"]  # compare_rows' frame (perhaps cut by --top): judged on every row
     t = prices.OVERRIDE_TIER
@@ -171,4 +171,8 @@ def user_verdict(df) -> dict | None:
             "second_usd_per_gpu_hour": ov[second["gpu"]], "price_ratio": ratio, "breakeven": be,
             "reading": reading(ratio, be),
             "first_usd_per_million_tokens": (m(first, ""), m(first, "_low"), m(first, "_high")),
-            "second_usd_per_million_tokens": (m(second, ""), m(second, "_low"), m(second, "_high"))}
+            "second_usd_per_million_tokens": (m(second, ""), m(second, "_low"), m(second, "_high")),
+            # under a latency target, each at the concurrency that still meets it if the model is as slow as its
+            # band allows (None without a target, or where even one request misses it there)
+            "slow_usd_per_million_tokens": tuple(None if not v == v else v
+                                                 for v in (m(first, "_slow"), m(second, "_slow")))}

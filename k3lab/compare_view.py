@@ -292,7 +292,7 @@ def _gpu_name(layout: str) -> str:
     return parse_layout(layout.split(" [")[0]).gpu.upper()
 
 
-def sensitivity(u: dict) -> str:
+def sensitivity(u: dict, name_bands: bool = True) -> str:
     """How far the model may be off before :func:`~k3lab.compare_answers.user_verdict`'s cheaper
     layout is not, against how far off it is known to be, and what that means for your prices, in
     plain words. The first layout is cheaper per token while its speed per GPU relative to the
@@ -300,7 +300,8 @@ def sensitivity(u: dict) -> str:
     speeds is too high by break-even ÷ price ratio (a factor; −1 as a percentage) or more. The two
     bands together (the first's low end against the runner-up's high end: 90% of the public runs
     each family's fit never saw) allow break-even ÷ its low end, the product of the two GPUs' own
-    factors (``a_band`` × ``b_band``), named so that the number can be checked. The runner-up's
+    factors (``a_band`` × ``b_band``), named so that the number can be checked (``name_bands``; the
+    quote's band line names them right above). The runner-up's
     $/GPU-hour above which the first stays cheaper even at the bands' worst is your first price ÷
     that low end."""
     be, r = u["breakeven"], u["price_ratio"]
@@ -312,7 +313,8 @@ def sensitivity(u: dict) -> str:
     if be["low"] is None:
         return out + "; how wrong it is for this pair is not validated (no band): measure before you commit."
     allow = be["ratio"] / be["low"]
-    parts = (f" ({a} x{be['a_band']:.2f} × {b} x{be['b_band']:.2f})" if be.get("a_band") and be.get("b_band") else "")
+    parts = (f" ({a} x{be['a_band']:.2f} × {b} x{be['b_band']:.2f})"
+             if name_bands and be.get("a_band") and be.get("b_band") else "")
     worst = u["first_usd_per_gpu_hour"] / be["low"]
     yours = u["second_usd_per_gpu_hour"]
     if need <= allow:
@@ -329,9 +331,15 @@ def your_prices_sentence(u: dict, by_gpu: bool = False) -> str:
     a, b = (f"the {_gpu_name(u['first'])}", f"the {_gpu_name(u['second'])}") if by_gpu else (u["first"], u["second"])
     # the quote's band line sits right above: "too close to call" there needs no "(inside the model's band)"
     reading = u["reading"].split(" (inside")[0] if by_gpu else u["reading"]
-    if by_gpu:  # the quote's three lines
+    if by_gpu:  # the quote's lines
+        # the table's slow-edge column read: which holds your latency cheaper if both models are as slow as
+        # their bands allow (a renter who must meet the target whatever the model's error)
+        slow = u.get("slow_usd_per_million_tokens") or (None, None)
+        held = ("" if None in slow else
+                f" At both slow edges {a if slow[0] <= slow[1] else b} wins.")
         return (f"At ${u['first_usd_per_gpu_hour']:,.2f} vs ${u['second_usd_per_gpu_hour']:,.2f}/GPU-h "
-                f"{a} costs ${f[0]:,.2f}/M output, {b} ${s[0]:,.2f}/M: {reading}. {sensitivity(u)}")
+                f"{a} costs ${f[0]:,.2f}/M, {b} ${s[0]:,.2f}/M: {reading}. {sensitivity(u, name_bands=False)}"
+                + held)
     return (f"At your prices (${u['first_usd_per_gpu_hour']:,.2f} and ${u['second_usd_per_gpu_hour']:,.2f} per "
             f"GPU-hour) {a} costs ${f[0]:,.2f}/M output tokens against {b}'s ${s[0]:,.2f}/M: "
             f"{reading}. {sensitivity(u)}")

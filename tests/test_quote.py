@@ -247,8 +247,19 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     be = per[MI] / per[B300]
     a, b = _decode_band("amd-cdna4"), _decode_band("nvidia-blackwell")
     assert f"the MI355X/B300 speed ratio is {be / (3.0 / 5.5) - 1:.0%} too high".replace("the ", "", 1) in flat
-    assert f"the bands together allow x{a * b:.2f} (MI355X x{a:.2f} × B300 x{b:.2f}): measure both" in flat
+    # the product in the verdict, each factor in the band line right above it
+    assert f"the bands together allow x{a * b:.2f}: measure both" in flat
+    assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (2 repos" in flat
+    assert flat.index("band (") < flat.index("verdict: ")
     assert f"costs over ${3.0 * a * b / be:,.2f}/GPU-h" in flat
+    # the table's slow edges read: each GPU's $/M if its model is as slow as its band allows, at the target
+    slow = {lay: 8 * p * 1e6 / (rows.loc[lay, "slow_tok_s"] * 3600) for lay, p in ((MI, 3.0), (B300, 5.5))}
+    assert f"c{int(rows.loc[MI, 'slow_concurrency'])} ${slow[MI]:,.2f})" in flat
+    winner = "MI355X" if slow[MI] <= slow[B300] else "B300"
+    assert f"At both slow edges the {winner} wins." in flat
+    # without a target there are no slow edges, and no such sentence
+    plain = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})
+    assert "slow edges" not in " ".join(quote.quote_lines(plain))
 
 
 def test_a_target_the_prefix_cache_setting_cannot_reach_is_priced_without_it():
