@@ -33,6 +33,9 @@ from .throughput import usd_per_million_tokens
 MAX_LINES = 15
 #: ... of at most this many characters
 WIDTH = 118
+#: how far the fit used here may read a GPU's own public runs off (median fit / measured, either way) before
+#: the band line says so: inside it there is no lean to speak of
+LEAN = 1.10
 #: the GPUs of the article's table, quoted when you price none
 ARTICLE_GPUS = ("mi355x", "b300", "b200")
 
@@ -84,7 +87,7 @@ def _cells(df, r, overrides: dict) -> list[str]:
         cost = ("no independent rental price: give yours" if rng is None else
                 f"${rng[0]:,.2f}-${rng[1]:,.2f} at {rng[2]} rental price{'s' if rng[2] > 1 else ''}, "
                 + (f"model band x{math.exp(_band(r)):.2f}" if r["model_in_domain"] else "no band*"))
-    c = f"{lat['concurrency']}" + ("‡" if r.get("model_capped_by") else "")
+    c = f"{lat['concurrency']}" + ("‡" if r.get("model_capped_by") else "") + ("§" if r.get("priced_with") else "")
     return [r["gpu"].upper(), r["layout"], c, f"{lat['tpot_ms']:,.0f} ms", ttft, per, cost]
 
 
@@ -129,14 +132,15 @@ def band_line(rows: dict) -> str:
             parts.append(f"{r['gpu'].upper()} x{ev['factor']:.2f} ({n} repo{'' if n == 1 else 's'}, median "
                          f"x{ev['median_error']:.2f})")
         read, runs = own_runs_reading(r["gpu"])
-        if read is not None:
-            own.append(f"x{read:.2f} ({r['gpu'].upper()}, {runs})")
+        if read is not None and not 1 / LEAN <= read <= LEAN:  # said only where the fit leans on that GPU
+            own.append(f"x{read:.2f} ({r['gpu'].upper()}, {runs} runs: "
+                       f"{'faster' if read > 1 else 'slower'} than measured)")
     # the band's misses are of refits that had not seen a run's repository; the fit used here saw them:
     # how it reads each GPU's own runs says whether there is a lean to correct (x1.00: none)
     if not parts:  # no GPU quoted has a modelled row: no band to speak of
         return ""
-    return ("band (refits blind to a run's repository; 9 in 10 inside): " + ", ".join(parts)
-            + ("; this fit reads each GPU's own runs at " + ", ".join(own) if own else ""))
+    return ("band (9 in 10 unseen public runs inside): " + ", ".join(parts)
+            + ("; this fit reads its own runs at " + ", ".join(own) if own else ""))
 
 
 def _row_layout(r):
@@ -173,7 +177,7 @@ def _spare(a: dict, r) -> str:
 
 
 def _with_cache(r, overrides: dict) -> str:
-    """'keeping prefix caching, <fits_with> admits c81 at TPOT 43 ms, $7.02/M': what the setting that keeps
+    """'with it, <fits_with> admits c81 at TPOT 43 ms, $7.02/M': what the setting that keeps
     the radix cache gives, for a row priced without it (:func:`k3lab.compare._past_the_cache`)."""
     if not r.get("priced_with"):
         return ""
@@ -181,7 +185,7 @@ def _with_cache(r, overrides: dict) -> str:
     cost = ("" if usd is None else
             f", ${usd_per_million_tokens(float(r['cache_tok_s']), int(r['num_gpus']), usd):,.2f}/M")
     keep = "sglang's defaults admit" if r["fits_with"] == "defaults" else f"{r['fits_with']} admits"
-    return (f"keeping prefix caching, {keep} c{int(r['cache_concurrency'])} at TPOT "
+    return (f"with it, {keep} c{int(r['cache_concurrency'])} at TPOT "
             f"{r['cache_tpot_ms']:,.0f} ms{cost}")
 
 
@@ -213,13 +217,15 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
         env = ["SGLANG_AITER_K3_OPT=1"] if compare.ARTICLE_AMD_SETTING[0] in r["setting"] else []
         pool = []
         if r["fits_with"] != "defaults" or r.get("priced_with"):
-            why = "; ".join(x for x in (_spare(a, r), _with_cache(r, overrides)) if x)
+            why = "; ".join(x for x in ("§ no prefix caching" if r.get("priced_with") else "", _spare(a, r),
+                                        _with_cache(r, overrides)) if x)
             pool = [f"{r.get('priced_with') or r['fits_with']}" + (f" ({why})" if why else "")]
         if env or pool:
             needs.append(f"{r['gpu'].upper()} " + " and ".join(env + pool))
     cap = capped_note(rows, target)
     legend = ((". † TTFT not validated" if any(r is not None and not r["model_ttft_validated"] for r in rows.values())
-               else "") + ("; ‡ all its pools admit" if cap else ""))
+               else "") + ("; ‡ all its pools admit" if cap else "")
+)
     legend = ". " + legend.lstrip(".; ") if legend else ""
     if needs:
         notes += _wrap("settings: " + "; ".join(needs) + legend)

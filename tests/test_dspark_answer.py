@@ -206,15 +206,19 @@ def test_the_answer_names_what_the_nearest_public_dspark_run_measured():
     assert first["layout"] == "8×B300 TP8+DCP8" and first["workload"].startswith("8192/1024 c32 DSpark")
     tok = next(n for n in p.nearest if n["accept_len"] is not None and n["kind"] == "output_tok_s")
     assert rows[tok["id"]]["value"] == pytest.approx(tok["value"], rel=1e-6)
-    assert text.startswith(f"nearest public DSpark measurement: B300 8×B300 TP8+DCP8, {first['workload']} ")
-    assert f"{tok['value']:,.0f} output tok/s" in text
-    assert f"x{tok['fitted'] / tok['value']:.2f} on throughput" in text
+    assert text.startswith(f"measured: the nearest public DSpark run, B300 8×B300 TP8+DCP8 at {first['workload']} ")
+    assert f"served {tok['value']:,.0f} output tok/s" in text
+    assert f"the model puts that run at {tok['fitted']:,.0f} output tok/s" in text
+    # the model reads that run fast (1,828 against 1,333): the sentence says which way to read its figures
+    assert tok["fitted"] > 1.1 * tok["value"]
+    assert text.endswith(f"the model runs x{tok['fitted'] / tok['value']:.2f} too fast there, so read its DSpark "
+                         "figures as high")
     # the CLI prints it right under the verdict
     out = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len", "8192",
                           "--output-len", "1024", "--concurrency", "32", "--spec", "dspark"], capture_output=True,
                          text=True, cwd=REPO_ROOT, timeout=300).stdout
     flat = " ".join(x.strip() for x in out.splitlines())
-    assert flat.index("does DSpark help here?") < flat.index("nearest public DSpark measurement:") < flat.index(
+    assert flat.index("does DSpark help here?") < flat.index("measured: the nearest public DSpark run") < flat.index(
         "DSpark acceptance:")
     # none listed: no sentence
     assert dspark_answer.nearest_dspark_run(predict(CFG, B300, WORK)) == "" or not any(

@@ -71,7 +71,11 @@ def test_readme_answers_whether_speculative_decoding_still_crashes():
     """Q5 names the releases (from the release matrix: the crash in 0.5.16, fixed in 0.5.17), the branch
     images' NameError, the backend flag, and that a K3 image needs --force."""
     para = _section(_readme(), "Does speculative decoding still crash on ROCm?")
-    assert "Not from sglang 0.5.17" in para and "NameError: name 'top_k_renorm_prob' is not defined" in para
+    assert "**The crash is gone from sglang 0.5.17**" in para and "NameError: name 'top_k_renorm_prob' is not defined" in para
+    # newcomer 7: "which release?" leads with one line each for the crash and for serving K3 with no patch
+    first = " ".join(para.split())[:260]
+    assert ("**To serve K3 on ROCm with no patch, run 0.5.22 or later (0.5.23 here) with `--attention-backend aiter` "
+            "and `SGLANG_AITER_K3_OPT=1`**") in first
     assert "--force" in para and "--attention-backend aiter" in para and "k3lab_patches status" in para
 
 

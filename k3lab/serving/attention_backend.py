@@ -55,7 +55,8 @@ def prefill_attention(dep: Deployment, backend: str | None) -> str:
 class BackendComparison:
     """The question under each backend: ``aiter`` and ``triton`` (:class:`Prediction`), and under
     aiter the 4 zero heads' cost at most (``zero_heads_ttft_ms``, ``zero_heads_tpot_ms``: what they
-    add to TTFT and TPOT; TPOT moves only with DSpark, whose verify step runs the same kernel)."""
+    add to TTFT and TPOT; TPOT moves where other requests' prefills run between decode steps, or with
+    DSpark, whose verify step runs the same kernel)."""
 
     aiter: Prediction
     triton: Prediction
@@ -120,7 +121,9 @@ def lines(c: BackendComparison, priced: str) -> list[str]:
             f"{ROCM_DEFAULT}): TTFT {a.ttft_ms:,.0f} ms with aiter{mark(a)}, {t.ttft_ms:,.0f} ms with triton{mark(t)} "
             f"(triton takes x{t.ttft_ms / a.ttft_ms:.2f} aiter's)")
     if abs(t.tpot_ms - a.tpot_ms) > 0.05:
-        head += f"; TPOT {a.tpot_ms:,.1f} vs {t.tpot_ms:,.1f} ms (the verify step runs the same kernel)"
+        why = ("the verify step runs the same kernel" if a.spec != "none" else
+               "other requests' prefills run between decode steps")
+        head += f"; TPOT {a.tpot_ms:,.1f} vs {t.tpot_ms:,.1f} ms ({why})"
     ratio, ba, bt = t.ttft_ms / a.ttft_ms, a.band_of("ttft_ms"), t.band_of("ttft_ms")
     if ba is None or bt is None:
         band = f"  TTFT has no validated band here: x{ratio:.2f} is the model's central estimate, unbanded"
@@ -139,6 +142,7 @@ def lines(c: BackendComparison, priced: str) -> list[str]:
                      f"x{ratio * near.value / near.fitted:.2f}")
     cost = (f"  padding 12 heads to 16 for aiter's prefill costs at most {c.zero_heads_ttft_ms:,.0f} ms of aiter's TTFT "
             f"(+{c.zero_heads_ttft_ms / a.ttft_ms:.1%})"
-            + (f" and {c.zero_heads_tpot_ms:,.1f} ms of TPOT" if c.zero_heads_tpot_ms > 0.05 else "")
-            + "; decode pays nothing for it")
+            + (f" and {c.zero_heads_tpot_ms:,.1f} ms of TPOT (the prefills between decode steps)"
+               if c.zero_heads_tpot_ms > 0.05 else "")
+            + "; the decode kernel itself pays nothing for it")
     return [head, band, cost]

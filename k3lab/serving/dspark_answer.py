@@ -121,20 +121,25 @@ _SEEN = {"output_tok_s": ("{:,.0f} output tok/s", 1.0), "tpot_ms": ("TPOT {:,.1f
 
 def nearest_dspark_run(p: Prediction) -> str:
     """One sentence: what the public DSpark run nearest to the question measured (the first DSpark
-    run of ``p.nearest``, all its listed figures) and how the model reads it (fit over measurement)
-    — the measurement a renter can hold the extrapolation against; "" when none is listed."""
+    run of ``p.nearest``, all its listed figures), what the model puts that same run at, and which
+    way that leans (the model faster or slower than measured, past x1.10 on throughput) — the
+    measurement a renter can hold the extrapolation against; "" when none is listed."""
     runs = [n for n in p.nearest if n.get("accept_len") is not None]
     if not runs:
         return ""
     first = runs[0]
     same = [n for n in runs if (n["layout"], n["workload"]) == (first["layout"], first["workload"])
             and n["kind"] in _SEEN]
-    figs = [_SEEN[n["kind"]][0].format(n["value"] * _SEEN[n["kind"]][1]) for n in same]
-    reads = [f"x{n['fitted'] / n['value']:.2f} on {'throughput' if n['kind'] == 'output_tok_s' else n['kind'][:4].upper()}"
-             for n in same]
-    return (f"nearest public DSpark measurement: {first['gpu'].upper()} {first['layout']}, {first['workload']} "
-            f"({first['source']}): {', '.join(figs)}; the model, as that run ran, reads it at {', '.join(reads)} "
-            "(fit over measurement)")
+    seen = ", ".join(_SEEN[n["kind"]][0].format(n["value"] * _SEEN[n["kind"]][1]) for n in same)
+    fit = ", ".join(_SEEN[n["kind"]][0].format(n["fitted"] * _SEEN[n["kind"]][1]) for n in same)
+    tok = next((n for n in same if n["kind"] == "output_tok_s"), None)
+    lean = "" if tok is None else (
+        f": the model runs x{tok['fitted'] / tok['value']:.2f} too fast there, so read its DSpark figures as high"
+        if tok["fitted"] > 1.1 * tok["value"] else
+        f": the model runs x{tok['value'] / tok['fitted']:.2f} too slow there, so read its DSpark figures as low"
+        if tok["value"] > 1.1 * tok["fitted"] else ": the model agrees there within x1.10")
+    return (f"measured: the nearest public DSpark run, {first['gpu'].upper()} {first['layout']} at {first['workload']} "
+            f"({first['source']}), served {seen}; the model puts that run at {fit}{lean}")
 
 
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
