@@ -200,10 +200,10 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     overrides = a.get("overrides") or {}
     gpus = list(gpus or overrides or ARTICLE_GPUS)
     target = d.slo
-    head = _wrap(f"quote {a['model']}: one {a['context_tokens']:,}-token request must fit; {a['input_len']:,} in / "
+    head = _wrap(f"quote {a['model']}: holds a {a['context_tokens']:,}-token request; priced on {a['input_len']:,} in / "
                  f"{a['output_len']:,} out at " + (target.label() if target.active else "each layout's peak (no "
                                                     "latency target: --max-tpot MS)")
-                 + "; serving model, no DSpark")
+                 + "; model, no DSpark")
     rows = best_rows(df, gpus)
     body = [_cells(df, r, overrides) for r in rows.values() if r is not None]
     cost_head = "$/M output (band; slow edge)" if overrides else "$/M output, independent prices"

@@ -85,11 +85,25 @@ def test_a_request_longer_than_the_pools_hold():
     assert plan.weights_fit and plan.max_kv_tokens < ctx                # the weights load, the pool is short
     assert P.admission(CFG, MI355X, ctx).requests == 0
     with pytest.raises(ValueError, match=r"^8×MI355X TP8: not one 1,000,100-token request fits "
-                                         r"\(weights load, pools hold none\)$"):
+                                         r"\(the weights load, the pools hold none\)$"):
         P.predict(CFG, MI355X, Workload(1_000_000, 100, 1))
     assert P.curve(CFG, MI355X, 1_000_000, 100) == []
     with pytest.raises(ValueError, match=r"not one 1,000,100-token request fits"):
         P.peak(CFG, MI355X, 1_000_000, 100)
+
+
+@pytest.mark.parametrize("engine, why", [
+    (Engine(max_mamba_cache_size=10_000_000), r"the state pool's 10,000,000 slots \(--max-mamba-cache-size "
+                                              r"10,000,000\) need [\d,.]+ GiB per GPU"),
+    (Engine(max_mamba_cache_size=1), r"the pools admit no request \(max_running_requests=0: 1 state slots, 5 a "
+                                     r"request\)"),
+    (Engine(max_running_requests=100_000, disable_radix_cache=True),
+     r"the state pool's 100,000 slots \(--max-running-requests 100,000\) need [\d,.]+ GiB per GPU")])
+def test_a_state_pool_setting_that_admits_nothing_says_why(engine, why):
+    """predict's new state-pool flags (newcomer 6, Q2): a setting under which no request runs said
+    'weights do not load' for weights that do; the error now names what the pools' sizing said."""
+    with pytest.raises(ValueError, match=rf"^8×B300 TP8: not one 1,424-token request fits \({why}"):
+        P.predict(CFG, B300, Workload(1024, 400, 8), engine=engine)
 
 
 @pytest.mark.parametrize("input_len, output_len", [(9_999_999, 1), (1_048_576, 1), (1, 1_048_576)])
@@ -111,7 +125,7 @@ def test_weights_that_do_not_load():
     one = Deployment("mi355x", 1, 1)
     assert not memory.fit(CFG, one, 0.9, "bf16", context_tokens=1124).weights_fit
     assert P.admission(CFG, one, 1124).requests == 0
-    with pytest.raises(ValueError, match=r"1×MI355X TP1: not one 1,124-token request fits \(weights do not load\)"):
+    with pytest.raises(ValueError, match=r"1×MI355X TP1: not one 1,124-token request fits \(the weights do not load\)"):
         P.predict(CFG, one, Workload(1024, 100, 1))
 
 

@@ -288,7 +288,9 @@ def resolve_max_running_requests(token_capacity: int, *, context_len: int,
         check_count("slots_per_request", slots_per_request)
         n = min(n, max_mamba_cache_size // slots_per_request)
     if n <= 0:
-        raise InsufficientMemoryError(f"the pools admit no request (max_running_requests={n})")
+        why = (f": {max_mamba_cache_size:,} state slots, {slots_per_request} a request"
+               if max_mamba_cache_size is not None and max_mamba_cache_size < slots_per_request else "")
+        raise InsufficientMemoryError(f"the pools admit no request (max_running_requests={n}{why})")
     return n
 
 

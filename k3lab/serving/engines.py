@@ -187,6 +187,8 @@ class Admission:
     engine: str = "sglang"
     #: the state-pool flags the pools were sized at ("": sglang's defaults; :meth:`Engine.state_pool_flags`)
     state_pool: str = ""
+    #: why no request is admitted, where none is ("" otherwise): the weights, or what the pools' sizing said
+    why_none: str = ""
 
     def why(self, context_tokens: int) -> str:
         """What binds the admission, in words."""
@@ -222,12 +224,13 @@ def admission(cfg, dep, context_tokens: int, spec_on: bool = False, variants=(),
                    max_mamba_cache_size=engine.max_mamba_cache_size, disable_radix_cache=engine.disable_radix_cache,
                    max_running_requests=engine.max_running_requests if sized_by_cap else None)
     if not p.weights_fit:
-        return Admission(0, 0, 0, dep.replicas, var, engine.name, engine.state_pool_flags())
+        return Admission(0, 0, 0, dep.replicas, var, engine.name, engine.state_pool_flags(), "the weights do not load")
     kv = p.max_kv_tokens // context_tokens
     limit = engine.running_limit(spec_on)
     if engine.name == "sglang":
         slots = p.max_running_requests if limit is None else min(limit, p.max_running_requests)
     else:  # its own sequence limit; the KV pool k3lab sizes for sglang stands for its pool
         slots = limit
-    return Admission(dep.replicas * min(slots, kv), slots, kv, dep.replicas, var, engine.name,
-                     engine.state_pool_flags())
+    n = dep.replicas * min(slots, kv)
+    return Admission(n, slots, kv, dep.replicas, var, engine.name, engine.state_pool_flags(),
+                     "" if n else (p.pool_note or "the weights load, the pools hold none"))

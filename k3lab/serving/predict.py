@@ -278,8 +278,7 @@ def predict(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_S
     I, O = mean_lengths(work.input_len, work.output_len, harness)
     adm = admission(cfg, dep, I + O, spec, variants, kv_dtype, mem_fraction, engine)
     if adm.requests < 1:
-        raise ValueError(f"{dep.label}: not one {I + O:,}-token request fits "
-                         f"(weights {'do not load' if adm.max_running_requests_per_replica == 0 else 'load, pools hold none'})")
+        raise ValueError(f"{dep.label}: not one {I + O:,}-token request fits ({adm.why_none})")
     running = min(work.concurrency, adm.requests)
 
     def run(s):
