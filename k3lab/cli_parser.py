@@ -34,7 +34,12 @@ class OneLineParser(_OneLineParser):
             flag = tok.split("=", 1)[0]
             if tok.startswith("--") and flag not in known:
                 # compared without the dashes, which every flag shares and which would make any two look alike
+                # a flag whose words hold every word typed (--mamba-ratio: --mamba-full-memory-ratio) is the one
+                # meant, however far apart the spellings are
+                words = set(flag[2:].split("-"))
+                holds = [k for k in known if words <= set(k[2:].split("-"))]
                 hint = (f" ({self.hints[flag]})" if flag in self.hints else
+                        f" (did you mean '{holds[0]}'?)" if len(holds) == 1 else
                         did_you_mean(flag[2:], [k[2:] for k in known]).replace(" '", " '--"))
                 self.error(f"unknown flag {flag}{hint}")
         return super().parse_known_args(argv, namespace)

@@ -241,7 +241,8 @@ def _past_the_cache(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fra
     (``model_capped_by``) is priced
     instead under sglang's radix-cache-off branch, ``--disable-radix-cache --max-running-requests M``
     (one state slot a request instead of five, so the same memory admits more: the fit's third
-    option, :func:`k3lab.model.pool_settings.search_settings`), with M the concurrency the target
+    option, :func:`k3lab.model.pool_settings.search_settings`; at most the M whose pools still hold
+    M of the workload's requests, as the slots come out of the KV pool), with M the concurrency the target
     then allows — both nodes at the target's latency, not one at its pools' — when that runs more
     requests (the row's model columns are then that operating point's); ``cache_*`` keep what the setting with prefix caching gives. ``priced_with`` is ``""``
     where the row is priced as ``fits_with`` says. The serving model is fitted on benchmark runs
@@ -254,8 +255,22 @@ def _past_the_cache(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fra
         cfg, dep, mem_fraction, kv_dtype, p.context_tokens, variants)
     if m * p.replicas <= row["model_concurrency"]:
         return out
-    from .serving.engines import Engine
+    from .serving.engines import Engine, admission
 
+    # the state pool's M slots come out of the KV pool: past some M the KV pool no longer holds M of the
+    # workload's requests, so the most that run is the largest M (up to the room) whose pools hold M of them
+    def runs_all(k: int) -> bool:
+        return admission(cfg, dep, input_len + output_len, variants=variants, kv_dtype=kv_dtype, mem_fraction=mem_fraction,
+                         engine=Engine(max_running_requests=k, disable_radix_cache=True)).requests >= k * p.replicas
+
+    if not runs_all(m):
+        lo, hi = 1, m   # runs_all(1) holds where one request of the workload fits at all
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if runs_all(mid) else (lo, mid)
+        m = lo
+    if m * p.replicas <= row["model_concurrency"]:
+        return out
     alt = _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fraction, m * p.replicas, slo,
                       Engine(max_running_requests=m, disable_radix_cache=True))
     if not alt["model_concurrency"] > row["model_concurrency"] or not alt["model_tok_s"] == alt["model_tok_s"]:
@@ -322,6 +337,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     slo = NO_SLO if slo is None else slo
     if not isinstance(slo, SLO):
         raise ValueError(f"slo must be a k3lab.serving.slo.SLO, got {type(slo).__name__}")
+    slo.check_decodes(output_len)   # as predict refuses it: a TPOT limit of one output token prices nothing
     if sort not in SORTS:
         raise ValueError(f"sort must be one of {', '.join(SORTS)}, got {sort!r}")
     if top is not None:

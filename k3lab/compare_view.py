@@ -193,11 +193,14 @@ def format_table(df) -> str:
         if r.get("priced_with"):
             lines.append(textwrap.fill(
                 f"§ {r['layout']}: priced with {r['priced_with']} (no prefix caching), which holds the request too and "
-                f"runs your target's c{int(r['model_concurrency'])}; its fits-with setting keeps prefix caching and "
-                f"admits c{int(r['cache_concurrency'])} (TPOT {r['cache_tpot_ms']:,.0f} ms)", width=110,
+                f"runs c{int(r['model_concurrency'])}"
+                + (" (all its pools admit, ‡)" if r.get("model_capped_by") else ", your target's")
+                + f"; its fits-with setting keeps prefix caching and admits c{int(r['cache_concurrency'])} (TPOT "
+                  f"{r['cache_tpot_ms']:,.0f} ms)", width=110,
                 subsequent_indent="  "))
     if "model_capped_by" in df.columns and df["model_capped_by"].astype(bool).any():
-        lines.append("‡ at c: every request the pools admit (with the row's fits-with setting), below your latency target")
+        lines.append("‡ at c: every request the pools admit (with the row's fits-with setting, or its § one), below "
+                     "your latency target")
     hour, mtok = tier_columns(df, HOUR_PREFIX), tier_columns(df, MTOK_PREFIX)
     used = [t for t in a["tiers"] if df[hour[t]].notna().any()]
     lines += ["", "$/M output tokens at the priced throughput (the model's, or your --tok-s), by price source, "

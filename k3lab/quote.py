@@ -177,15 +177,15 @@ def _spare(a: dict, r) -> str:
 
 
 def _with_cache(r, overrides: dict) -> str:
-    """'with it, <fits_with> admits c81 at TPOT 43 ms, $7.02/M': what the setting that keeps
+    """'with prefix caching, <fits_with>: c81 at TPOT 43 ms, $7.02/M': what the setting that keeps
     the radix cache gives, for a row priced without it (:func:`k3lab.compare._past_the_cache`)."""
     if not r.get("priced_with"):
         return ""
     usd = overrides.get(r["gpu"])
     cost = ("" if usd is None else
             f", ${usd_per_million_tokens(float(r['cache_tok_s']), int(r['num_gpus']), usd):,.2f}/M")
-    keep = "sglang's defaults admit" if r["fits_with"] == "defaults" else f"{r['fits_with']} admits"
-    return (f"with it, {keep} c{int(r['cache_concurrency'])} at TPOT "
+    keep = "sglang's defaults" if r["fits_with"] == "defaults" else r["fits_with"]
+    return (f"with prefix caching, {keep}: c{int(r['cache_concurrency'])} at TPOT "
             f"{r['cache_tpot_ms']:,.0f} ms{cost}")
 
 
@@ -201,15 +201,14 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     gpus = list(gpus or overrides or ARTICLE_GPUS)
     target = d.slo
     head = _wrap(f"quote {a['model']}: holds a {a['context_tokens']:,}-token request; priced on {a['input_len']:,} in / "
-                 f"{a['output_len']:,} out at " + (target.label() if target.active else "each layout's peak (no "
-                                                    "latency target: --max-tpot MS)")
+                 f"{a['output_len']:,} out at " + (target.label() if target.active else "each layout's peak")
                  + "; model, no DSpark")
     rows = best_rows(df, gpus)
     body = [_cells(df, r, overrides) for r in rows.values() if r is not None]
     cost_head = "$/M output (band; slow edge)" if overrides else "$/M output, independent prices"
     table = compare_view.fmt_table(["GPU", "cheapest layout that holds it", "c", "TPOT", "TTFT", "tok/s/GPU",
                                     cost_head], body, right={2, 3, 4, 5}) if body else []
-    notes = []
+    notes = []   # one entry per sentence: its wrapped lines
     needs = []  # per GPU, its settings in one clause: the recipe's env, then the state-pool flags with why
     for r in rows.values():
         if r is None:
@@ -217,29 +216,28 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
         env = ["SGLANG_AITER_K3_OPT=1"] if compare.ARTICLE_AMD_SETTING[0] in r["setting"] else []
         pool = []
         if r["fits_with"] != "defaults" or r.get("priced_with"):
-            why = "; ".join(x for x in ("§ no prefix caching" if r.get("priced_with") else "", _spare(a, r),
-                                        _with_cache(r, overrides)) if x)
+            why = "; ".join(x for x in (_spare(a, r), _with_cache(r, overrides)) if x)
             pool = [f"{r.get('priced_with') or r['fits_with']}" + (f" ({why})" if why else "")]
         if env or pool:
             needs.append(f"{r['gpu'].upper()} " + " and ".join(env + pool))
     cap = capped_note(rows, target)
     legend = ((". † TTFT not validated" if any(r is not None and not r["model_ttft_validated"] for r in rows.values())
                else "") + ("; ‡ all its pools admit" if cap else "")
-)
+              + ("; § no prefix caching" if any(r is not None and r.get("priced_with") for r in rows.values()) else ""))
     legend = ". " + legend.lstrip(".; ") if legend else ""
     if needs:
-        notes += _wrap("settings: " + "; ".join(needs) + legend)
+        notes.append(_wrap("settings: " + "; ".join(needs) + legend))
     elif legend:
-        notes += _wrap(legend[2:])
+        notes.append(_wrap(legend[2:]))
     # the ‡ row's whole sentence is the first thing to go when the screen is full (its legend above stays)
     capped = [_wrap(cap)] if cap else []
     band = band_line(rows)
-    notes += _wrap(band) if band else []
+    notes += [_wrap(band)] if band else []
     for g, r in rows.items():
         if r is None:
             held = df[(df["gpu"] == g) & df["holds"].astype(bool)]
-            notes += _wrap(f"{g.upper()}: " + (f"holds it, not priced: {held['model_note'].iloc[0]}" if len(held)
-                                                else "no layout holds it"))
+            notes.append(_wrap(f"{g.upper()}: " + (f"holds it, not priced: {held['model_note'].iloc[0]}" if len(held)
+                                                else "no layout holds it")))
     u = d.yours
     if u is not None:
         verdict = "verdict: " + compare_view.your_prices_sentence(u, by_gpu=True)
@@ -256,13 +254,16 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
         if r is not None:
             lay, vs = _row_layout(r)
             traps += setting_traps(load_model(a["model"]), lay, a["input_len"], a["output_len"], vs, a["kv_dtype"],
-                                   a["mem_fraction"], target)
+                                   a["mem_fraction"], target, context_tokens=a["context_tokens"])
     # what the user typed that looks wrong (a node's price as a GPU's) is never dropped and comes first;
     # the rest whole sentences, dropped from the end when the screen is full (never cut mid-sentence)
     kept = [head, table, *(_wrap(f"warning: {w}") for w in prices.price_warnings(overrides))]
-    groups = [*([x] for x in notes), *capped, *([_wrap(verdict)] if verdict else []),
-              *(_wrap(f"trap: {t}") for t in traps[:1])]
-    drop = [*capped, *reversed(groups)]   # the ‡ sentence first, then from the end
+    # each note is one sentence's lines: dropped whole, never cut; what goes first when the screen is full:
+    # the ‡ sentence, the band line and the not-priced notes, the trap, then the settings; the verdict last
+    trap = [_wrap(f"trap: {t}") for t in traps[:1]]
+    said = [_wrap(verdict)] if verdict else []
+    groups = [*notes, *capped, *said, *trap]
+    drop = [*capped, *reversed(notes[1:]), *trap, *notes[:1], *said]
     more = "more: python -m k3lab compare (every layout and price source, same flags); nothing here ran on a GPU"
     while groups and sum(map(len, kept + groups)) + 1 > MAX_LINES:
         g = next(x for x in drop if any(x is y for y in groups))

@@ -38,22 +38,25 @@ class Outcome:
 
 
 def _outcome(cfg, dep, variants, kv_dtype, mem_fraction, input_len, output_len, slo, concurrency=None,
-             prefill_attention="fast") -> Outcome:
+             prefill_attention="fast", engine=None, context_tokens=None) -> Outcome:
     """At ``concurrency`` clients when given (the engine runs what this setting admits, the rest
     queue), else at the SLO's operating point (its peak without one); the prefill priced with
-    ``prefill_attention``'s kernel (:data:`k3lab.serving.model.PREFILL_ATTENTION`)."""
+    ``prefill_attention``'s kernel (:data:`k3lab.serving.model.PREFILL_ATTENTION`); ``engine``: the
+    question's (its state-pool flags; sglang's defaults when None); ``context_tokens``: the request
+    that must fit (the model's full context when None)."""
     from .serving.model import Workload
     from .serving.predict import NotCalibrated, predict
     from .serving.slo import operating_point
 
     p = memory.plan(cfg, dep.gpu, dep.num_gpus, dep.tp, mem_fraction, kv_dtype, pp=dep.pp,
-                    context_tokens=cfg.max_position_embeddings, variants=variants)
+                    context_tokens=context_tokens or cfg.max_position_embeddings, variants=variants)
     holds = p.verdict in ("fits with defaults", "fits only with a setting")
+    kw = {} if engine is None else {"engine": engine}
     try:
         pt = (predict(cfg, dep, Workload(input_len, output_len, concurrency), variants=variants, kv_dtype=kv_dtype,
-                      mem_fraction=mem_fraction, prefill_attention=prefill_attention) if concurrency else
+                      mem_fraction=mem_fraction, prefill_attention=prefill_attention, **kw) if concurrency else
               operating_point(cfg, dep, input_len, output_len, slo, variants=variants, kv_dtype=kv_dtype,
-                              mem_fraction=mem_fraction, prefill_attention=prefill_attention).point)
+                              mem_fraction=mem_fraction, prefill_attention=prefill_attention, **kw).point)
     except (NotCalibrated, ValueError):
         pt = None
     if pt is None or not pt.validated():
@@ -81,20 +84,21 @@ def _moves(alt: Outcome, base: Outcome) -> bool:
 
 def setting_traps(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, variants=(),
                   kv_dtype: str = "bf16", mem_fraction: float = 0.9, slo=None, concurrency: int | None = None,
-                  prefill_attention: str = "fast") -> list[str]:
+                  prefill_attention: str = "fast", engine=None, context_tokens: int | None = None) -> list[str]:
     """Sentences, one per alternative setting that moves the throughput by more than :data:`FACTOR`
     or changes whether a full-context request fits; empty when none does. The throughput is
     compared at ``concurrency`` clients when given (what ``predict --concurrency`` asks), and the
     sentence says so; where it moves only at the two settings' peaks, it names those; without a
     concurrency, each at its SLO's operating point (its peak without an SLO). ``prefill_attention``:
-    the prefill kernel the question prices (``predict --attention-backend``), so that the numbers
-    are the table's."""
+    the prefill kernel the question prices (``predict --attention-backend``), and ``engine`` its
+    engine (a user's state-pool flags), so that the numbers are the table's; ``context_tokens``: the
+    request that must fit (``--context``; the model's full context when None)."""
     from .serving.slo import NO_SLO
 
     slo = NO_SLO if slo is None else slo
     variants = tuple(sorted(set(variants)))
     at = lambda vs, kv, c=concurrency: _outcome(cfg, dep, vs, kv, mem_fraction, input_len, output_len, slo, c,  # noqa: E731
-                                                prefill_attention)
+                                                prefill_attention, engine, context_tokens)
     base = at(variants, kv_dtype)
     where = (f" at {slo.label()} (each at its highest concurrency meeting it)" if slo.active else " at each one's peak")
     out = []
@@ -111,7 +115,7 @@ def setting_traps(cfg: ModelConfig, dep: Deployment, input_len: int, output_len:
                              f"{base.tok_s:,.0f} output tok/s) but {pa.tok_s:,.0f} instead of {pb.tok_s:,.0f} "
                              f"(x{pa.tok_s / pb.tok_s:.2f}){where} (c{pa.concurrency:,} against c{pb.concurrency:,})")
         if alt.holds_full_context != base.holds_full_context:
-            ctx = f"{cfg.max_position_embeddings:,}-token request"
+            ctx = f"{context_tokens or cfg.max_position_embeddings:,}-token request"
             parts.append(f"{'holds' if alt.holds_full_context else 'no longer holds'} a {ctx}")
         if parts:
             out.append(f"{how}, {dep.label} " + " and ".join(parts))

@@ -295,9 +295,9 @@ def test_a_target_the_prefix_cache_setting_cannot_reach_is_priced_without_it():
     assert predict(cfg, dep, Workload(1024, 400, m), engine=off_engine).tpot_ms <= 50
     text = " ".join(x.strip() for x in quote.quote_lines(d))
     kept = 5.5 * 8 * 1e6 / (float(r["cache_tok_s"]) * 3600)
-    assert (f"B300 --disable-radix-cache --max-running-requests {m} (§ no prefix caching; " in text and
-            f"with it, {plan.best_option.flags} admits c{admits} at TPOT {r['cache_tpot_ms']:,.0f} ms, "
-            f"${kept:,.2f}/M)" in text)
+    assert (f"B300 --disable-radix-cache --max-running-requests {m} (" in text and
+            f"with prefix caching, {plan.best_option.flags}: c{admits} at TPOT {r['cache_tpot_ms']:,.0f} ms, "
+            f"${kept:,.2f}/M)" in text and "§ no prefix caching" in text)
     assert re.search(rf"B300 +8xb300 tp8 +{m}§ ", text)   # the table marks the row's concurrency
     # the MI355X's concurrency is the latency target's: no other setting
     assert not d.comparison.set_index("layout").loc[MI, "priced_with"]

@@ -346,9 +346,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         harness = (None if args.arrival is None and args.lengths is None
                    else Harness(args.arrival or "closed_loop", args.lengths or "fixed", args.range_ratio))
         target, cfg = slo.from_args(args), load_model(args.model)
-        if args.output_len == 1 and (args.max_tpot is not None or args.min_tok_s_per_user is not None):
-            raise ValueError("--output-len 1 has no TPOT (no decode step follows the first token), so --max-tpot "
-                             "and --min-tok-s-per-user judge nothing: give --max-ttft or --concurrency")
+        target.check_decodes(args.output_len, "--max-ttft or --concurrency")
         if args.concurrency is None and not target.active:
             raise ValueError("give --concurrency C, or a latency target (--max-tpot MS, --max-ttft MS or "
                              "--min-tok-s-per-user N) to find the highest concurrency that meets it")
@@ -364,7 +362,7 @@ def cli_main(argv: list[str] | None = None) -> int:
                     engine=engine, harness=harness, prefill_attention=kernel)
         beyond_latency_caps(p)
         traps = setting_traps(cfg, dep, args.input_len, args.output_len, variants, args.kv_dtype, slo=target,
-                              concurrency=args.concurrency, prefill_attention=kernel)
+                              concurrency=args.concurrency, prefill_attention=kernel, engine=engine)
         if not engine.state_pool_flags():
             pool = full_context_setting(cfg, dep, variants, args.kv_dtype, args.mem_fraction or 0.9, p.concurrency_asked,
                                         dspark=spec.on)

@@ -119,12 +119,28 @@ _SEEN = {"output_tok_s": ("{:,.0f} output tok/s", 1.0), "tpot_ms": ("TPOT {:,.1f
          "ttft_ms": ("TTFT {:,.2f} s", 1e-3)}
 
 
-def nearest_dspark_run(p: Prediction) -> str:
-    """One sentence: what the public DSpark run nearest to the question measured (the first DSpark
-    run of ``p.nearest``, all its listed figures), what the model puts that same run at, and which
-    way that leans (the model faster or slower than measured, past x1.10 on throughput) — the
-    measurement a renter can hold the extrapolation against; "" when none is listed."""
+def _dspark_runs(p: Prediction) -> list[dict]:
+    """The public DSpark runs nearest to ``p``'s question, nearest first: those ``p.nearest`` lists,
+    else the nearest of the family's fitted DSpark runs (:func:`k3lab.serving.predict.nearest`
+    over more of them: three non-DSpark runs may sit closer)."""
+    from .model import Spec, Workload
+    from .predict import nearest
+
     runs = [n for n in p.nearest if n.get("accept_len") is not None]
+    if runs:
+        return runs
+    spec = Spec("dspark", p.accept_len if p.spec != "none" else 2.0)
+    more = nearest(p.gpu, Workload(p.input_len, p.output_len, p.concurrency_asked), spec, k=24, engine=p.engine)
+    return [n for n in more if n.get("accept_len") is not None]
+
+
+def nearest_dspark_run(p: Prediction) -> str:
+    """One sentence: what the public DSpark run nearest to the question measured (:func:`_dspark_runs`'
+    first, all its figures listed), what the model puts that same run at, and which way that leans
+    (the model faster or slower than measured past x1.10, on throughput where the run gives it, else
+    on TPOT) — the measurement a renter can hold the extrapolation against; "" when the family has
+    no DSpark run."""
+    runs = _dspark_runs(p)
     if not runs:
         return ""
     first = runs[0]
@@ -133,11 +149,13 @@ def nearest_dspark_run(p: Prediction) -> str:
     seen = ", ".join(_SEEN[n["kind"]][0].format(n["value"] * _SEEN[n["kind"]][1]) for n in same)
     fit = ", ".join(_SEEN[n["kind"]][0].format(n["fitted"] * _SEEN[n["kind"]][1]) for n in same)
     tok = next((n for n in same if n["kind"] == "output_tok_s"), None)
-    lean = "" if tok is None else (
-        f": the model runs x{tok['fitted'] / tok['value']:.2f} too fast there, so read its DSpark figures as high"
-        if tok["fitted"] > 1.1 * tok["value"] else
-        f": the model runs x{tok['value'] / tok['fitted']:.2f} too slow there, so read its DSpark figures as low"
-        if tok["value"] > 1.1 * tok["fitted"] else ": the model agrees there within x1.10")
+    tpot = next((n for n in same if n["kind"] == "tpot_ms"), None)
+    # how much faster the model runs than the measurement: tok/s fit over measured, or TPOT measured over fit
+    fast = (tok["fitted"] / tok["value"] if tok else tpot["value"] / tpot["fitted"] if tpot else None)
+    lean = "" if fast is None else (
+        f": the model runs x{fast:.2f} too fast there, so read its DSpark figures as high" if fast > 1.1 else
+        f": the model runs x{1 / fast:.2f} too slow there, so read its DSpark figures as low" if fast < 1 / 1.1 else
+        ": the model agrees there within x1.10")
     return (f"measured: the nearest public DSpark run, {first['gpu'].upper()} {first['layout']} at {first['workload']} "
             f"({first['source']}), served {seen}; the model puts that run at {fit}{lean}")
 

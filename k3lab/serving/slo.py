@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass
 
 from .model import NO_SPEC, Workload
-from .predict import SWEEP, Prediction, admission, peak, predict
+from .predict import SWEEP, Prediction, admission, family_params, peak, predict
 
 #: the SLO fields, their unit and what each limits (the CLI's flags are these names with dashes)
 FIELDS = {"max_tpot_ms": "ms", "max_ttft_ms": "ms", "min_tok_s_per_user": "tok/s per user"}
@@ -48,6 +48,13 @@ class SLO:
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
                                   or not math.isfinite(v) or v <= 0):
                 raise ValueError(f"{name} must be a positive number of {unit}, got {v!r}")
+
+    def check_decodes(self, output_len: int, instead: str = "--max-ttft") -> None:
+        """ValueError (one line) where a TPOT limit is asked of one output token: no decode step
+        follows the first, so TPOT is undefined and the limit judges nothing (``instead``: what to give)."""
+        if output_len == 1 and (self.max_tpot_ms is not None or self.min_tok_s_per_user is not None):
+            raise ValueError("--output-len 1 has no TPOT (no decode step follows the first token), so --max-tpot "
+                             f"and --min-tok-s-per-user judge nothing: give {instead}")
 
     @classmethod
     def of(cls, max_tpot_ms=None, max_ttft_ms=None, min_tok_s_per_user=None) -> "SLO":
@@ -163,11 +170,13 @@ def operating_point(cfg, dep, input_len: int, output_len: int, slo: SLO = NO_SLO
         return OperatingPoint(slo, peak(cfg, dep, input_len, output_len, spec, variants, kv_dtype=kv_dtype,
                                         mem_fraction=mem_fraction, max_running=max_running, **kw),
                               slow_why="no latency target")
-    limit = admission(cfg, dep, input_len + output_len, spec, variants, kv_dtype, mem_fraction,
-                      **{k: v for k, v in kw.items() if k == "engine"}).requests
-    limit = limit if max_running is None else min(limit, max_running)
+    family_params(dep.gpu)   # an uncalibrated GPU says so first, as predict does (NotCalibrated)
+    adm = admission(cfg, dep, input_len + output_len, spec, variants, kv_dtype, mem_fraction,
+                    **{k: v for k, v in kw.items() if k == "engine"})
+    limit = adm.requests if max_running is None else min(adm.requests, max_running)
     if limit < 1:
-        raise ValueError(f"{dep.label}: not one {input_len + output_len:,}-token request fits")
+        raise ValueError(f"{dep.label}: not one {input_len + output_len:,}-token request fits"
+                         + (f" ({adm.why_none})" if adm.why_none else ""))
     seen = {}
 
     def at(c):
@@ -175,14 +184,17 @@ def operating_point(cfg, dep, input_len: int, output_len: int, slo: SLO = NO_SLO
             seen[c] = predict(cfg, dep, Workload(input_len, output_len, c), spec, variants, kv_dtype, mem_fraction, **kw)
         return seen[c]
 
-    c = _highest(at, limit, lambda p: not slo.misses(p))
+    # a latency past predict's cap is never printed nor priced: a concurrency that reaches it meets nothing
+    c = _highest(at, limit, lambda p: not slo.misses(p) and not p.over_latency_cap())
     if c is None:
+        one = at(1)
         return OperatingPoint(slo, None, None, f"even one request in flight misses {slo.label()} "
-                                               f"({'; '.join(slo.misses(at(1)))})", "the central value misses it")
+                                               f"({'; '.join(slo.misses(one)) or one.over_latency_cap()})",
+                              "the central value misses it")
     if slo.misses(at(1), "slow") is None:
         return OperatingPoint(slo, at(c), None, slow_why=f"a limited metric has no validated band for {at(1).family}",
                               limit=limit)
-    s = _highest(at, limit, lambda p: not slo.misses(p, "slow"))
+    s = _highest(at, limit, lambda p: not slo.misses(p, "slow") and not p.over_latency_cap())
     why = "" if s is not None else f"at the band's slow edge even one request misses {slo.label()}"
     return OperatingPoint(slo, at(c), None if s is None else at(s), slow_why=why, limit=limit)
 
