@@ -282,8 +282,8 @@ def verdict_lines(u: dict | None) -> list[str]:
     f, s = u["first_usd_per_million_tokens"], u["second_usd_per_million_tokens"]
     m = lambda x: f"${x[0]:,.2f}/M" + ("" if not x[1] == x[1] else f" (band ${x[1]:,.2f}-${x[2]:,.2f})")  # noqa: E731
     return ["", f"your prices: {u['first']} at ${u['first_usd_per_gpu_hour']:,.2f} against {u['second']} at "
-                f"${u['second_usd_per_gpu_hour']:,.2f} per GPU-hour = {u['price_ratio']:.3f}; they cost the same per "
-                f"token at {be['ratio']:.2f}{band} → {u['reading']}",
+                f"${u['second_usd_per_gpu_hour']:,.2f} per GPU-hour: a price ratio of {u['price_ratio']:.3f}; they "
+                f"cost the same per token at a price ratio of {be['ratio']:.2f}{band} → {u['reading']}",
             f"  {u['first']}: {m(f)}; runner-up {u['second']}: {m(s)} (priced by the {be['priced_by']})",
             f"  {sensitivity(u)}"]
 
@@ -312,7 +312,7 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
     if r >= be["ratio"]:
         return f"At the model's values {u['second']} is as cheap or cheaper: your price ratio is at or above the break-even."
     need = be["ratio"] / r
-    out = f"It flips if the model's {a}/{b} speed ratio is {need - 1:.0%} too high"
+    out = f"The {b} wins instead if the model overrates the {a} against it by {need - 1:.0%} or more"
     if be["low"] is None:
         return out + "; how wrong it is for this pair is not validated (no band): measure before you commit."
     allow = be["ratio"] / be["low"]
@@ -321,8 +321,8 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
     worst = u["first_usd_per_gpu_hour"] / be["low"]
     yours = u["second_usd_per_gpu_hour"]
     if need <= allow:
-        return (out + f"; the bands together allow x{allow:.2f}{parts}: measure both. At the bands' worst for the "
-                f"{a}, it wins only while the {b} costs over ${worst:,.2f}/GPU-h.")
+        return (out + f"; the bands together allow x{allow:.2f}{parts}: measure both. At their worst the {a} wins "
+                f"only while the {b} costs over ${worst:,.2f}/GPU-h.")
     return (out + f" (x{need:.2f}), more than the x{allow:.2f} the bands together allow{parts}: at your "
             f"${yours:,.2f} the answer holds (the {a} wins even then while the {b} costs over ${worst:,.2f}/GPU-h).")
 

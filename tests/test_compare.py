@@ -705,7 +705,7 @@ def test_your_prices_are_judged_against_the_break_even(yours):
     lines = compare_view.verdict_lines(u)
     text = compare_view.format_table(yours)
     assert all(x in text for x in lines if x)
-    assert f"= {3 / 5.5:.3f}" in lines[1] and u["reading"] in lines[1]
+    assert f"a price ratio of {3 / 5.5:.3f}" in lines[1] and u["reading"] in lines[1]
     assert f"runner-up 8xb300 tp8: ${u['second_usd_per_million_tokens'][0]:,.2f}/M (band $" in lines[2]
 
 

@@ -88,7 +88,7 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
         assert re.search(rf"{re.escape(lay)} +{int(r['model_concurrency'])}{cap}  {r['model_tpot_ms']:.0f} ms", text)
         assert f"${r['usd_per_million_tokens[override]']:,.2f} (" in text
     assert "SGLANG_AITER_K3_OPT=1" in text and "--mamba-full-memory-ratio 0.795" in text   # which setting it needs
-    assert "verdict: At $3.00 vs $5.50/GPU-h" in flat and "It flips if the model's MI355X/B300 speed ratio is" in flat
+    assert "verdict: At $3.00 vs $5.50/GPU-h" in flat and "The B300 wins instead if the model overrates the MI355X" in flat
     # how far off the model is known to be, per GPU: its band, the repositories behind it and their median error
     for gpu, fam in (("MI355X", "amd-cdna4"), ("B300", "nvidia-blackwell")):
         assert f"{gpu} {_band_words(fam)}" in flat, gpu
@@ -156,12 +156,14 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     # (= 1.2 x 1.25, each GPU's own), so it may; at the band's low end (0.5) the MI355X stays cheaper while the B300
     # costs more than $3.00 / 0.5 = $6.00
     assert compare_view.sensitivity(u) == (
-        "It flips if the model's MI355X/B300 speed ratio is 50% too high; the bands together allow x1.50 (MI355X x1.20 "
-        "× B300 x1.25): measure both. At the bands' worst for the MI355X, it wins only while the B300 costs over "
+        "The B300 wins instead if the model overrates the MI355X against it by 50% or more; the bands together allow "
+        "x1.50 (MI355X x1.20 "
+        "× B300 x1.25): measure both. At their worst the MI355X wins only while the B300 costs over "
         "$6.00/GPU-h.")
     # a price ratio of 0.25: it flips only at 0.75 / 0.25 = x3.00 (200%), beyond the bands' x1.50: the answer holds
     far = compare_view.sensitivity(dict(u, price_ratio=0.25, second_usd_per_gpu_hour=12.0))
-    assert far.startswith("It flips if the model's MI355X/B300 speed ratio is 200% too high (x3.00), more than the "
+    assert far.startswith("The B300 wins instead if the model overrates the MI355X against it by 200% or more (x3.00), "
+                          "more than the "
                           "x1.50 the bands together allow") and "at your $12.00 the answer holds" in far
     assert "not validated (no band)" in compare_view.sensitivity(dict(u, breakeven={"ratio": 0.75, "low": None,
                                                                                        "high": None}))
@@ -248,7 +250,7 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     per = {lay: rows.loc[lay, "model_tok_s"] / rows.loc[lay, "num_gpus"] for lay in (MI, B300)}
     be = per[MI] / per[B300]
     a, b = _decode_band("amd-cdna4"), _decode_band("nvidia-blackwell")
-    assert f"the MI355X/B300 speed ratio is {be / (3.0 / 5.5) - 1:.0%} too high".replace("the ", "", 1) in flat
+    assert f"The B300 wins instead if the model overrates the MI355X against it by {be / (3.0 / 5.5) - 1:.0%} or more" in flat
     # the product in the verdict, each factor in the band line right above it
     assert f"the bands together allow x{a * b:.2f}: measure both" in flat
     assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (2 repos" in flat
