@@ -238,15 +238,17 @@ def _past_the_cache(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fra
 
     Under a latency target, a row that holds the full-context request (with sglang's defaults or a
     state-pool setting) and stopped below the target because its pools admit no more
-    (``model_capped_by``) is priced
-    instead under sglang's radix-cache-off branch, ``--disable-radix-cache --max-running-requests M``
-    (one state slot a request instead of five, so the same memory admits more: the fit's third
-    option, :func:`k3lab.model.pool_settings.search_settings`; at most the M whose pools still hold
-    M of the workload's requests, as the slots come out of the KV pool), with M the concurrency the target
-    then allows — both nodes at the target's latency, not one at its pools' — when that runs more
-    requests (the row's model columns are then that operating point's); ``cache_*`` keep what the setting with prefix caching gives. ``priced_with`` is ``""``
-    where the row is priced as ``fits_with`` says. The serving model is fitted on benchmark runs
-    that reuse no prefix, so prefix caching's gain on real traffic is in neither number."""
+    (``model_capped_by``) is priced instead under sglang's radix-cache-off branch,
+    ``--disable-radix-cache --max-running-requests M`` (one state slot a request instead of five, so
+    the same memory admits more: the fit's third option,
+    :func:`k3lab.model.pool_settings.search_settings`, or :func:`k3lab.memory.radix_off_room` where
+    the defaults hold it), M at most where the pools still hold M of the workload's requests (the
+    slots come out of the KV pool) and then the concurrency the target allows — both nodes at the
+    target's latency, not one at its pools' — when that runs more requests; the row's model columns
+    are then that operating point's, and ``cache_*`` keep what the setting with prefix caching gives.
+    ``priced_with`` is ``""`` where the row is priced as ``fits_with`` says. The serving model is
+    fitted on benchmark runs that reuse no prefix, so prefix caching's gain on real traffic is in
+    neither number."""
     out = dict(PRICED_WITH)
     if not (slo.active and row.get("model_capped_by") and p.verdict in LISTED_VERDICTS and cfg.has_kda):
         return out
