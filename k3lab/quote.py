@@ -175,7 +175,6 @@ def _spare(a: dict, r) -> str:
     return f"{spare:,} tokens to spare at 0 GiB start-up overhead: fit --init-overhead-gib N"
 
 
-
 def _with_cache(r, overrides: dict) -> str:
     """'with prefix caching, <fits_with>: c81 at TPOT 43 ms, $7.02/M': what the setting that keeps
     the radix cache gives, for a row priced without it (:func:`k3lab.compare._past_the_cache`)."""
@@ -208,7 +207,7 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     cost_head = "$/M output (band; slow edge)" if overrides else "$/M output, independent prices"
     table = compare_view.fmt_table(["GPU", "cheapest layout that holds it", "c", "TPOT", "TTFT", "tok/s/GPU",
                                     cost_head], body, right={2, 3, 4, 5}) if body else []
-    notes = []   # one entry per sentence: its wrapped lines
+    notes = []   # the band line and the not-priced notes, one entry per sentence: its wrapped lines
     needs = []  # per GPU, its settings in one clause: the recipe's env, then the state-pool flags with why
     for r in rows.values():
         if r is None:
@@ -225,10 +224,8 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
                else "") + ("; ‡ all its pools admit" if cap else "")
               + ("; § no prefix caching" if any(r is not None and r.get("priced_with") for r in rows.values()) else ""))
     legend = ". " + legend.lstrip(".; ") if legend else ""
-    if needs:
-        notes.append(_wrap("settings: " + "; ".join(needs) + legend))
-    elif legend:
-        notes.append(_wrap(legend[2:]))
+    settings = ([_wrap("settings: " + "; ".join(needs) + legend)] if needs else
+                [_wrap(legend[2:])] if legend else [])
     # the ‡ row's whole sentence is the first thing to go when the screen is full (its legend above stays)
     capped = [_wrap(cap)] if cap else []
     band = band_line(rows)
@@ -262,8 +259,8 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     # the ‡ sentence, the band line and the not-priced notes, the trap, then the settings; the verdict last
     trap = [_wrap(f"trap: {t}") for t in traps[:1]]
     said = [_wrap(verdict)] if verdict else []
-    groups = [*notes, *capped, *said, *trap]
-    drop = [*capped, *reversed(notes[1:]), *trap, *notes[:1], *said]
+    groups = [*settings, *notes, *capped, *said, *trap]
+    drop = [*capped, *reversed(notes), *trap, *settings, *said]
     more = "more: python -m k3lab compare (every layout and price source, same flags); nothing here ran on a GPU"
     while groups and sum(map(len, kept + groups)) + 1 > MAX_LINES:
         g = next(x for x in drop if any(x is y for y in groups))
