@@ -326,18 +326,8 @@ def cli_main(argv: list[str] | None = None) -> int:
             raise ValueError(f"unknown variant(s) {unknown}{did_you_mean(unknown[0], VARIANTS)}; known: "
                              f"{', '.join(VARIANTS)}")
         spec, accept, accept_note = _spec(args, dep.gpu)
-        typed = [f for f, v in (("--mamba-full-memory-ratio", args.mamba_full_memory_ratio),
-                                ("--max-mamba-cache-size", args.max_mamba_cache_size),
-                                ("--disable-radix-cache", args.disable_radix_cache or None)) if v is not None]
-        if typed and args.engine != "sglang":
-            raise ValueError(f"{typed[0]} is sglang's; --engine {args.engine} sizes no state pool so")
-        if args.max_mamba_cache_size is not None and args.mamba_full_memory_ratio is not None:
-            raise ValueError("--max-mamba-cache-size sets the state pool's slots, so sglang ignores "
-                             "--mamba-full-memory-ratio beside it: give one")
-        if (args.disable_radix_cache and args.max_running_requests is not None and args.max_mamba_cache_size is None
-                and args.mamba_full_memory_ratio is not None):
-            raise ValueError("--disable-radix-cache with --max-running-requests sizes the state pool at one slot a "
-                             "request, so sglang ignores --mamba-full-memory-ratio beside them: give one")
+        # Engine refuses a state-pool flag beside another engine, and sglang's pool sizing
+        # (k3lab.model.pool_settings.StatePoolSettings) a ratio its branch ignores
         engine = Engine(args.engine, args.max_running_requests, args.max_batched_tokens, args.mem_fraction,
                         args.mamba_full_memory_ratio, args.disable_radix_cache, args.max_mamba_cache_size)
         yours = bool(engine.state_pool_flags()) or (args.max_running_requests is not None and args.engine == "sglang")

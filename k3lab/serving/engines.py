@@ -112,9 +112,11 @@ class Engine:
 
     def __post_init__(self):
         engine_facts(self.name)
-        if self.name != "sglang" and (self.disable_radix_cache or self.max_mamba_cache_size is not None
-                                      or self.mamba_full_memory_ratio is not None):
-            raise ValueError(f"the state-pool flags are sglang's; --engine {self.name} sizes no state pool so")
+        typed = [f for f, v in (("--mamba-full-memory-ratio", self.mamba_full_memory_ratio),
+                                ("--max-mamba-cache-size", self.max_mamba_cache_size),
+                                ("--disable-radix-cache", self.disable_radix_cache or None)) if v is not None]
+        if typed and self.name != "sglang":
+            raise ValueError(f"{typed[0]} is sglang's; --engine {self.name} sizes no state pool so")
         for k in ("max_running_requests", "max_batched_tokens", "max_mamba_cache_size"):
             v = getattr(self, k)
             if v is not None:
