@@ -141,11 +141,24 @@ def reading(price_ratio: float, be: dict, ratio_high: float | None = None) -> st
     return "too close to call (inside the model's band)"
 
 
+def fitted_lean(a: str, b: str) -> float | None:
+    """How far the committed serving fit overrates GPU ``a``'s speed against GPU ``b``'s on the
+    public runs it was fitted to (a factor: the median fit ÷ measured of a's own decode runs over b's,
+    :func:`k3lab.serving.committed.own_runs_reading`; above 1 it favours a). In sample, so not a
+    validation: it says which way, and how far, the centre of a verdict already leans. None where
+    either GPU has no public run of its own."""
+    from .serving.committed import own_runs_reading
+
+    ra, rb = own_runs_reading(a)[0], own_runs_reading(b)[0]
+    return None if ra is None or rb is None else ra / rb
+
+
 def user_verdict(df) -> dict | None:
     """Your own prices (``--usd-per-gpu-hour``, the ``override`` tier) judged: the layout the answer
     names at your prices against the first on another GPU you priced (the runner-up, ranked the same
     way: :func:`_ranked`), your price
     ratio against their break-even band (:func:`breakeven`), and the runner-up's $/M with its band;
+    ``fitted_lean``: :func:`fitted_lean` of the two GPUs (None unless both are priced by the model);
     ``slow_usd_per_million_tokens``: both at their band's slow edge under a latency target. None without your prices on two GPUs that hold the request."""
     if "your_prices" in df.attrs and df.attrs.get("answers_for") == tuple(df["layout"]):
         return df.attrs["your_prices"]  # compare_rows' frame (perhaps cut by --top): judged on every row
@@ -167,7 +180,8 @@ def user_verdict(df) -> dict | None:
     ov = df.attrs.get("overrides") or {}
     ratio = ov[first["gpu"]] / ov[second["gpu"]]
     m = lambda r, k: float(r[f"{MTOK_PREFIX}{k}[{t}]"])  # noqa: E731
-    return {"first": first["layout"], "second": second["layout"], "first_usd_per_gpu_hour": ov[first["gpu"]],
+    return {"fitted_lean": fitted_lean(first["gpu"], second["gpu"]) if be["priced_by"] == "model" else None,
+            "first": first["layout"], "second": second["layout"], "first_usd_per_gpu_hour": ov[first["gpu"]],
             "second_usd_per_gpu_hour": ov[second["gpu"]], "price_ratio": ratio, "breakeven": be,
             "reading": reading(ratio, be),
             "first_usd_per_million_tokens": (m(first, ""), m(first, "_low"), m(first, "_high")),

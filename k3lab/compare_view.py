@@ -306,13 +306,19 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
     factors (``a_band`` × ``b_band``), named so that the number can be checked (``name_bands``; the
     quote's band line names them right above). The runner-up's
     $/GPU-hour above which the first stays cheaper even at the bands' worst is your first price ÷
-    that low end."""
+    that low end. ``fitted_lean`` (where given) says in brackets how far the fit overrates the first
+    against the runner-up on the public runs it was fitted to: how much of that margin is already spent."""
     be, r = u["breakeven"], u["price_ratio"]
     a, b = _gpu_name(u["first"]), _gpu_name(u["second"])
     if r >= be["ratio"]:
         return f"At the model's values {u['second']} is as cheap or cheaper: your price ratio is at or above the break-even."
     need = be["ratio"] / r
     out = f"The {b} wins instead if the model overrates the {a} against it by {need - 1:.0%} or more"
+    lean = u.get("fitted_lean")
+    if lean is not None:  # which way the centre already leans: the fit's reading of the two GPUs' own runs
+        out += (" (on the runs it was fitted to it does not)" if abs(lean - 1) < 0.005 else
+                f" (on the runs it was fitted to, by {lean - 1:.0%})" if lean > 1 else
+                f" (on the runs it was fitted to it underrates the {a} by {1 - lean:.0%})")
     if be["low"] is None:
         return out + "; how wrong it is for this pair is not validated (no band): measure before you commit."
     allow = be["ratio"] / be["low"]
@@ -322,7 +328,7 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
     yours = u["second_usd_per_gpu_hour"]
     if need <= allow:
         return (out + f"; the bands together allow x{allow:.2f}{parts}: measure both. At their worst the {a} wins "
-                f"only while the {b} costs over ${worst:,.2f}/GPU-h.")
+                f"while the {b} costs over ${worst:,.2f}/GPU-h.")
     return (out + f" (x{need:.2f}), more than the x{allow:.2f} the bands together allow{parts}: at your "
             f"${yours:,.2f} the answer holds (the {a} wins even then while the {b} costs over ${worst:,.2f}/GPU-h).")
 
@@ -340,8 +346,8 @@ def your_prices_sentence(u: dict, by_gpu: bool = False) -> str:
         slow = u.get("slow_usd_per_million_tokens") or (None, None)
         held = ("" if None in slow else
                 f" At both slow edges {a if slow[0] <= slow[1] else b} wins.")
-        return (f"At ${u['first_usd_per_gpu_hour']:,.2f} vs ${u['second_usd_per_gpu_hour']:,.2f}/GPU-h "
-                f"{a} costs ${f[0]:,.2f}/M, {b} ${s[0]:,.2f}/M: {reading}. {sensitivity(u, name_bands=False)}"
+        return (f"At ${u['first_usd_per_gpu_hour']:,.2f} vs ${u['second_usd_per_gpu_hour']:,.2f}/GPU-h, "
+                f"${f[0]:,.2f} vs ${s[0]:,.2f}/M: {reading}. {sensitivity(u, name_bands=False)}"
                 + held)
     return (f"At your prices (${u['first_usd_per_gpu_hour']:,.2f} and ${u['second_usd_per_gpu_hour']:,.2f} per "
             f"GPU-hour) {a} costs ${f[0]:,.2f}/M output tokens against {b}'s ${s[0]:,.2f}/M: "

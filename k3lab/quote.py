@@ -25,7 +25,7 @@ from . import compare, compare_answers, compare_view, decision, limits, prices
 from .cli_parser import OneLineParser
 from .model.capacity import KV_DTYPES
 from .serving import slo as slo_mod
-from .setting_traps import setting_traps
+from . import setting_traps
 from .specs import known_gpus, load_model, parse_layout
 from .throughput import usd_per_million_tokens
 
@@ -113,9 +113,11 @@ def _band(r) -> float:
 
 def band_line(rows: dict) -> str:
     """What each quoted GPU's band rests on (:func:`k3lab.serving.committed.band_evidence`, decode:
-    the quote has no DSpark): its factor, how many repositories' runs measured it and their median
-    error — why one GPU's band is wider than another's. A row outside the validated domain has no band."""
-    from .serving.committed import band_evidence, own_runs_reading
+    the quote has no DSpark): its factor, how many repositories' runs measured it, and which way the
+    refits that had not seen a run's repository erred on that GPU's own figures (too fast or too slow on
+    how many: :func:`k3lab.serving.committed.blind_reading`; the median miss where it has none). A row
+    outside the validated domain has no band."""
+    from .serving.committed import band_evidence, blind_reading, own_runs_reading
     from .serving.observations import family_of
 
     parts, own = [], []
@@ -129,8 +131,12 @@ def band_line(rows: dict) -> str:
             parts.append(f"{r['gpu'].upper()} none ({ev['why_not']})")
         else:
             n = len(ev["repositories"])
-            parts.append(f"{r['gpu'].upper()} x{ev['factor']:.2f} ({n} repo{'' if n == 1 else 's'}, median "
-                         f"x{ev['median_error']:.2f})")
+            fast, seen = blind_reading(r["gpu"])
+            # which way it erred where it had not looked, the majority's side (else the median miss)
+            way = (f"too fast on {fast} of {seen}" if 2 * fast >= seen else f"too slow on {seen - fast} of {seen}"
+                   ) if seen else f"median miss x{ev['median_error']:.2f}"
+            way += " figures" if seen and not parts else ""  # said once
+            parts.append(f"{r['gpu'].upper()} x{ev['factor']:.2f} ({n} repo{'' if n == 1 else 's'}; {way})")
         read, runs = own_runs_reading(r["gpu"])
         if read is not None and not 1 / LEAN <= read <= LEAN:  # said only where the fit leans on that GPU
             own.append(f"x{read:.2f} ({r['gpu'].upper()}, {runs} runs: "
@@ -139,7 +145,7 @@ def band_line(rows: dict) -> str:
     # how it reads each GPU's own runs says whether there is a lean to correct (x1.00: none)
     if not parts:  # no GPU quoted has a modelled row: no band to speak of
         return ""
-    return ("band (9 in 10 unseen public runs inside): " + ", ".join(parts)
+    return ("band (9 in 10 unseen public runs inside; which way it missed them): " + ", ".join(parts)
             + ("; this fit reads its own runs at " + ", ".join(own) if own else ""))
 
 
@@ -170,8 +176,8 @@ def _spare(a: dict, r) -> str:
     else:
         return ""
     spare = tokens - ctx * max(1, held)
-    if spare >= ctx // 10:  # room for any start-up overhead worth naming
-        return f"{spare:,} tokens spare"
+    if spare >= ctx // 10:  # room for any start-up overhead worth naming: nothing to size
+        return ""
     return f"{spare:,} tokens to spare at 0 GiB start-up overhead: fit --init-overhead-gib N"
 
 
@@ -209,10 +215,18 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
                                     cost_head], body, right={2, 3, 4, 5}) if body else []
     notes = []   # the band line and the not-priced notes, one entry per sentence: its wrapped lines
     needs = []  # per GPU, its settings in one clause: the recipe's env, then the state-pool flags with why
+    traps = []  # the settings that change a row's answer: one its env names is said there, in brief
     for r in rows.values():
         if r is None:
             continue
+        lay, vs = _row_layout(r)
+        found = setting_traps.traps(load_model(a["model"]), lay, a["input_len"], a["output_len"], vs, a["kv_dtype"],
+                                    a["mem_fraction"], target, context_tokens=a["context_tokens"])
         env = ["SGLANG_AITER_K3_OPT=1"] if compare.ARTICLE_AMD_SETTING[0] in r["setting"] else []
+        off = next((t for t in found if env and t.how.startswith(f"without {setting_traps.K3_OPT_HOW}")), None)
+        if off is not None:  # the default it replaces, in a few words where the setting is named
+            env = [f"{env[0]} (without it: {off.brief})"]
+        traps += [t.sentence for t in found if t is not off]
         pool = []
         if r["fits_with"] != "defaults" or r.get("priced_with"):
             why = "; ".join(x for x in (_spare(a, r), _with_cache(r, overrides)) if x)
@@ -246,12 +260,6 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
                    "judges yours")
     else:
         verdict = ""
-    traps = []
-    for r in rows.values():
-        if r is not None:
-            lay, vs = _row_layout(r)
-            traps += setting_traps(load_model(a["model"]), lay, a["input_len"], a["output_len"], vs, a["kv_dtype"],
-                                   a["mem_fraction"], target, context_tokens=a["context_tokens"])
     # what the user typed that looks wrong (a node's price as a GPU's) is never dropped and comes first;
     # the rest whole sentences, dropped from the end when the screen is full (never cut mid-sentence)
     kept = [head, table, *(_wrap(f"warning: {w}") for w in prices.price_warnings(overrides))]
@@ -259,8 +267,14 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     # the ‡ sentence, the band line and the not-priced notes, the trap, then the settings; the verdict last
     trap = [_wrap(f"trap: {t}") for t in traps[:1]]
     said = [_wrap(verdict)] if verdict else []
-    groups = [*settings, *notes, *capped, *said, *trap]
-    drop = [*capped, *reversed(notes), *trap, *settings, *said]
+    # "measure both": the command that measures each GPU's row on a server started with its settings (a
+    # renter's next step where the model cannot decide), the first thing dropped when the screen is full
+    c = {g: int(r["model_concurrency"]) for g, r in rows.items() if r is not None and r["model_concurrency"] > 0}
+    recipe = ([_wrap(f"measure: python -m k3lab bench --base-url URL --input-len {a['input_len']} --output-len "
+                     f"{a['output_len']} --concurrency " + ", ".join(f"{n} ({g.upper()})" for g, n in c.items()))]
+              if u is not None and "measure both" in verdict and len(c) >= 2 else [])
+    groups = [*settings, *notes, *capped, *said, *trap, *recipe]
+    drop = [*recipe, *capped, *reversed(notes), *trap, *settings, *said]
     more = "more: python -m k3lab compare (every layout and price source, same flags); nothing here ran on a GPU"
     while groups and sum(map(len, kept + groups)) + 1 > MAX_LINES:
         g = next(x for x in drop if any(x is y for y in groups))

@@ -82,17 +82,22 @@ def _moves(alt: Outcome, base: Outcome) -> bool:
     return bool(alt.tok_s and base.tok_s) and not 1 / FACTOR <= alt.tok_s / base.tok_s <= FACTOR
 
 
-def setting_traps(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, variants=(),
-                  kv_dtype: str = "bf16", mem_fraction: float = 0.9, slo=None, concurrency: int | None = None,
-                  prefill_attention: str = "fast", engine=None, context_tokens: int | None = None) -> list[str]:
-    """Sentences, one per alternative setting that moves the throughput by more than :data:`FACTOR`
-    or changes whether a full-context request fits; empty when none does. The throughput is
-    compared at ``concurrency`` clients when given (what ``predict --concurrency`` asks), and the
-    sentence says so; where it moves only at the two settings' peaks, it names those; without a
-    concurrency, each at its SLO's operating point (its peak without an SLO). ``prefill_attention``:
-    the prefill kernel the question prices (``predict --attention-backend``), and ``engine`` its
-    engine (a user's state-pool flags), so that the numbers are the table's; ``context_tokens``: the
-    request that must fit (``--context``; the model's full context when None)."""
+@dataclass(frozen=True)
+class Trap:
+    """One alternative setting that changes the answer: ``how`` it differs from the question's
+    (e.g. "without SGLANG_AITER_K3_OPT=1 (sglang's ROCm default)"), the ``sentence`` that says what it
+    changes, and the ``brief`` that says it in a few words for a line that has named the setting
+    ("x0.42 output tok/s, no 1,048,576-token request")."""
+
+    how: str
+    sentence: str
+    brief: str
+
+
+def traps(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, variants=(),
+          kv_dtype: str = "bf16", mem_fraction: float = 0.9, slo=None, concurrency: int | None = None,
+          prefill_attention: str = "fast", engine=None, context_tokens: int | None = None) -> list[Trap]:
+    """:func:`setting_traps`' findings as :class:`Trap` (the same arguments; the same order)."""
     from .serving.slo import NO_SLO
 
     slo = NO_SLO if slo is None else slo
@@ -104,22 +109,40 @@ def setting_traps(cfg: ModelConfig, dep: Deployment, input_len: int, output_len:
     out = []
     for how, vs, kv in _alternatives(dep, variants, kv_dtype):
         alt = at(vs, kv)
-        parts = []
+        parts, brief = [], []
         if _moves(alt, base):
             parts.append(f"serves {alt.tok_s:,.0f} output tok/s instead of {base.tok_s:,.0f} (x{alt.tok_s / base.tok_s:.2f})"
                          + (f" at your concurrency {concurrency:,}" if concurrency else where))
+            brief.append(f"x{alt.tok_s / base.tok_s:.2f} output tok/s")
         elif concurrency and alt.tok_s and base.tok_s:  # the same at your concurrency: does it move at the peaks?
             pa, pb = at(vs, kv, None), at(variants, kv_dtype, None)
             if _moves(pa, pb):
                 parts.append(f"serves about the same at your concurrency {concurrency:,} ({alt.tok_s:,.0f} against "
                              f"{base.tok_s:,.0f} output tok/s) but {pa.tok_s:,.0f} instead of {pb.tok_s:,.0f} "
                              f"(x{pa.tok_s / pb.tok_s:.2f}){where} (c{pa.concurrency:,} against c{pb.concurrency:,})")
+                brief.append(f"x{pa.tok_s / pb.tok_s:.2f} output tok/s at the peaks")
         if alt.holds_full_context != base.holds_full_context:
             ctx = f"{context_tokens or cfg.max_position_embeddings:,}-token request"
             parts.append(f"{'holds' if alt.holds_full_context else 'no longer holds'} a {ctx}")
+            brief.append(f"{'holds' if alt.holds_full_context else 'no'} {ctx}")
         if parts:
-            out.append(f"{how}, {dep.label} " + " and ".join(parts))
+            out.append(Trap(how, f"{how}, {dep.label} " + " and ".join(parts), ", ".join(brief)))
     return out
+
+
+def setting_traps(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, variants=(),
+                  kv_dtype: str = "bf16", mem_fraction: float = 0.9, slo=None, concurrency: int | None = None,
+                  prefill_attention: str = "fast", engine=None, context_tokens: int | None = None) -> list[str]:
+    """Sentences, one per alternative setting that moves the throughput by more than :data:`FACTOR`
+    or changes whether a full-context request fits; empty when none does. The throughput is
+    compared at ``concurrency`` clients when given (what ``predict --concurrency`` asks), and the
+    sentence says so; where it moves only at the two settings' peaks, it names those; without a
+    concurrency, each at its SLO's operating point (its peak without an SLO). ``prefill_attention``:
+    the prefill kernel the question prices (``predict --attention-backend``), and ``engine`` its
+    engine (a user's state-pool flags), so that the numbers are the table's; ``context_tokens``: the
+    request that must fit (``--context``; the model's full context when None)."""
+    return [t.sentence for t in traps(cfg, dep, input_len, output_len, variants, kv_dtype, mem_fraction, slo,
+                                      concurrency, prefill_attention, engine, context_tokens)]
 
 
 def full_context_setting(cfg: ModelConfig, dep: Deployment, variants=(), kv_dtype: str = "bf16",

@@ -136,6 +136,33 @@ def test_the_text_explains_the_groups_and_names_the_break_even(runs):
     assert "not a bug" not in high and "6.4 sits in the higher group" in " ".join(high.split())
 
 
+def test_where_dspark_is_extrapolated_the_answer_says_what_to_plan_on(runs):
+    """Newcomer 9, Q3: at natural-text acceptance DSpark's figures have no band, and TTFT was the same with and
+    without DSpark with no word why. The answer names the question without DSpark with its validated band (the
+    same predict, computed here), what the extrapolation moves it by, and why TTFT does not move; at an
+    acceptance the speed fit saw, DSpark's own band holds and no such line is printed."""
+    import math
+
+    from k3lab.serving.committed import fitted_bands
+
+    out, _ = runs["default"]
+    flat = " ".join(out.split())
+    low = field.accept_groups("nvidia-blackwell")[0]["median"]
+    plain, at = predict(CFG, B300, WORK), predict(CFG, B300, WORK, Spec("dspark", low))
+    b = fitted_bands("nvidia-blackwell")["decode"].band_log   # the decode band, the question without DSpark
+    tok = (plain.output_tok_s * math.exp(-b), plain.output_tok_s * math.exp(b))
+    tpot = (plain.tpot_ms * math.exp(-b), plain.tpot_ms * math.exp(b))
+    assert at.ttft_ms == pytest.approx(plain.ttft_ms)
+    assert (f"plan on: {plain.output_tok_s:,.0f} output tok/s ({tok[0]:,.0f}-{tok[1]:,.0f}) and TPOT "
+            f"{plain.tpot_ms:,.1f} ms ({tpot[0]:,.1f}-{tpot[1]:,.1f}), the question without DSpark, whose band is "
+            f"validated; DSpark at {low:g} tokens per step moves them by x{at.output_tok_s / plain.output_tok_s:.2f} if "
+            f"it behaves as the model extrapolates (no band); TTFT {plain.ttft_ms / 1000:,.1f} s either way (not "
+            "validated; the model prices the prefill without the draft's own pass over the prompt).") in flat
+    assert flat.index("does DSpark help here?") < flat.index("plan on: ") < flat.index("measured: ")
+    high, _ = runs["high"]
+    assert "plan on: " not in high   # 6.4: inside what the speed fit saw, DSpark's own band
+
+
 def test_json_says_validated_only_where_the_band_holds(runs):
     """The report's Q3: `ttft_in_validated_domain: true` beside "TTFT not validated" in the text."""
     out, err = runs["json"]

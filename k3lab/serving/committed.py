@@ -300,6 +300,21 @@ def own_runs_reading(gpu: str) -> tuple[float | None, int]:
     return (quantile(r, 0.5) if r else None), len(r)
 
 
+def blind_reading(gpu: str) -> tuple[int, int]:
+    """(too fast, figures): how many of the GPU's public decode figures the refits that had not seen
+    their repository (leave-one-repository-out, inside each refit's domain: the rows
+    :func:`band_evidence` counts) predicted faster than measured — more output tok/s, or a shorter
+    TPOT — against how many there are. Which way the model errs where it has not looked; (0, 0)
+    without such figures."""
+    from .calibration import SPLITS
+    from .observations import family_of
+
+    rows = [r for r in fitted_validation(family_of(gpu))
+            if r.gpu == gpu and r.metric == "decode" and r.split == SPLITS[0] and not r.extrapolated]
+    fast = sum(1 for r in rows if (r.log_error > 0) == (r.kind == "output_tok_s"))
+    return fast, len(rows)
+
+
 def fitted_families() -> list[str]:
     """Families with a fit in the committed file (each metric validated or not: :func:`fitted`)."""
     return list(_fitted_doc().families)

@@ -80,8 +80,30 @@ def answer(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec, varian
 
 
 def _prompts(g: dict) -> str:
-    return "; ".join(f"{what} ({srcs[0] if len(srcs) == 1 else f'{len(srcs)} sources'})"
-                     for what, srcs in g["prompts"].items())
+    """What a group's runs prompted with (their sources are in ``--json``'s ``accept_len_groups``)."""
+    return "; ".join(g["prompts"])
+
+
+def plan_on(p: Prediction, a: DSparkAnswer) -> str:
+    """Where DSpark's speed at ``p``'s acceptance is the model's extrapolation (outside the
+    acceptances its speed fit saw), the figures to plan on in one sentence: the same question
+    without DSpark with its validated band (output tok/s, TPOT), what the extrapolation moves them
+    by, and TTFT, which the model prices alike with and without DSpark (its prefill is the target
+    model's; the draft's own pass over the prompt is not in it). "" where DSpark's figures have a
+    band of their own, or the question without DSpark has none either."""
+    pl = a.plain
+    inside = bool(a.speed_fit) and a.speed_fit[0] <= p.accept_len <= a.speed_fit[-1]
+    tok, tpot = pl.interval("output_tok_s"), pl.interval("tpot_ms")
+    if inside or not a.speed_fit or tok is None or tpot is None or not pl.decodes:
+        return ""
+    same = abs(p.ttft_ms - pl.ttft_ms) <= EQUAL * pl.ttft_ms
+    ttft = (f"TTFT {pl.ttft_ms / 1000:,.1f} s " + ("either way" if same else f"(with DSpark {p.ttft_ms / 1000:,.1f} s)")
+            + (" (not validated" if not pl.validated("ttft_ms") else " (")
+            + ("; the model prices the prefill without the draft's own pass over the prompt)" if same else ")"))
+    return (f"plan on: {pl.output_tok_s:,.0f} output tok/s ({tok[0]:,.0f}-{tok[1]:,.0f}) and TPOT {pl.tpot_ms:,.1f} ms "
+            f"({tpot[0]:,.1f}-{tpot[1]:,.1f}), the question without DSpark, whose band is validated; DSpark at "
+            f"{p.accept_len:g} tokens per step moves them by x{p.output_tok_s / pl.output_tok_s:.2f} if it behaves as "
+            f"the model extrapolates (no band); {ttft}.")
 
 
 def verdict(p: Prediction, a: DSparkAnswer) -> str:
@@ -165,6 +187,9 @@ def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
     helps (:func:`verdict`), then the field's acceptance groups and which to plan on, and where the
     speed fit's runs lie."""
     out = textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
+    plan = plan_on(p, a)
+    if plan:
+        out += textwrap.wrap(plan, width=width, initial_indent="  ", subsequent_indent="    ")
     seen = nearest_dspark_run(p)
     if seen:
         out += textwrap.wrap(seen, width=width, initial_indent="  ", subsequent_indent="    ")
