@@ -221,6 +221,15 @@ def test_status_names_the_release_that_fixed_it_and_what_kimi_k3_needs(monkeypat
     assert out[1] == ("  topk_renorm: not needed: fixed in 0.5.17 (sglang PR #32641: Triton top-k and top-p renorm "
                       "bound on HIP)")
     assert out[2].startswith("  aiter_head_pad: needed, untested (apply with --force); fixed upstream in sglang 0.5.19")
+    assert out[-1] == f"note: {note}"   # 0.5.17 still wants a patch: how --force works is said
+    # newcomer 9 (Q4): on a release that needs nothing the --force note was noise; it says that instead
+    for v in ("0.5.19", "0.5.23"):
+        assert M.status_main(["--version", v]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert all(" not needed: fixed in " in x for x in out[1:3])
+        assert out[-1] == "note: this release needs no k3lab patch" and "--force" not in "\n".join(out)
+    # ... and the head pad's upstream history in one clause (every PR the upstream data records still named)
+    assert len(AH.PATCH.fixed_by) < 200
 
 
 @pytest.mark.parametrize("args, says", [

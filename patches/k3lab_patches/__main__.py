@@ -39,7 +39,7 @@ def status_main(argv) -> int:
     """Print each patch's status for the installed sglang (or ``--version X``, without sglang), the
     release that fixed each upstream, and what the release means for Kimi K3 → 0 (2 on a usage
     error, a version that is not one, or no sglang and no ``--version``)."""
-    from . import _patches, force_note, release_facts, sglang_version
+    from . import _patches, force_note, release_facts, sglang_version, status
     from .oneline import OneLineParser
     from .releases import parse
 
@@ -66,7 +66,9 @@ def status_main(argv) -> int:
         print(f"  {p.name}: {status_line(p, version)}")
     for fact in release_facts(version):
         print(f"  {fact}")
-    print(f"note: {force_note()}")
+    # the note on --force matters only where a patch is still wanted; a release that needs none says so
+    wanted = [p for p in _patches() if not status(p, version).startswith("fixed in")]
+    print(f"note: {force_note()}" if wanted else "note: this release needs no k3lab patch")
     return 0
 
 

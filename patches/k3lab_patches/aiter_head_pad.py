@@ -137,10 +137,8 @@ class AiterHeadPadPatch:
     known_versions = frozenset({"0.5.16"})
     # upstream, as the study read it (data/sglang_upstream_changes.yaml; a study test holds the two equal)
     UPSTREAM = {"accepts": ("0.5.19", 34647), "prefill": ("0.5.22", 34438), "pad_heads": ("0.5.19", 36356)}
-    fixed_by = ("sglang 0.5.19 accepts 12 heads per rank itself (PR #34647, the 12-head fp8 Gluon decode; its "
-                "prefill falls back to flash_attn_varlen_func); the fp8 ASM prefill pads 12 -> 16 itself from "
-                "sglang 0.5.22 (PR #34438, matched as likely; PR #36356 in 0.5.19 added its pad_heads, not yet "
-                "reached by 12 heads)")
+    fixed_by = ("sglang 0.5.19 accepts 12 heads per rank (PR #34647; #36356's pad not yet reached); from 0.5.22 "
+                "its fp8 prefill pads 12 -> 16 and slices back, as this patch does (PR #34438, likely)")
 
     @staticmethod
     def broken(row: dict) -> bool:

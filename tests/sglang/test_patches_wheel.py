@@ -121,9 +121,8 @@ def test_the_recipes_verify_command(built, tmp_path):
         "  topk_renorm: needed; fixed upstream in sglang 0.5.17: upgrading removes the need "
         "(sglang PR #32641: Triton top-k and top-p renorm bound on HIP)",
         "  aiter_head_pad: needed; fixed upstream in sglang 0.5.19: upgrading removes the need "
-        "(sglang 0.5.19 accepts 12 heads per rank itself (PR #34647, the 12-head fp8 Gluon decode; its prefill falls "
-        "back to flash_attn_varlen_func); the fp8 ASM prefill pads 12 -> 16 itself from sglang 0.5.22 (PR #34438, "
-        "matched as likely; PR #36356 in 0.5.19 added its pad_heads, not yet reached by 12 heads))"]
+        "(sglang 0.5.19 accepts 12 heads per rank (PR #34647; #36356's pad not yet reached); from 0.5.22 its fp8 "
+        "prefill pads 12 -> 16 and slices back, as this patch does (PR #34438, likely))"]
     assert "no Kimi K3 model module (first in sglang 0.5.17)" in out[3] and "--attention-backend aiter" in out[4]
     assert out[5].startswith("note: ") and "--force" in out[5] and "from sglang 0.5.19 none is needed" in out[5]
 
