@@ -176,7 +176,9 @@ def format_table(df) -> str:
         w = "—" if not r["weights_gib_per_gpu"] == r["weights_gib_per_gpu"] else f"{r['weights_gib_per_gpu']:.1f}"
         m = r.get("model_tok_s", math.nan)
         band = "—" if not m == m else f"{_int(r['model_tok_s_low'])}-{_int(r['model_tok_s_high'])}"
-        cells = [r["layout"], str(r["num_gpus"]), w, _full_ctx(r), r["fits_with"] + ("§" if r.get("priced_with") else ""),
+        # a row priced past its prefix cache shows the setting it is priced with (the answer line's), marked §
+        cells = [r["layout"], str(r["num_gpus"]), w, _full_ctx(r),
+                 r["priced_with"] + "§" if r.get("priced_with") else r["fits_with"],
                  _int(m) + ("*" if m == m and not r["model_in_domain"] else ""), band, *_latency_cells(r)]
         if slo:
             cells += [str(r["slow_concurrency"]) if r["slow_concurrency"] == r["slow_concurrency"] and
@@ -192,11 +194,11 @@ def format_table(df) -> str:
     for r in df.to_dict("records"):
         if r.get("priced_with"):
             lines.append(textwrap.fill(
-                f"§ {r['layout']}: priced with {r['priced_with']} (no prefix caching), which holds the request too and "
+                f"§ {r['layout']}: no prefix caching with {r['priced_with']}, which holds the request too and "
                 f"runs c{int(r['model_concurrency'])}"
                 + (" (all its pools admit, ‡)" if r.get("model_capped_by") else ", your target's")
-                + f"; its fits-with setting keeps prefix caching and admits c{int(r['cache_concurrency'])} (TPOT "
-                  f"{r['cache_tpot_ms']:,.0f} ms)", width=110,
+                + f"; with prefix caching, {'its defaults' if r['fits_with'] == 'defaults' else r['fits_with']} "
+                  f"admits c{int(r['cache_concurrency'])} (TPOT {r['cache_tpot_ms']:,.0f} ms)", width=110,
                 subsequent_indent="  "))
     if "model_capped_by" in df.columns and df["model_capped_by"].astype(bool).any():
         lines.append("‡ at c: every request the pools admit (with the row's fits-with setting, or its § one), below "
@@ -283,7 +285,7 @@ def verdict_lines(u: dict | None) -> list[str]:
     m = lambda x: f"${x[0]:,.2f}/M" + ("" if not x[1] == x[1] else f" (band ${x[1]:,.2f}-${x[2]:,.2f})")  # noqa: E731
     return ["", f"your prices: {u['first']} at ${u['first_usd_per_gpu_hour']:,.2f} against {u['second']} at "
                 f"${u['second_usd_per_gpu_hour']:,.2f} per GPU-hour: a price ratio of {u['price_ratio']:.3f}; they "
-                f"cost the same per token at a price ratio of {be['ratio']:.2f}{band} → {u['reading']}",
+                f"cost the same per token at a price ratio of {be['ratio']:.2f}{band} → {_read(u)}",
             f"  {u['first']}: {m(f)}; runner-up {u['second']}: {m(s)} (priced by the {be['priced_by']})",
             f"  {sensitivity(u)}"]
 
@@ -327,10 +329,29 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
     worst = u["first_usd_per_gpu_hour"] / be["low"]
     yours = u["second_usd_per_gpu_hour"]
     if need <= allow:
-        return (out + f"; the bands together allow x{allow:.2f}{parts}: measure both. At their worst the {a} wins "
-                f"while the {b} costs over ${worst:,.2f}/GPU-h.")
+        return (out + f"; the bands together allow x{allow:.2f}{parts}: measure both. At the bands' worst the {a} is "
+                f"cheaper only while the {b} costs over ${worst:,.2f}/GPU-h.")
     return (out + f" (x{need:.2f}), more than the x{allow:.2f} the bands together allow{parts}: at your "
             f"${yours:,.2f} the answer holds (the {a} wins even then while the {b} costs over ${worst:,.2f}/GPU-h).")
+
+
+def _read(u: dict) -> str:
+    """The verdict's reading with its :func:`leaning` where it is too close to call."""
+    lean = leaning(u)
+    return u["reading"].replace("too close to call", "too close to call," + lean, 1) if lean else u["reading"]
+
+
+def leaning(u: dict) -> str:
+    """' leaning to the MI355X' where the model's answer is inside the bands but the flip needs more
+    than half of what they allow on a log scale (a factor past √(a_band × b_band), the geometric mean
+    of the bands' product: x1.56 for the MI355X against the B300): "too close to call" alone read the
+    same for a flip at 18% and at 77% (newcomer 10). "" where the flip needs less, the answer holds
+    beyond the bands, or there is no band."""
+    be, r = u["breakeven"], u["price_ratio"]
+    if be.get("low") is None or r >= be["ratio"]:
+        return ""
+    need, allow = be["ratio"] / r, be["ratio"] / be["low"]
+    return f" leaning to the {_gpu_name(u['first'])}" if math.sqrt(allow) <= need <= allow else ""
 
 
 def your_prices_sentence(u: dict, by_gpu: bool = False) -> str:
@@ -339,15 +360,16 @@ def your_prices_sentence(u: dict, by_gpu: bool = False) -> str:
     f, s = u["first_usd_per_million_tokens"], u["second_usd_per_million_tokens"]
     a, b = (f"the {_gpu_name(u['first'])}", f"the {_gpu_name(u['second'])}") if by_gpu else (u["first"], u["second"])
     # the quote's band line sits right above: "too close to call" there needs no "(inside the model's band)"
-    reading = u["reading"].split(" (inside")[0] if by_gpu else u["reading"]
+    reading = _read(u).split(" (inside")[0] if by_gpu else _read(u)
     if by_gpu:  # the quote's lines
         # the table's slow-edge column read: which holds your latency cheaper if both models are as slow as
         # their bands allow (a renter who must meet the target whatever the model's error)
         slow = u.get("slow_usd_per_million_tokens") or (None, None)
         held = ("" if None in slow else
                 f" At both slow edges {a if slow[0] <= slow[1] else b} wins.")
-        return (f"At ${u['first_usd_per_gpu_hour']:,.2f} vs ${u['second_usd_per_gpu_hour']:,.2f}/GPU-h, "
-                f"${f[0]:,.2f} vs ${s[0]:,.2f}/M: {reading}. {sensitivity(u, name_bands=False)}"
+        # (the $/M of each are the table's, right above)
+        return (f"At ${u['first_usd_per_gpu_hour']:,.2f} vs ${u['second_usd_per_gpu_hour']:,.2f}/GPU-h: {reading}. "
+                f"{sensitivity(u, name_bands=False)}"
                 + held)
     return (f"At your prices (${u['first_usd_per_gpu_hour']:,.2f} and ${u['second_usd_per_gpu_hour']:,.2f} per "
             f"GPU-hour) {a} costs ${f[0]:,.2f}/M output tokens against {b}'s ${s[0]:,.2f}/M: "

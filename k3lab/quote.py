@@ -115,8 +115,9 @@ def band_line(rows: dict) -> str:
     """What each quoted GPU's band rests on (:func:`k3lab.serving.committed.band_evidence`, decode:
     the quote has no DSpark): its factor, how many repositories' runs measured it, and which way the
     refits that had not seen a run's repository erred on that GPU's own figures (too fast or too slow on
-    how many: :func:`k3lab.serving.committed.blind_reading`; the median miss where it has none). A row
-    outside the validated domain has no band."""
+    how many: :func:`k3lab.serving.committed.blind_reading`; where they all come from one repository,
+    what a fit that never saw it made of them, by its median miss; the family's median miss where the GPU
+    has none). A row outside the validated domain has no band."""
     from .serving.committed import band_evidence, blind_reading, own_runs_reading
     from .serving.observations import family_of
 
@@ -131,12 +132,16 @@ def band_line(rows: dict) -> str:
             parts.append(f"{r['gpu'].upper()} none ({ev['why_not']})")
         else:
             n = len(ev["repositories"])
-            fast, seen = blind_reading(r["gpu"])
-            # which way it erred where it had not looked, the majority's side (else the median miss)
-            way = (f"too fast on {fast} of {seen}" if 2 * fast >= seen else f"too slow on {seen - fast} of {seen}"
-                   ) if seen else f"median miss x{ev['median_error']:.2f}"
-            way += " figures" if seen and not parts else ""  # said once
-            parts.append(f"{r['gpu'].upper()} x{ev['factor']:.2f} ({n} repo{'' if n == 1 else 's'}; {way})")
+            fast, seen, repos, miss = blind_reading(r["gpu"])
+            way = "too fast" if 2 * fast >= seen else "too slow"
+            if seen and repos > 1:  # which way refits blind to each repository in turn erred on this GPU
+                how = f"{n} repos; blind to each, {way} on {max(fast, seen - fast)} of {seen} figures"
+            elif seen:  # all the GPU's runs from one repository: what a fit that never saw them makes of them
+                how = (f"its {seen} figures from 1 repo; blind to it, {way} on "
+                       f"{'all' if max(fast, seen - fast) == seen else max(fast, seen - fast)}, by x{miss:.2f}")
+            else:
+                how = f"{n} repo{'' if n == 1 else 's'}, median miss x{ev['median_error']:.2f}"
+            parts.append(f"{r['gpu'].upper()} x{ev['factor']:.2f} ({how})")
         read, runs = own_runs_reading(r["gpu"])
         if read is not None and not 1 / LEAN <= read <= LEAN:  # said only where the fit leans on that GPU
             own.append(f"x{read:.2f} ({r['gpu'].upper()}, {runs} runs: "
@@ -145,7 +150,7 @@ def band_line(rows: dict) -> str:
     # how it reads each GPU's own runs says whether there is a lean to correct (x1.00: none)
     if not parts:  # no GPU quoted has a modelled row: no band to speak of
         return ""
-    return ("band (9 in 10 unseen public runs inside; which way it missed them): " + ", ".join(parts)
+    return ("band (9 in 10 unseen public runs inside): " + ", ".join(parts)
             + ("; this fit reads its own runs at " + ", ".join(own) if own else ""))
 
 

@@ -871,10 +871,12 @@ def test_a_concurrency_admission_caps_under_a_latency_target_is_marked():
                         "50", "--all"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0
     row = next(x for x in r.stdout.splitlines() if x.startswith("8xb300 tp8 "))
-    assert f"{plan.best_option.flags}§" in row and "‡" not in row
+    # the row shows the setting it is priced with, the answer line's (newcomer 10: the fits-with column named the
+    # prefix-cache setting while the answer above priced the radix-off one)
+    assert "--disable-radix-cache --max-running-requests " in row and "§" in row and "‡" not in row
     text = " ".join(x.strip() for x in r.stdout.splitlines())
-    assert ("§ 8xb300 tp8: priced with --disable-radix-cache --max-running-requests" in text and
-            f"its fits-with setting keeps prefix caching and admits c{plan.best_option.max_running_requests} " in text)
+    assert ("§ 8xb300 tp8: no prefix caching with --disable-radix-cache --max-running-requests" in text and
+            f"with prefix caching, {plan.best_option.flags} admits c{plan.best_option.max_running_requests} " in text)
     plain = next(x for x in r.stdout.splitlines() if x.startswith("8xmi355x tp8 ") and "[" not in x)
     assert "‡" in plain
     assert ("‡ at c: every request the pools admit (with the row's fits-with setting, or its § one), below your "

@@ -235,6 +235,10 @@ def test_the_answer_names_what_the_nearest_public_dspark_run_measured():
     assert rows[tok["id"]]["value"] == pytest.approx(tok["value"], rel=1e-6)
     assert text.startswith(f"measured: the nearest public DSpark run, B300 8×B300 TP8+DCP8 at {first['workload']} ")
     assert f"served {tok['value']:,.0f} output tok/s" in text
+    # ... and how it differs from the question (newcomer 10: its 22 running requests against your 32), from the run's
+    # own admitted requests and acceptance
+    ran = min(first["concurrency"], first["admitted"])
+    assert ran == 22 and f"({first['source']}; {ran} running (yours 32), acceptance {first['accept_len']:g} (yours 2))" in text
     assert f"the model puts that run at {tok['fitted']:,.0f} output tok/s" in text
     # the model reads that run fast (1,828 against 1,333): the sentence says which way to read its figures
     assert tok["fitted"] > 1.1 * tok["value"]

@@ -65,7 +65,7 @@ def test_a_what_if_gives_one_number_on_the_box_the_notebook_the_cli_and_the_read
             in head) and want.removesuffix("/M") in head
     # the CLI: quote and compare with the same flags
     q = _run("quote", *QUOTE_ARGS)
-    assert q.returncode == 0 and want.removesuffix("/M") in q.stdout and want in q.stdout  # the row and the verdict
+    assert q.returncode == 0 and f"{want.removesuffix('/M')} (" in q.stdout  # the row (the verdict names $/GPU-hour)
     c = _run("compare", *QUOTE_ARGS, "--gpu", "mi355x", "--top", "1")   # the MI355X's answer (the B300 is cheaper now)
     assert c.returncode == 0 and f"your prices (--usd-per-gpu-hour): {MI}, {want} output tokens" in c.stdout
     # the user's own prices are named as theirs, never "override" (the renter's Q2)
@@ -91,8 +91,8 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     assert "verdict: At $3.00 vs $5.50/GPU-h" in flat and "The B300 wins instead if the model overrates the MI355X" in flat
     # how far off the model is known to be, per GPU: its band, the repositories behind it, and which way the refits
     # blind to a run's repository missed that GPU's figures (newcomer 9: "which way does the B300 model err?")
-    assert "band (9 in 10 unseen public runs inside; which way it missed them): " in flat
-    assert f"MI355X {_band_words('amd-cdna4', 'mi355x')} figures), B300 {_band_words('nvidia-blackwell', 'b300')})" in flat
+    assert (f"band (9 in 10 unseen public runs inside): MI355X {_band_words('amd-cdna4', 'mi355x')}, "
+            f"B300 {_band_words('nvidia-blackwell', 'b300')}") in flat
     # ... and the verdict says how much of its margin the fit already spends on the two GPUs' own public runs
     lean = _own_reading("mi355x", digits=None) / _own_reading("b300", digits=None)
     assert lean > 1.005 and f"by 18% or more (on the runs it was fitted to, by {lean - 1:.0%})" in flat
@@ -126,24 +126,31 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
 
 
 def _band_words(family: str, gpu: str) -> str:
-    """'x1.29 (4 repos; too fast on 48 of 55' from the committed files themselves: the band of the
-    family's decode metric, the repositories (origins) of its observations, and on how many of the
-    GPU's leave-one-repository-out predictions that are not extrapolations the prediction was the
-    faster (more output tok/s, or a shorter TPOT: log error > 0 on tok/s, < 0 on TPOT)."""
+    """'x1.29 (4 repos; blind to each, too fast on 48 of 55 figures)' from the committed files themselves:
+    the band of the family's decode metric, the repositories (origins) of its observations, and on how
+    many of the GPU's leave-one-repository-out predictions that are not extrapolations the prediction
+    was the faster (more output tok/s, or a shorter TPOT: log error > 0 on tok/s, < 0 on TPOT); where
+    all the GPU's figures come from one repository, that, with their median miss."""
     import math
+    import statistics
 
     import yaml
 
     fit = yaml.safe_load((REPO_ROOT / "data" / "serving_fit.yaml").read_text(encoding="utf-8"))
     val = yaml.safe_load((REPO_ROOT / "data" / "serving_validation.yaml").read_text(encoding="utf-8"))
     band = math.exp(fit["families"][family]["bands"]["decode"]["band_log"])
+    origin = {o["id"]: o["origin"] for o in fit["observations"]}
     repos = {o["origin"] for o in fit["observations"] if o["family"] == family and o["metric"] == "decode"}
-    rows = [r for r in val["validation"][family]
-            if r["metric"] == "decode" and r["split"] == "leave_one_repository_out" and not r["extrapolated"]]
-    mine = [r for r in rows if r["gpu"] == gpu]
+    mine = [r for r in val["validation"][family]
+            if r["metric"] == "decode" and r["split"] == "leave_one_repository_out" and not r["extrapolated"]
+            and r["gpu"] == gpu]
     fast = sum(1 for r in mine if (r["log_error"] > 0) == (r["kind"] == "output_tok_s"))
-    way = f"too fast on {fast} of {len(mine)}" if 2 * fast >= len(mine) else f"too slow on {len(mine) - fast} of {len(mine)}"
-    return f"x{band:.2f} ({len(repos)} repos; {way}"
+    way, k = ("too fast", fast) if 2 * fast >= len(mine) else ("too slow", len(mine) - fast)
+    if len({origin[r["id"]] for r in mine}) > 1:
+        return f"x{band:.2f} ({len(repos)} repos; blind to each, {way} on {k} of {len(mine)} figures)"
+    miss = math.exp(statistics.median(abs(r["log_error"]) for r in mine))
+    return (f"x{band:.2f} (its {len(mine)} figures from 1 repo; blind to it, {way} on "
+            f"{'all' if k == len(mine) else k}, by x{miss:.2f})")
 
 
 def _own_reading(gpu: str, digits: int | None = 2):
@@ -172,7 +179,7 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     assert compare_view.sensitivity(u) == (
         "The B300 wins instead if the model overrates the MI355X against it by 50% or more; the bands together allow "
         "x1.50 (MI355X x1.20 "
-        "× B300 x1.25): measure both. At their worst the MI355X wins while the B300 costs over "
+        "× B300 x1.25): measure both. At the bands' worst the MI355X is cheaper only while the B300 costs over "
         "$6.00/GPU-h.")
     # a price ratio of 0.25: it flips only at 0.75 / 0.25 = x3.00 (200%), beyond the bands' x1.50: the answer holds
     far = compare_view.sensitivity(dict(u, price_ratio=0.25, second_usd_per_gpu_hour=12.0))
@@ -190,6 +197,16 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     assert "by 50% or more (on the runs it was fitted to it underrates the MI355X by 10%);" in lean(0.9)
     assert "by 50% or more (on the runs it was fitted to it does not);" in lean(1.002)
     assert lean(None) == compare_view.sensitivity(u)
+    # "too close to call" leans where the flip needs more than half the bands' product on a log scale (here
+    # sqrt(1.5) = x1.22): a flip at x1.50 leans, one at x1.07 does not, one past the bands is no longer close
+    assert compare_view.leaning(u) == " leaning to the MI355X"                      # needs x1.50
+    assert compare_view.leaning(dict(u, price_ratio=0.7)) == ""                     # needs x1.07
+    assert compare_view.leaning(dict(u, price_ratio=0.25)) == ""                    # needs x3.00: holds
+    assert compare_view.leaning(dict(u, breakeven={"ratio": 0.75, "low": None, "high": None})) == ""
+    said = compare_view.your_prices_sentence(dict(u, reading="too close to call (inside the model's band)",
+                                                  first_usd_per_million_tokens=(5.0, 4.0, 6.0),
+                                                  second_usd_per_million_tokens=(6.0, 3.0, 11.0)), by_gpu=True)
+    assert said.startswith("At $3.00 vs $6.00/GPU-h: too close to call, leaning to the MI355X. The B300 wins")
 
 
 def test_a_trap_in_brief_says_what_its_sentence_says():
@@ -289,7 +306,7 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     assert f"The B300 wins instead if the model overrates the MI355X against it by {be / (3.0 / 5.5) - 1:.0%} or more" in flat
     # the product in the verdict, each factor in the band line right above it
     assert f"the bands together allow x{a * b:.2f}: measure both" in flat
-    assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (2 repos" in flat
+    assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (its " in flat
     assert flat.index("band (") < flat.index("verdict: ")
     assert f"costs over ${3.0 * a * b / be:,.2f}/GPU-h" in flat
     # the table's slow edges read: each GPU's $/M if its model is as slow as its band allows, at the target
@@ -460,5 +477,5 @@ def test_the_readme_says_the_centre_turns_with_the_workload_and_the_slow_edges_d
     assert first == {(8192, 1024): "b300", (1024, 400): "mi355x"}
     assert set(slow_first.values()) == {"mi355x"}
     flat = " ".join((REPO_ROOT / "README.md").read_text(encoding="utf-8").split())
-    assert ("The cheaper centre turns with the workload (at 1,024 in / 400 out the MI355X is first); at both slow "
-            "edges the MI355X stays ahead.") in flat
+    assert ("the cheaper centre turns with the workload (at 1,024 in / 400 out the MI355X is first); at both slow "
+            "edges the MI355X stays ahead") in flat

@@ -22,7 +22,7 @@ from . import attention_backend, dspark_answer, field, slo
 from .engines import ARRIVALS, ENGINES, LENGTHS, Engine, Harness, admission
 from .model import SPEC_ALGORITHMS, Spec, Workload
 from .observations import family_of, metric_of
-from .predict import Prediction, band_words, predict
+from .predict import Prediction, band_words, differences, predict
 from .slo import SLO
 
 MODELS = ("kimi-k3",)
@@ -229,16 +229,7 @@ NEAREST_KINDS = {"output_tok_s": "output tok/s (deployment)", "tpot_ms": "TPOT m
 def _differs(n: dict, p: Prediction) -> str:
     """'; differs from your question in: its layout TP8+DCP8, 22 running (yours 32)': what sets a
     nearest run's fitted value apart from the question's own answer (empty when nothing listed does)."""
-    d = []
-    if n["layout"] != p.layout:
-        d.append(f"its layout {n['layout']}")
-    ran = min(n["concurrency"], n["admitted"]) if n.get("admitted") else None
-    if ran is not None and ran != p.concurrency:  # what ran at once: its clients, or fewer where its pools bound
-        d.append(f"{ran:,} running (yours {p.concurrency:,})")
-    if n.get("accept_len") is not None and p.spec_on and abs(n["accept_len"] - p.accept_len) > 1e-9:
-        d.append(f"acceptance {n['accept_len']:g} (yours {p.accept_len:g})")
-    if n.get("engine") and n["engine"] != p.engine:
-        d.append(f"engine {n['engine']}")
+    d = differences(n, p)
     out = f"; differs from your question in: {', '.join(d)}" if d else ""
     # a run the fit misses by more than the band of its metric (that run's kind and speculative setting)
     b = p.bands.get(metric_of(n["kind"], n.get("accept_len") is not None))

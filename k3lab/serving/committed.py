@@ -300,19 +300,27 @@ def own_runs_reading(gpu: str) -> tuple[float | None, int]:
     return (quantile(r, 0.5) if r else None), len(r)
 
 
-def blind_reading(gpu: str) -> tuple[int, int]:
-    """(too fast, figures): how many of the GPU's public decode figures the refits that had not seen
-    their repository (leave-one-repository-out, inside each refit's domain: the rows
-    :func:`band_evidence` counts) predicted faster than measured — more output tok/s, or a shorter
-    TPOT — against how many there are. Which way the model errs where it has not looked; (0, 0)
-    without such figures."""
+def blind_reading(gpu: str) -> tuple[int, int, int, float | None]:
+    """(too fast, figures, repositories, median miss): how many of the GPU's public decode figures the
+    refits that had not seen their repository (leave-one-repository-out, inside each refit's domain:
+    the rows :func:`band_evidence` counts) predicted faster than measured — more output tok/s, or a
+    shorter TPOT — against how many there are, how many repositories those figures come from, and
+    their median miss as a factor (e^median|log error|). Which way the model errs where it has not
+    looked; with one repository, what a fit that never saw that GPU's runs makes of them (it knew the
+    GPU only from its family's others). (0, 0, 0, None) without such figures."""
+    import statistics
+
     from .calibration import SPLITS
     from .observations import family_of
 
+    origin = {o.id: o.origin for o in fitted_observations()}
     rows = [r for r in fitted_validation(family_of(gpu))
             if r.gpu == gpu and r.metric == "decode" and r.split == SPLITS[0] and not r.extrapolated]
+    if not rows:
+        return 0, 0, 0, None
     fast = sum(1 for r in rows if (r.log_error > 0) == (r.kind == "output_tok_s"))
-    return fast, len(rows)
+    return (fast, len(rows), len({origin[r.id] for r in rows}),
+            math.exp(statistics.median(abs(r.log_error) for r in rows)))
 
 
 def fitted_families() -> list[str]:

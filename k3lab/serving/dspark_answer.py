@@ -17,7 +17,7 @@ from ..specs import Deployment, ModelConfig
 from . import committed, field
 from .engines import SGLANG, Engine, Harness
 from .model import NO_SPEC, Spec, Workload
-from .predict import Prediction, predict
+from .predict import Prediction, differences, predict
 
 #: the bisection stops when the bracket is this narrow (tokens per verify step)
 TOLERANCE = 0.005
@@ -178,8 +178,11 @@ def nearest_dspark_run(p: Prediction) -> str:
         f": the model runs x{fast:.2f} too fast there, so read its DSpark figures as high" if fast > 1.1 else
         f": the model runs x{1 / fast:.2f} too slow there, so read its DSpark figures as low" if fast < 1 / 1.1 else
         ": the model agrees there within x1.10")
+    # how that run differs from the question (its layout is named already)
+    apart = [x for x in differences(first, p) if not x.startswith("its layout")]
     return (f"measured: the nearest public DSpark run, {first['gpu'].upper()} {first['layout']} at {first['workload']} "
-            f"({first['source']}), served {seen}; the model puts that run at {fit}{lean}")
+            f"({first['source']}{'; ' + ', '.join(apart) if apart else ''}), served {seen}; the model puts that run "
+            f"at {fit}{lean}")
 
 
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:

@@ -336,3 +336,20 @@ def peak(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, spe
     if not pts:
         raise ValueError(f"{dep.label}: not one {input_len + output_len:,}-token request fits")
     return max(pts, key=lambda p: (p.output_tok_s, -p.concurrency))
+
+
+def differences(n: dict, p: Prediction) -> list[str]:
+    """What sets a nearest public run ``n`` (a row of :attr:`Prediction.nearest`) apart from ``p``'s
+    question, each as words: its layout, the requests that ran at once (its clients, or fewer where its
+    pools bound them), its DSpark acceptance, its engine; empty when none differs."""
+    d = []
+    if n["layout"] != p.layout:
+        d.append(f"its layout {n['layout']}")
+    ran = min(n["concurrency"], n["admitted"]) if n.get("admitted") else None
+    if ran is not None and ran != p.concurrency:
+        d.append(f"{ran:,} running (yours {p.concurrency:,})")
+    if n.get("accept_len") is not None and p.spec_on and abs(n["accept_len"] - p.accept_len) > 1e-9:
+        d.append(f"acceptance {n['accept_len']:g} (yours {p.accept_len:g})")
+    if n.get("engine") and n["engine"] != p.engine:
+        d.append(f"engine {n['engine']}")
+    return d
