@@ -104,7 +104,8 @@ def breakeven(df, a: str, b: str) -> dict | None:
     GPU ÷ b's, with the two bands combined the conservative way (a low against b high). Keys:
     a, b (layouts), ratio, low, high (None where a band is missing), a_band and b_band (each row's
     own factor on that side: a's central ÷ its low end, b's high end ÷ its central; their product is
-    ratio ÷ low; None without a band), priced_by. None when either row is missing or has no throughput."""
+    ratio ÷ low; None without a band, or where either row lies outside the model's validated domain),
+    priced_by. None when either row is missing or has no throughput."""
     rows = df.set_index("layout") if len(df) else None
     if rows is None or a not in rows.index or b not in rows.index:
         return None
@@ -113,7 +114,10 @@ def breakeven(df, a: str, b: str) -> dict | None:
     if not (ra["priced_tok_s"] == ra["priced_tok_s"] and rb["priced_tok_s"] == rb["priced_tok_s"]):
         return None
     ratio = per(ra, "priced_tok_s") / per(rb, "priced_tok_s")
-    banded = all(r["priced_by"] == "model" and r["model_tok_s_low"] == r["model_tok_s_low"] for r in (ra, rb))
+    # a band only where both rows have one: priced by the model inside its validated domain (a row outside it
+    # prints "no band", and the pair's verdict must not lean on the family's band either)
+    banded = all(r["priced_by"] == "model" and r["model_tok_s_low"] == r["model_tok_s_low"]
+                 and bool(r.get("model_in_domain", True)) for r in (ra, rb))
     low = per(ra, "model_tok_s_low") / per(rb, "model_tok_s_high") if banded else None
     high = per(ra, "model_tok_s_high") / per(rb, "model_tok_s_low") if banded else None
     return {"a": a, "b": b, "ratio": ratio, "low": low, "high": high,

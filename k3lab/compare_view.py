@@ -355,25 +355,54 @@ def leaning(u: dict) -> str:
 
 
 def your_prices_sentence(u: dict, by_gpu: bool = False) -> str:
-    """Your prices' verdict with its sensitivity (the decision box's headline); ``by_gpu``: the two
-    named by their GPUs (the quote, whose table beside it names the layouts)."""
+    """Your prices' verdict with its sensitivity (the decision box's headline: :func:`sensitivity`);
+    ``by_gpu``: the quote's, by :func:`quote_verdict`."""
+    if by_gpu:
+        return quote_verdict(u)
     f, s = u["first_usd_per_million_tokens"], u["second_usd_per_million_tokens"]
-    a, b = (f"the {_gpu_name(u['first'])}", f"the {_gpu_name(u['second'])}") if by_gpu else (u["first"], u["second"])
-    # the quote's band line sits right above: "too close to call" there needs no "(inside the model's band)"
-    reading = _read(u).split(" (inside")[0] if by_gpu else _read(u)
-    if by_gpu:  # the quote's lines
-        # the table's slow-edge column read: which holds your latency cheaper if both models are as slow as
-        # their bands allow (a renter who must meet the target whatever the model's error)
-        slow = u.get("slow_usd_per_million_tokens") or (None, None)
-        held = ("" if None in slow else
-                f" At both slow edges {a if slow[0] <= slow[1] else b} wins.")
-        # (the $/M of each are the table's, right above)
-        return (f"At ${u['first_usd_per_gpu_hour']:,.2f} vs ${u['second_usd_per_gpu_hour']:,.2f}/GPU-h: {reading}. "
-                f"{sensitivity(u, name_bands=False)}"
-                + held)
+    a, b = u["first"], u["second"]
     return (f"At your prices (${u['first_usd_per_gpu_hour']:,.2f} and ${u['second_usd_per_gpu_hour']:,.2f} per "
             f"GPU-hour) {a} costs ${f[0]:,.2f}/M output tokens against {b}'s ${s[0]:,.2f}/M: "
-            f"{reading}. {sensitivity(u)}")
+            f"{_read(u)}. {sensitivity(u)}")
+
+
+def quote_verdict(u: dict) -> str:
+    """The quote's verdict on your prices (:func:`k3lab.compare_answers.user_verdict` ``u``), in the
+    order a renter reads it: the reading at your $/GPU-hour ("too close to call", with its
+    :func:`leaning`); how much cheaper the first is at the model's centre (its $/M over the runner-up's,
+    the same factor as the flip in :func:`sensitivity`); how far the fit already overrates it against the
+    runner-up on their own public runs (``fitted_lean``: how much of that margin is spent); what the two
+    bands allow together; and, under a latency target, which GPU holds it cheaper whatever the model's
+    error (both at their band's slow edge), with why where its band is the narrower. The $/M of each
+    are the table's, right above; the bands' factors the band line's."""
+    be, r = u["breakeven"], u["price_ratio"]
+    a, b = _gpu_name(u["first"]), _gpu_name(u["second"])
+    at = f"At ${u['first_usd_per_gpu_hour']:,.2f} vs ${u['second_usd_per_gpu_hour']:,.2f}/GPU-h"
+    if r >= be["ratio"]:
+        return f"{at}: as cheap either way at the model's values."
+    need = be["ratio"] / r
+    lean = u.get("fitted_lean")
+    spent = ("" if lean is None or abs(lean - 1) < 0.005 else
+             f", but on their own public runs the model overrates it by {lean - 1:.0%}" if lean > 1
+             else f", and on their own public runs the model underrates it by {1 - lean:.0%}")
+    if be["low"] is None:
+        return (f"{at} the {a} is {need - 1:.0%} cheaper per token at the model's centre{spent}; how wrong the "
+                "model is for this pair is not validated (no band): measure before you commit.")
+    allow = be["ratio"] / be["low"]
+    if need > allow:
+        out = (f"{at}: the {a}, cheaper per token even at the bands' worst ({need - 1:.0%} cheaper at the centre{spent}; "
+               f"the bands allow x{allow:.2f}).")
+    else:
+        out = (f"{at}: too close to call{',' + leaning(u) if leaning(u) else ''}. The {a} is {need - 1:.0%} cheaper "
+               f"at the centre{spent}; the bands allow x{allow:.2f}: measure both.")
+    slow = u.get("slow_usd_per_million_tokens") or (None, None)
+    if None not in slow:
+        w, o = (0, 1) if slow[0] <= slow[1] else (1, 0)
+        names, bands = (a, b), (be.get("a_band"), be.get("b_band"))
+        why = (f"; the {names[o]}'s band is wider" if None not in bands and bands[o] > bands[w] else "")
+        out += (f" With both as slow as their bands allow, the {names[w]} holds your latency cheaper (${slow[w]:,.2f} "
+                f"vs ${slow[o]:,.2f}/M{why}).")
+    return out
 
 
 def _tier_name(tier: str) -> str:

@@ -88,14 +88,14 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
         assert re.search(rf"{re.escape(lay)} +{int(r['model_concurrency'])}{cap}  {r['model_tpot_ms']:.0f} ms", text)
         assert f"${r['usd_per_million_tokens[override]']:,.2f} (" in text
     assert "SGLANG_AITER_K3_OPT=1" in text and "--mamba-full-memory-ratio 0.795" in text   # which setting it needs
-    assert "verdict: At $3.00 vs $5.50/GPU-h" in flat and "The B300 wins instead if the model overrates the MI355X" in flat
+    assert "verdict: At $3.00 vs $5.50/GPU-h: too close to call. The MI355X is " in flat
     # how far off the model is known to be, per GPU: its band, the repositories behind it, and which way the refits
     # blind to a run's repository missed that GPU's figures (newcomer 9: "which way does the B300 model err?")
     assert (f"band (9 in 10 unseen public runs inside): MI355X {_band_words('amd-cdna4', 'mi355x')}, "
             f"B300 {_band_words('nvidia-blackwell', 'b300')}") in flat
     # ... and the verdict says how much of its margin the fit already spends on the two GPUs' own public runs
     lean = _own_reading("mi355x", digits=None) / _own_reading("b300", digits=None)
-    assert lean > 1.005 and f"by 18% or more (on the runs it was fitted to, by {lean - 1:.0%})" in flat
+    assert lean > 1.005 and f"18% cheaper at the centre, but on their own public runs the model overrates it by {lean - 1:.0%}" in flat
     # ... and how the fit used here reads each GPU's own public runs (in sample: whether there is a lean to
     # correct), computed from the committed fit's rows, said only where it leans past x1.10 either way
     # (newcomer 7 read 'x1.08 (MI355X, 29), x0.99 (B300, 7)' as jargon with nothing to act on)
@@ -206,7 +206,13 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     said = compare_view.your_prices_sentence(dict(u, reading="too close to call (inside the model's band)",
                                                   first_usd_per_million_tokens=(5.0, 4.0, 6.0),
                                                   second_usd_per_million_tokens=(6.0, 3.0, 11.0)), by_gpu=True)
-    assert said.startswith("At $3.00 vs $6.00/GPU-h: too close to call, leaning to the MI355X. The B300 wins")
+    assert said == ("At $3.00 vs $6.00/GPU-h: too close to call, leaning to the MI355X. The MI355X is 50% cheaper at the "
+                    "centre; the bands allow x1.50: measure both.")
+    # a pair one of whose rows has no band (outside the model's domain): the centre, and no verdict leaning on a band
+    nob = compare_view.quote_verdict(dict(u, breakeven={"ratio": 0.75, "low": None, "high": None}, fitted_lean=1.06))
+    assert nob == ("At $3.00 vs $6.00/GPU-h the MI355X is 50% cheaper per token at the model's centre, but on their own "
+                   "public runs the model overrates it by 6%; how wrong the model is for this pair is not validated "
+                   "(no band): measure before you commit.")
 
 
 def test_a_trap_in_brief_says_what_its_sentence_says():
@@ -288,10 +294,12 @@ def _decode_band(family: str) -> float:
 
 
 def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip():
-    """Q2 (a): the renter's 8xMI355X at $3 against 8xB300 at $5.50, TPOT <= 50 ms. The flip (how much too high
-    the model's MI355X/B300 speed ratio must be) is the break-even over the price ratio, both from the rows'
-    tok/s per GPU; what the bands allow is the product of the two families' own decode bands (the committed
-    fit), each named; the B300 price above which the MI355X wins even then is $3.00 x that product / break-even."""
+    """Q2 (a): the renter's 8xMI355X at $3 against 8xB300 at $5.50, TPOT <= 50 ms. How much cheaper the MI355X is
+    at the centre (the runner-up's $/M over its own: the break-even over the price ratio, both from the rows' tok/s
+    per GPU, the same factor as the flip compare names); how far the fit already overrates it against the B300 on
+    their own public runs; what the bands allow (the product of the two families' own decode bands, each named in
+    the band line above); and, newcomer 11, the slow edges' reading with why ("the B300's band is wider") in the
+    same verdict, so that the lean and the slow edges are read together."""
     d = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5},
                         slo=SLO(max_tpot_ms=50))
     lines = quote.quote_lines(d)
@@ -303,20 +311,24 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     per = {lay: rows.loc[lay, "model_tok_s"] / rows.loc[lay, "num_gpus"] for lay in (MI, B300)}
     be = per[MI] / per[B300]
     a, b = _decode_band("amd-cdna4"), _decode_band("nvidia-blackwell")
-    assert f"The B300 wins instead if the model overrates the MI355X against it by {be / (3.0 / 5.5) - 1:.0%} or more" in flat
-    # the product in the verdict, each factor in the band line right above it
-    assert f"the bands together allow x{a * b:.2f}: measure both" in flat
+    lean = _own_reading("mi355x", digits=None) / _own_reading("b300", digits=None)
+    assert (f"verdict: At $3.00 vs $5.50/GPU-h: too close to call. The MI355X is {be / (3.0 / 5.5) - 1:.0%} cheaper at "
+            f"the centre, but on their own public runs the model overrates it by {lean - 1:.0%}; the bands allow "
+            f"x{a * b:.2f}: measure both.") in flat
+    # the centre's margin is the table's two $/M
+    usd = {lay: rows.loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
+    assert f"{usd[B300] / usd[MI] - 1:.0%}" == f"{be / (3.0 / 5.5) - 1:.0%}"
     assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (its " in flat
     assert flat.index("band (") < flat.index("verdict: ")
-    assert f"costs over ${3.0 * a * b / be:,.2f}/GPU-h" in flat
     # the table's slow edges read: each GPU's $/M if its model is as slow as its band allows, at the target
     slow = {lay: 8 * p * 1e6 / (rows.loc[lay, "slow_tok_s"] * 3600) for lay, p in ((MI, 3.0), (B300, 5.5))}
     assert f"c{int(rows.loc[MI, 'slow_concurrency'])} ${slow[MI]:,.2f})" in flat
-    winner = "MI355X" if slow[MI] <= slow[B300] else "B300"
-    assert f"At both slow edges the {winner} wins." in flat
+    assert slow[MI] < slow[B300] and a < b
+    assert (f"With both as slow as their bands allow, the MI355X holds your latency cheaper (${slow[MI]:,.2f} vs "
+            f"${slow[B300]:,.2f}/M; the B300's band is wider).") in flat
     # without a target there are no slow edges, and no such sentence
     plain = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})
-    assert "slow edges" not in " ".join(quote.quote_lines(plain))
+    assert "as slow as their bands allow" not in " ".join(quote.quote_lines(plain))
 
 
 def test_a_target_the_prefix_cache_setting_cannot_reach_is_priced_without_it():
@@ -479,3 +491,19 @@ def test_the_readme_says_the_centre_turns_with_the_workload_and_the_slow_edges_d
     flat = " ".join((REPO_ROOT / "README.md").read_text(encoding="utf-8").split())
     assert ("the cheaper centre turns with the workload (at 1,024 in / 400 out the MI355X is first); at both slow "
             "edges the MI355X stays ahead") in flat
+
+
+def test_a_pair_with_a_row_outside_the_domain_has_no_band_in_its_verdict():
+    """Found while checking newcomer 10's pass: quoting the MI355X against the B200 (whose layouts that hold the
+    request span two nodes, outside the model's validated domain: its row prints "no band") said "the bands
+    together allow x2.43" and "leaning to the MI355X", leaning on the Blackwell family's band the row itself
+    disowns. The break-even now has a band only where both rows are inside the domain."""
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b200": 4.0},
+                        slo=SLO(max_tpot_ms=40))
+    u = d.yours
+    rows = d.comparison.set_index("layout")
+    assert not rows.loc[u["second"], "model_in_domain"] and rows.loc[u["first"], "model_in_domain"]
+    assert u["breakeven"]["low"] is None and u["breakeven"]["a_band"] is None
+    flat = " ".join(x.strip() for x in quote.quote_lines(d))
+    assert "not validated (no band): measure before you commit" in flat
+    assert "bands allow" not in flat and "leaning" not in flat and "measure: " not in flat

@@ -76,9 +76,10 @@ def test_readme_answers_whether_speculative_decoding_still_crashes():
     # newcomer 10: "with no patch" beside "from 0.5.19 no patch" read as two answers: the lead names 0.5.22 for
     # serving, then why (no patch, and sglang's own padded prefill) and what 0.5.19-0.5.21 lack
     first = " ".join(para.split())[:330]
-    assert ("**To serve K3 on ROCm, run 0.5.22 or later (0.5.23 here) with `--attention-backend aiter` and "
-            "`SGLANG_AITER_K3_OPT=1`**: no patch, and sglang's own padded fp8 prefill (0.5.19–0.5.21 need no patch "
-            "either") in first
+    # newcomer 11: "one plain line like 'minimum sglang: 0.5.19; recommended: 0.5.22'"
+    assert ("**For K3 on ROCm: at least 0.5.19, where neither of the article's bugs needs a patch; recommended 0.5.22 "
+            "or later (0.5.23 here) with `--attention-backend aiter` and `SGLANG_AITER_K3_OPT=1`**, for sglang's own "
+            "padded fp8 prefill") in first
     # ... and the article's own images are where the patch is least tested: said
     assert "tested for 0.5.16's code, not on those images, where `status` says unknown" in " ".join(para.split())
     assert "--force" in para and "--attention-backend aiter" in para and "k3lab_patches status" in para
