@@ -129,12 +129,15 @@ def breakeven(df, a: str, b: str) -> dict | None:
 def reading(price_ratio: float, be: dict, ratio_high: float | None = None) -> str:
     """Which of the two layouts of a break-even ``be`` is cheaper per token at a price ratio (a's
     $/GPU-hour ÷ b's): below the band's low end a, above its high end b, inside it too close to
-    call (without a band: against the ratio alone). A pair of prices given as a range is a range of
+    call (without a band: against the ratio alone, said as the model's values, not validated). A pair of prices given as a range is a range of
     ratios (``price_ratio`` its low end, ``ratio_high`` its high end): one side only when the whole
     range says so; a range across the band's edge turns on where in its range the price sits."""
     lo, hi = (be["low"], be["high"]) if be["low"] is not None else (be["ratio"], be["ratio"])
     r_lo, r_hi = price_ratio, price_ratio if ratio_high is None else ratio_high
     a, b = be["a"], be["b"]
+    if be["low"] is None and ratio_high is None:  # no band: the model's centre only, never "cheaper" outright
+        at = "the model's values" if be.get("priced_by", "model") == "model" else "the tok/s it is priced at"
+        return f"{a if r_lo < lo else b} cheaper per token at {at} (no band: not validated)"
     if r_hi < lo:
         return f"{a} cheaper per token"
     if r_lo > hi:

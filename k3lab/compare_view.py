@@ -42,8 +42,8 @@ def answer_line(a: dict, context_tokens: int) -> str:
                 + ("" if u is None else f" with a throughput to price (cheapest to hold: {u['layout']} at "
                                         f"${u['usd_per_hour']:,.2f}/hour; {u['why']})")
                 + (f"; {caveat}" if caveat else ""))
-    how = ("" if a["fits_with"] == "defaults" else f" (with {a['fits_with']})" if not a.get("priced_with") else
-           f" (with {a['priced_with']}: no prefix caching, so that your target's concurrency runs)")
+    how = (f" (with {a['priced_with']}: no prefix caching, so that your target's concurrency runs)" if a.get("priced_with")
+           else "" if a["fits_with"] == "defaults" else f" (with {a['fits_with']})")
     band = (f", band ${a['usd_per_million_tokens_low']:,.2f}-${a['usd_per_million_tokens_high']:,.2f}"
             + ("" if a.get("model_in_domain", True) else ", outside the model's validated domain")
             if a["priced_by"] == "model" else "")
@@ -51,6 +51,8 @@ def answer_line(a: dict, context_tokens: int) -> str:
               f"({a['priced_by']}{band}) at ${a['usd_per_hour']:,.2f}/hour" + latency_text(a))
     if gaps and yours:  # the verdict on the user's own pair follows (compare's "your prices:" block)
         return f"{head}: cheapest of the GPUs you priced: {priced}"
+    if yours and a["priced_by"] == "model":  # the cheapest at the model's centre: how sure, the band (and the verdict)
+        return f"{head}, cheapest at the model's centre: {priced}"
     if gaps:
         return f"{head}: no winner ({caveat}); cheapest of what it prices: {priced}"
     return f"{head}: {priced}"
@@ -282,11 +284,11 @@ def verdict_lines(u: dict | None) -> list[str]:
     be = u["breakeven"]
     band = "" if be["low"] is None else f" ({be['low']:.2f}-{be['high']:.2f})"
     f, s = u["first_usd_per_million_tokens"], u["second_usd_per_million_tokens"]
-    m = lambda x: f"${x[0]:,.2f}/M" + ("" if not x[1] == x[1] else f" (band ${x[1]:,.2f}-${x[2]:,.2f})")  # noqa: E731
+    m = lambda x: f"${x[0]:,.2f}/M" + ("" if not x[1] == x[1] or x[1] == x[2] else f" (band ${x[1]:,.2f}-${x[2]:,.2f})")  # noqa: E731
     return ["", f"your prices: {u['first']} at ${u['first_usd_per_gpu_hour']:,.2f} against {u['second']} at "
                 f"${u['second_usd_per_gpu_hour']:,.2f} per GPU-hour: a price ratio of {u['price_ratio']:.3f}; they "
                 f"cost the same per token at a price ratio of {be['ratio']:.2f}{band} → {_read(u)}",
-            f"  {u['first']}: {m(f)}; runner-up {u['second']}: {m(s)} (priced by the {be['priced_by']})",
+            f"  {u['first']}: {m(f)}; runner-up {u['second']}: {m(s)} (priced by {'the ' if be['priced_by'] == 'model' else ''}{be['priced_by']})",
             f"  {sensitivity(u)}"]
 
 
@@ -315,12 +317,15 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
     if r >= be["ratio"]:
         return f"At the model's values {u['second']} is as cheap or cheaper: your price ratio is at or above the break-even."
     need = be["ratio"] / r
-    out = f"The {b} wins instead if the model overrates the {a} against it by {need - 1:.0%} or more"
+    who = "the model overrates" if be.get("priced_by", "model") == "model" else "the tok/s it is priced at overrate"
+    out = f"The {b} wins instead if {who} the {a} against it by {need - 1:.0%} or more"
     lean = u.get("fitted_lean")
     if lean is not None:  # which way the centre already leans: the fit's reading of the two GPUs' own runs
         out += (" (on the runs it was fitted to it does not)" if abs(lean - 1) < 0.005 else
                 f" (on the runs it was fitted to, by {lean - 1:.0%})" if lean > 1 else
                 f" (on the runs it was fitted to it underrates the {a} by {1 - lean:.0%})")
+    if be["low"] is None and be.get("priced_by", "model") != "model":
+        return out + "; your --tok-s carry no band: the answer holds as far as they do."
     if be["low"] is None:
         return out + "; how wrong it is for this pair is not validated (no band): measure before you commit."
     allow = be["ratio"] / be["low"]
@@ -369,8 +374,8 @@ def your_prices_sentence(u: dict, by_gpu: bool = False) -> str:
 def quote_verdict(u: dict) -> str:
     """The quote's verdict on your prices (:func:`k3lab.compare_answers.user_verdict` ``u``), in the
     order a renter reads it: the reading at your $/GPU-hour ("too close to call", with its
-    :func:`leaning`); how much cheaper the first is at the model's centre (its $/M over the runner-up's,
-    the same factor as the flip in :func:`sensitivity`); how far the fit already overrates it against the
+    :func:`leaning`); how much cheaper the first is at the model's centre (1 − its $/M ÷ the runner-up's:
+    1 − 1/flip, the flip of :func:`sensitivity`); how far the fit already overrates it against the
     runner-up on their own public runs (``fitted_lean``: how much of that margin is spent); what the two
     bands allow together; and, under a latency target, which GPU holds it cheaper whatever the model's
     error (both at their band's slow edge), with why where its band is the narrower. The $/M of each
@@ -378,30 +383,32 @@ def quote_verdict(u: dict) -> str:
     be, r = u["breakeven"], u["price_ratio"]
     a, b = _gpu_name(u["first"]), _gpu_name(u["second"])
     at = f"At ${u['first_usd_per_gpu_hour']:,.2f} vs ${u['second_usd_per_gpu_hour']:,.2f}/GPU-h"
-    if r >= be["ratio"]:
-        return f"{at}: as cheap either way at the model's values."
+    if r >= be["ratio"]:  # the runner-up (ranked after it: outside the validated domain) is the cheaper at the centre
+        return (f"{at} the {b} is {1 - be['ratio'] / r:.0%} cheaper per token than the {a} at the model's centre, but "
+                f"how wrong the model is for this pair is not validated (no band): measure before you commit.")
     need = be["ratio"] / r
+    cheaper = 1 - 1 / need   # its $/M below the runner-up's, as a share of the runner-up's (the table's two $/M)
     lean = u.get("fitted_lean")
     spent = ("" if lean is None or abs(lean - 1) < 0.005 else
-             f", but on their own public runs the model overrates it by {lean - 1:.0%}" if lean > 1
-             else f", and on their own public runs the model underrates it by {1 - lean:.0%}")
+             f", but on their public runs the model overrates it against the {b} by {lean - 1:.0%}" if lean > 1
+             else f", and on their public runs the model underrates it against the {b} by {1 - lean:.0%}")
     if be["low"] is None:
-        return (f"{at} the {a} is {need - 1:.0%} cheaper per token at the model's centre{spent}; how wrong the "
+        return (f"{at} the {a} is {cheaper:.0%} cheaper per token than the {b} at the model's centre{spent}; how wrong the "
                 "model is for this pair is not validated (no band): measure before you commit.")
     allow = be["ratio"] / be["low"]
     if need > allow:
-        out = (f"{at}: the {a}, cheaper per token even at the bands' worst ({need - 1:.0%} cheaper at the centre{spent}; "
+        out = (f"{at}: the {a}, cheaper per token even at the bands' worst ({cheaper:.0%} cheaper than the {b} at the centre{spent}; "
                f"the bands allow x{allow:.2f}).")
     else:
-        out = (f"{at}: too close to call{',' + leaning(u) if leaning(u) else ''}. The {a} is {need - 1:.0%} cheaper "
-               f"at the centre{spent}; the bands allow x{allow:.2f}: measure both.")
+        out = (f"{at}: too close to call{',' + leaning(u) if leaning(u) else ''}. The {a} is {cheaper:.0%} cheaper "
+               f"than the {b} at the centre{spent}; the bands allow x{allow:.2f}: measure both.")
     slow = u.get("slow_usd_per_million_tokens") or (None, None)
     if None not in slow:
         w, o = (0, 1) if slow[0] <= slow[1] else (1, 0)
         names, bands = (a, b), (be.get("a_band"), be.get("b_band"))
         why = (f"; the {names[o]}'s band is wider" if None not in bands and bands[o] > bands[w] else "")
-        out += (f" With both as slow as their bands allow, the {names[w]} holds your latency cheaper (${slow[w]:,.2f} "
-                f"vs ${slow[o]:,.2f}/M{why}).")
+        out += (f" At both slow edges the {names[w]} holds your latency cheaper "
+                f"(${slow[w]:,.2f} vs ${slow[o]:,.2f}/M{why}).")
     return out
 
 

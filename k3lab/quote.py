@@ -88,7 +88,9 @@ def _cells(df, r, overrides: dict) -> list[str]:
                 f"${rng[0]:,.2f}-${rng[1]:,.2f} at {rng[2]} rental price{'s' if rng[2] > 1 else ''}, "
                 + (f"model band x{math.exp(_band(r)):.2f}" if r["model_in_domain"] else "no band*"))
     c = f"{lat['concurrency']}" + ("‡" if r.get("model_capped_by") else "") + ("§" if r.get("priced_with") else "")
-    return [r["gpu"].upper(), r["layout"], c, f"{lat['tpot_ms']:,.0f} ms", ttft, per, cost]
+    # one output token has no decode step, so no TPOT (predict prints "—" too)
+    tpot = "—" if df.attrs.get("output_len") == 1 or lat["tpot_ms"] is None else f"{lat['tpot_ms']:,.0f} ms"
+    return [r["gpu"].upper(), r["layout"], c, tpot, ttft, per, cost]
 
 
 def capped_note(rows: dict, target) -> str:
@@ -136,9 +138,12 @@ def band_line(rows: dict) -> str:
             way = "too fast" if 2 * fast >= seen else "too slow"
             if seen and repos > 1:  # which way refits blind to each repository in turn erred on this GPU
                 how = f"{n} repos; blind to each, {way} on {max(fast, seen - fast)} of {seen} figures"
-            elif seen:  # all the GPU's runs from one repository: what a fit that never saw them makes of them
-                how = (f"its {seen} figures from 1 repo; blind to it, {way} on "
-                       f"{'all' if max(fast, seen - fast) == seen else max(fast, seen - fast)}, by x{miss:.2f}")
+            elif seen:  # all the GPU's runs from one repository: how this fit reads them, and how one without them did
+                # (a fit that never saw the GPU's only repository knew it from its family's others: its miss is why
+                # the band is wide, not a lean of the fit used here)
+                read = own_runs_reading(r["gpu"])[0]
+                how = (f"{seen} figures, all from 1 repo" + (f": this fit reads its runs at x{read:.2f}" if read else "")
+                       + f"; a fit without it missed by x{miss:.2f}")
             else:
                 how = f"{n} repo{'' if n == 1 else 's'}, median miss x{ev['median_error']:.2f}"
             parts.append(f"{r['gpu'].upper()} x{ev['factor']:.2f} ({how})")
@@ -186,7 +191,7 @@ def _spare(a: dict, r) -> str:
     return f"{spare:,} tokens to spare at 0 GiB start-up overhead: fit --init-overhead-gib N"
 
 
-def _with_cache(r, overrides: dict) -> str:
+def _with_cache(r, overrides: dict, one_token: bool = False) -> str:
     """'with prefix caching, <fits_with>: c81 at TPOT 43 ms, $7.02/M': what the setting that keeps
     the radix cache gives, for a row priced without it (:func:`k3lab.compare._past_the_cache`)."""
     if not r.get("priced_with"):
@@ -195,8 +200,9 @@ def _with_cache(r, overrides: dict) -> str:
     cost = ("" if usd is None else
             f", ${usd_per_million_tokens(float(r['cache_tok_s']), int(r['num_gpus']), usd):,.2f}/M")
     keep = "sglang's defaults" if r["fits_with"] == "defaults" else r["fits_with"]
-    return (f"with prefix caching, {keep}: c{int(r['cache_concurrency'])} at TPOT "
-            f"{r['cache_tpot_ms']:,.0f} ms{cost}")
+    tpot = "" if not r["cache_tpot_ms"] == r["cache_tpot_ms"] or r["cache_tpot_ms"] is None or one_token else \
+        f" at TPOT {r['cache_tpot_ms']:,.0f} ms"
+    return f"with prefix caching, {keep}: c{int(r['cache_concurrency'])}{tpot}{cost}"
 
 
 def _wrap(text: str) -> list[str]:
@@ -234,7 +240,7 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
         traps += [t.sentence for t in found if t is not off]
         pool = []
         if r["fits_with"] != "defaults" or r.get("priced_with"):
-            why = "; ".join(x for x in (_spare(a, r), _with_cache(r, overrides)) if x)
+            why = "; ".join(x for x in (_spare(a, r), _with_cache(r, overrides, a["output_len"] == 1)) if x)
             pool = [f"{r.get('priced_with') or r['fits_with']}" + (f" ({why})" if why else "")]
         if env or pool:
             needs.append(f"{r['gpu'].upper()} " + " and ".join(env + pool))
@@ -263,6 +269,16 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
         verdict = (f"verdict: the MI355X is cheaper per token while its $/GPU-hour is below {b.model:.2f}x the B300's "
                    f"(model band {b.model_low:.2f}-{b.model_high:.2f}; {at}); --usd-per-gpu-hour GPU=PRICE (twice) "
                    "judges yours")
+    elif {"mi355x", "b300"} <= set(gpus) and rows.get("mi355x") is not None and rows.get("b300") is not None:
+        # the pair's break-even at the model's values where one row is outside its validated domain (no band):
+        # the centre only, said as such
+        be = compare_answers.breakeven(df, rows["mi355x"]["layout"], rows["b300"]["layout"])
+        out = [g.upper() for g in ("mi355x", "b300") if not rows[g]["model_in_domain"]]
+        at = f"at {d.slo.label()}" if d.slo.active else "each at its peak"
+        verdict = ("" if be is None else
+                   f"verdict: at the model's centre the MI355X is cheaper per token while its $/GPU-hour is below "
+                   f"{be['ratio']:.2f}x the B300's ({at}); no band: {' and '.join(out) or 'a row'} outside the model's "
+                   "validated domain, measure before you commit")
     else:
         verdict = ""
     # what the user typed that looks wrong (a node's price as a GPU's) is never dropped and comes first;
@@ -274,16 +290,25 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     said = [_wrap(verdict)] if verdict else []
     # "measure both": the command that measures each GPU's row on a server started with its settings (a
     # renter's next step where the model cannot decide), the first thing dropped when the screen is full
-    c = {g: int(r["model_concurrency"]) for g, r in rows.items() if r is not None and r["model_concurrency"] > 0}
+    pair = set() if u is None else {parse_layout(u[k].split(" [")[0]).gpu for k in ("first", "second")}
+    c = {g: int(r["model_concurrency"]) for g, r in rows.items()   # the verdict's two: "measure both"
+         if r is not None and g in pair and r["model_concurrency"] > 0}
     recipe = ([_wrap(f"measure: python -m k3lab bench --base-url URL --input-len {a['input_len']} --output-len "
                      f"{a['output_len']} --concurrency " + ", ".join(f"{n} ({g.upper()})" for g, n in c.items()))]
               if u is not None and "measure both" in verdict and len(c) >= 2 else [])
     groups = [*settings, *notes, *capped, *said, *trap, *recipe]
     drop = [*recipe, *capped, *reversed(notes), *trap, *settings, *said]
     more = "more: python -m k3lab compare (every layout and price source, same flags); nothing here ran on a GPU"
+    dropped = []
     while groups and sum(map(len, kept + groups)) + 1 > MAX_LINES:
         g = next(x for x in drop if any(x is y for y in groups))
         groups = [y for y in groups if y is not g]
+        dropped.append(g)
+    # a group dropped early may fit again once a longer one went: back in, most important first, in its place
+    order = [*settings, *notes, *capped, *said, *trap, *recipe]
+    for g in reversed(dropped):
+        if sum(map(len, kept + groups)) + len(g) + 1 <= MAX_LINES:
+            groups = [y for y in order if any(y is z for z in groups) or y is g]
     return [x for g in kept + groups for x in g] + [more]
 
 

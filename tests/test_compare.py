@@ -674,7 +674,9 @@ def test_a_price_ratio_reads_against_the_band():
     assert compare_answers.reading(0.4, be) == "A cheaper per token"
     assert compare_answers.reading(2.5, be) == "B cheaper per token"
     assert compare_answers.reading(0.545, be).startswith("too close to call")
-    assert compare_answers.reading(0.9, dict(be, low=None, high=None)) == "A cheaper per token"   # no band: the ratio
+    # no band: the ratio, said as the model's centre (attack 5: "A cheaper per token" reads as past the bands)
+    assert compare_answers.reading(0.9, dict(be, low=None, high=None)) == ("A cheaper per token at the model's values "
+                                                                          "(no band: not validated)")
 
 
 def test_a_range_of_price_ratios_reads_one_side_only_when_all_of_it_does():
@@ -881,3 +883,22 @@ def test_a_concurrency_admission_caps_under_a_latency_target_is_marked():
     assert "‡" in plain
     assert ("‡ at c: every request the pools admit (with the row's fits-with setting, or its § one), below your "
             "latency target") in r.stdout
+
+
+def test_attack_5_the_answer_line_names_the_setting_a_row_is_priced_with():
+    """Attack 5 (C2): a row whose fits-with is sglang's defaults but which is priced past its prefix cache (§) lost
+    its setting on the answer line; and (M8) --tok-s prices are said as the user's, not the model's."""
+    from k3lab import compare_view
+
+    a = {"kind": "override", "tier": "override", "date": "", "layout": "8xmi355x tp8 [aiter-k3-opt]",
+         "fits_with": "defaults", "priced_with": "--disable-radix-cache --max-running-requests 342", "priced_by": "model",
+         "usd_per_million_tokens": 2.0, "usd_per_million_tokens_low": 1.5, "usd_per_million_tokens_high": 2.5,
+         "usd_per_hour": 24.0, "model_in_domain": True}
+    line = compare_view.answer_line(a, 1_048_576)
+    assert "(with --disable-radix-cache --max-running-requests 342: no prefix caching" in line
+    u = {"first": "8xmi355x tp8 [aiter-k3-opt]", "second": "8xb300 tp8", "first_usd_per_gpu_hour": 3.0,
+         "second_usd_per_gpu_hour": 5.5, "price_ratio": 0.545,
+         "breakeven": {"ratio": 1.0, "low": None, "high": None, "priced_by": "your --tok-s"}}
+    said = compare_view.sensitivity(u)
+    assert "the model" not in said and "the tok/s it is priced at overrate the MI355X" in said
+    assert said.endswith("your --tok-s carry no band: the answer holds as far as they do.")

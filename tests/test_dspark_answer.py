@@ -254,3 +254,33 @@ def test_the_answer_names_what_the_nearest_public_dspark_run_measured():
     # none listed: no sentence
     assert dspark_answer.nearest_dspark_run(predict(CFG, B300, WORK)) == "" or not any(
         n["accept_len"] is not None for n in predict(CFG, B300, WORK).nearest)
+
+
+def test_attack_5_a_small_block_prices_the_higher_group_at_what_it_allows():
+    """Attack 5 (C3): --block-size 2-5 on Blackwell was refused ('accept_len must be in [1, 5] ... got 6.4'): the
+    answer priced the higher group's median past what the block emits. It prices it at block + 1 and says so."""
+    r = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len", "1024",
+                        "--output-len", "400", "--concurrency", "16", "--spec", "dspark", "--block-size", "4"],
+                       capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    flat = " ".join(r.stdout.split())
+    hi = field.accept_groups("nvidia-blackwell")[-1]["median"]
+    q = predict(CFG, B300, Workload(1024, 400, 16), Spec("dspark", 5.0, 4))
+    plain = predict(CFG, B300, Workload(1024, 400, 16))
+    assert (f"at the higher group's {hi:g} (5 at most with this block): x{q.output_tok_s / plain.output_tok_s:.2f} "
+            f"({q.output_tok_s:,.0f} tok/s") in flat
+
+
+def test_attack_5_dspark_without_any_band_is_hedged_and_planned_on_without_it():
+    """Attack 5 (M2, M3): on the MI355X DSpark is not validated at all; its 'no' was unhedged and no 'plan on' line
+    named the figures with a band; a validated TTFT left a bracket '(; the model ...'."""
+    mi = parse_layout("8xmi355x tp8")
+    work = Workload(1024, 400, 16)
+    p = predict(CFG, mi, work, Spec("dspark", 2.63), variants=("aiter-k3-opt",))
+    a = dspark_answer.answer(CFG, mi, work, Spec("dspark", 2.63), ("aiter-k3-opt",))
+    assert p.band_of("output_tok_s") is None
+    assert "by the model alone (no band: DSpark is not validated on amd-cdna4)" in dspark_answer.verdict(p, a)
+    plan = dspark_answer.plan_on(p, a)
+    assert plan.startswith(f"plan on: {a.plain.output_tok_s:,.0f} output tok/s (") and "as the model says (no band)" in plan
+    assert a.plain.validated("ttft_ms") and "(;" not in plan and plan.endswith(
+        "either way (the model prices the prefill without the draft's own pass over the prompt).")

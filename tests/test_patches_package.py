@@ -132,6 +132,9 @@ def test_version_order_is_pep_440():
     ("0.5.16+rocm700", "0.5.16"),         # a release with a local label
     ("0.5.19.dev2", "0.5.18"),
     ("0.5.16.dev1", None),                # before anything measured
+    ("0.5.19.post1", "0.5.19"),           # attack 5: a post-release is its release rebuilt, not "unknown"
+    ("0.5.16.post1", "0.5.16"),
+    ("0.5.15.post1", None),
 ])
 def test_a_build_is_judged_by_the_release_below_it(version, built_on):
     assert releases.is_build(version)
@@ -190,6 +193,9 @@ def test_cli_status_and_its_errors():
         "k3lab_patches status: error: --version given twice ('0.5.16', then '0.5.23'): give it once\n")
     r = _cli("--help")
     assert r.returncode == 0 and "status" in r.stdout and "verify" in r.stdout and "serve" in r.stdout
+    # newcomer 12: the help printed reST markup (``status``, :func:`...`)
+    assert "``" not in r.stdout and ":func:" not in r.stdout and ":mod:" not in r.stdout
+    assert "python -m k3lab_patches <status | verify | serve>" in r.stdout and "(k3lab_patches.status)" in r.stdout
 
 
 def test_status_names_the_release_that_fixed_it_and_what_kimi_k3_needs(monkeypatch, capsys):
@@ -228,6 +234,17 @@ def test_status_names_the_release_that_fixed_it_and_what_kimi_k3_needs(monkeypat
         out = capsys.readouterr().out.splitlines()
         assert all(" not needed: fixed in " in x for x in out[1:3])
         assert out[-1] == "note: this release needs no k3lab patch" and "--force" not in "\n".join(out)
+    # newcomer 12: a release after every measured one read "unknown ... applies only with --force", a nudge to force
+    # a patch the newest measured release (which has both fixes) no longer needs; it says so, and forces nothing
+    newest = __import__("k3lab_patches.releases", fromlist=["load"]).load()["rows"][-1]["sglang"]
+    for v in ("0.5.24", "0.5.30"):
+        assert M.status_main(["--version", v]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert all(f": unknown: not in the measured matrix, but later than sglang {newest}, the newest measured, which "
+                   "has the fix: most likely fixed here too" in x for x in out[1:3])
+        assert out[-1].startswith("note: a release after every measured one") and "K3LAB_PATCHES_FORCE" not in out[-1]
+    assert k3lab_patches.newest_measured_fixed(T.PATCH, "0.5.16") is None          # measured: status reads it
+    assert k3lab_patches.newest_measured_fixed(T.PATCH, "not a version") is None
     # ... and the head pad's upstream history in one clause (every PR the upstream data records still named)
     assert len(AH.PATCH.fixed_by) < 200
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from k3lab import cli, compare, decision, nbparams, prices, quote, report, specs
+from k3lab import cli, compare, compare_answers, compare_view, decision, nbparams, prices, quote, report, specs
 from k3lab.paths import REPO_ROOT
 from k3lab.serving.model import Workload
 from k3lab.serving.predict import admission, predict
@@ -67,7 +67,8 @@ def test_a_what_if_gives_one_number_on_the_box_the_notebook_the_cli_and_the_read
     q = _run("quote", *QUOTE_ARGS)
     assert q.returncode == 0 and f"{want.removesuffix('/M')} (" in q.stdout  # the row (the verdict names $/GPU-hour)
     c = _run("compare", *QUOTE_ARGS, "--gpu", "mi355x", "--top", "1")   # the MI355X's answer (the B300 is cheaper now)
-    assert c.returncode == 0 and f"your prices (--usd-per-gpu-hour): {MI}, {want} output tokens" in c.stdout
+    # (newcomer 12: the answer line named a winner with no hedge; it says it is the model's centre)
+    assert c.returncode == 0 and f"your prices (--usd-per-gpu-hour), cheapest at the model's centre: {MI}, {want} output tokens" in c.stdout
     # the user's own prices are named as theirs, never "override" (the renter's Q2)
     assert "override" not in c.stdout
     # the README shows this quote, verbatim (a test of the README's pasted outputs keeps it current)
@@ -95,7 +96,8 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
             f"B300 {_band_words('nvidia-blackwell', 'b300')}") in flat
     # ... and the verdict says how much of its margin the fit already spends on the two GPUs' own public runs
     lean = _own_reading("mi355x", digits=None) / _own_reading("b300", digits=None)
-    assert lean > 1.005 and f"18% cheaper at the centre, but on their own public runs the model overrates it by {lean - 1:.0%}" in flat
+    assert lean > 1.005 and ("15% cheaper than the B300 at the centre, but on their public runs the model overrates it "
+                             f"against the B300 by {lean - 1:.0%}") in flat
     # ... and how the fit used here reads each GPU's own public runs (in sample: whether there is a lean to
     # correct), computed from the committed fit's rows, said only where it leans past x1.10 either way
     # (newcomer 7 read 'x1.08 (MI355X, 29), x0.99 (B300, 7)' as jargon with nothing to act on)
@@ -149,8 +151,9 @@ def _band_words(family: str, gpu: str) -> str:
     if len({origin[r["id"]] for r in mine}) > 1:
         return f"x{band:.2f} ({len(repos)} repos; blind to each, {way} on {k} of {len(mine)} figures)"
     miss = math.exp(statistics.median(abs(r["log_error"]) for r in mine))
-    return (f"x{band:.2f} (its {len(mine)} figures from 1 repo; blind to it, {way} on "
-            f"{'all' if k == len(mine) else k}, by x{miss:.2f})")
+    # one repository: how the committed fit reads the GPU's own runs (it saw them), and how a fit without it missed
+    return (f"x{band:.2f} ({len(mine)} figures, all from 1 repo: this fit reads its runs at x{_own_reading(gpu)}; "
+            f"a fit without it missed by x{miss:.2f})")
 
 
 def _own_reading(gpu: str, digits: int | None = 2):
@@ -167,8 +170,6 @@ def _own_reading(gpu: str, digits: int | None = 2):
 
 
 def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be():
-    from k3lab import compare_view
-
     u = {"first": "8xmi355x tp8 [aiter-k3-opt]", "second": "8xb300 tp8", "first_usd_per_gpu_hour": 3.0,
          "second_usd_per_gpu_hour": 6.0, "price_ratio": 0.5,
          "breakeven": {"ratio": 0.75, "low": 0.5, "high": 1.1, "a_band": 1.2, "b_band": 1.25}}
@@ -206,12 +207,13 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     said = compare_view.your_prices_sentence(dict(u, reading="too close to call (inside the model's band)",
                                                   first_usd_per_million_tokens=(5.0, 4.0, 6.0),
                                                   second_usd_per_million_tokens=(6.0, 3.0, 11.0)), by_gpu=True)
-    assert said == ("At $3.00 vs $6.00/GPU-h: too close to call, leaning to the MI355X. The MI355X is 50% cheaper at the "
-                    "centre; the bands allow x1.50: measure both.")
+    assert said == ("At $3.00 vs $6.00/GPU-h: too close to call, leaning to the MI355X. The MI355X is 33% cheaper than the "
+                    "B300 at the centre; the bands allow x1.50: measure both.")   # a flip at x1.50: its $/M is 1/1.5 of the B300's
     # a pair one of whose rows has no band (outside the model's domain): the centre, and no verdict leaning on a band
     nob = compare_view.quote_verdict(dict(u, breakeven={"ratio": 0.75, "low": None, "high": None}, fitted_lean=1.06))
-    assert nob == ("At $3.00 vs $6.00/GPU-h the MI355X is 50% cheaper per token at the model's centre, but on their own "
-                   "public runs the model overrates it by 6%; how wrong the model is for this pair is not validated "
+    assert nob == ("At $3.00 vs $6.00/GPU-h the MI355X is 33% cheaper per token than the B300 at the model's centre, but "
+                   "on their public runs the model overrates it against the B300 by 6%; how wrong the model is for this "
+                   "pair is not validated "
                    "(no band): measure before you commit.")
 
 
@@ -312,23 +314,23 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     be = per[MI] / per[B300]
     a, b = _decode_band("amd-cdna4"), _decode_band("nvidia-blackwell")
     lean = _own_reading("mi355x", digits=None) / _own_reading("b300", digits=None)
-    assert (f"verdict: At $3.00 vs $5.50/GPU-h: too close to call. The MI355X is {be / (3.0 / 5.5) - 1:.0%} cheaper at "
-            f"the centre, but on their own public runs the model overrates it by {lean - 1:.0%}; the bands allow "
-            f"x{a * b:.2f}: measure both.") in flat
-    # the centre's margin is the table's two $/M
+    # newcomer 12: "18% cheaper" was how much dearer the B300 is; cheaper is 1 - the MI355X's $/M over the B300's
     usd = {lay: rows.loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
-    assert f"{usd[B300] / usd[MI] - 1:.0%}" == f"{be / (3.0 / 5.5) - 1:.0%}"
-    assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (its " in flat
+    assert f"{1 - usd[MI] / usd[B300]:.0%}" == f"{1 - (3.0 / 5.5) / be:.0%}"
+    assert (f"verdict: At $3.00 vs $5.50/GPU-h: too close to call. The MI355X is {1 - usd[MI] / usd[B300]:.0%} cheaper "
+            f"than the B300 at the centre, but on their public runs the model overrates it against the B300 by "
+            f"{lean - 1:.0%}; the bands allow x{a * b:.2f}: measure both.") in flat
+    assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (14 figures" in flat
     assert flat.index("band (") < flat.index("verdict: ")
     # the table's slow edges read: each GPU's $/M if its model is as slow as its band allows, at the target
     slow = {lay: 8 * p * 1e6 / (rows.loc[lay, "slow_tok_s"] * 3600) for lay, p in ((MI, 3.0), (B300, 5.5))}
     assert f"c{int(rows.loc[MI, 'slow_concurrency'])} ${slow[MI]:,.2f})" in flat
     assert slow[MI] < slow[B300] and a < b
-    assert (f"With both as slow as their bands allow, the MI355X holds your latency cheaper (${slow[MI]:,.2f} vs "
+    assert (f"At both slow edges the MI355X holds your latency cheaper (${slow[MI]:,.2f} vs "
             f"${slow[B300]:,.2f}/M; the B300's band is wider).") in flat
     # without a target there are no slow edges, and no such sentence
     plain = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})
-    assert "as slow as their bands allow" not in " ".join(quote.quote_lines(plain))
+    assert "slow edges" not in " ".join(quote.quote_lines(plain))
 
 
 def test_a_target_the_prefix_cache_setting_cannot_reach_is_priced_without_it():
@@ -507,3 +509,56 @@ def test_a_pair_with_a_row_outside_the_domain_has_no_band_in_its_verdict():
     flat = " ".join(x.strip() for x in quote.quote_lines(d))
     assert "not validated (no band): measure before you commit" in flat
     assert "bands allow" not in flat and "leaning" not in flat and "measure: " not in flat
+
+
+def test_without_your_prices_a_pair_outside_the_domain_still_gets_its_centre():
+    """The rule above, without your prices: at TPOT <= 80 ms the B300 runs past the model's validated domain (its
+    row '*', no band), so the pair has no banded break-even; the quote still says the break-even at the model's
+    values, as such, rather than no verdict at all."""
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400, slo=SLO(max_tpot_ms=80))
+    rows = quote.best_rows(d.comparison, ["mi355x", "b300", "b200"])
+    assert not rows["b300"]["model_in_domain"] and d.breakeven is None
+    be = compare_answers.breakeven(d.comparison, rows["mi355x"]["layout"], rows["b300"]["layout"])
+    assert be["low"] is None
+    flat = " ".join(x.strip() for x in quote.quote_lines(d))
+    assert (f"verdict: at the model's centre the MI355X is cheaper per token while its $/GPU-hour is below "
+            f"{be['ratio']:.2f}x the B300's (at TPOT ≤ 80 ms); no band: B300 outside the model's validated domain, "
+            "measure before you commit") in flat
+
+
+def test_attack_5_the_verdict_names_the_cheaper_whichever_row_is_ranked_first():
+    """Attack 5 (S1): a cheaper row outside the validated domain is ranked after a dearer one inside it; the
+    verdict said "as cheap either way". It names the cheaper at the model's centre, and that there is no band."""
+    u = {"first": "8xmi355x tp8 [aiter-k3-opt]", "second": "8xb300 tp8", "first_usd_per_gpu_hour": 3.0,
+         "second_usd_per_gpu_hour": 5.5, "price_ratio": 3.0 / 5.5,
+         "breakeven": {"ratio": 0.387, "low": None, "high": None}}
+    # the B300's $/M over the MI355X's = break-even / price ratio = 0.71: 29% cheaper
+    assert compare_view.quote_verdict(u) == (
+        "At $3.00 vs $5.50/GPU-h the B300 is 29% cheaper per token than the MI355X at the model's centre, but how wrong "
+        "the model is for this pair is not validated (no band): measure before you commit.")
+    out = _run("quote", "--usd-per-gpu-hour", "mi355x=3", "--usd-per-gpu-hour", "b300=5.5", "--input-len", "128000",
+               "--output-len", "1000", "--max-tpot", "50").stdout
+    assert "as cheap either way" not in out and "the B300 is " in out and "not validated (no band)" in out
+
+
+def test_attack_5_one_output_token_prints_no_tpot():
+    """Attack 5 (S2): --output-len 1 has no decode step; the quote printed TPOTs (34 ms, 714 ms in its settings)."""
+    lines = _run("quote", "--usd-per-gpu-hour", "mi355x=1", "--usd-per-gpu-hour", "b300=10", "--input-len", "1024",
+                 "--output-len", "1", "--max-ttft", "2000").stdout.splitlines()
+    for g in ("MI355X", "B300"):
+        row = next(x for x in lines if x.startswith(g + " "))
+        assert re.search(r"\d[‡§]? +— +\d", row), row
+    assert "TPOT" not in " ".join(lines[3:])
+
+
+def test_attack_5_the_measure_line_names_the_verdicts_two_and_comes_back_when_it_fits():
+    """Attack 5 (M6, M7): with three GPUs priced the measure line listed all three and was dropped while it fitted;
+    it names the verdict's two, and a group dropped first returns once a longer one has gone."""
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400,
+                        overrides={"mi355x": 3.0, "b300": 5.5, "b200": 4.0}, slo=SLO(max_tpot_ms=50))
+    lines = quote.quote_lines(d)
+    assert len(lines) <= quote.MAX_LINES
+    rows = d.comparison.set_index("layout")
+    assert (f"measure: python -m k3lab bench --base-url URL --input-len 1024 --output-len 400 --concurrency "
+            f"{int(rows.loc[MI, 'model_concurrency'])} (MI355X), {int(rows.loc[B300, 'model_concurrency'])} (B300)") in lines
+    assert "cheaper than the B300 at the centre" in " ".join(x.strip() for x in lines)

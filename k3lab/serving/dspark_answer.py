@@ -63,7 +63,8 @@ def answer(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec, varian
     def tok_s(a: float) -> float:
         return at(a).output_tok_s
 
-    lo, hi = 1.0, float(spec.draft_tokens + 1)
+    top = float(spec.draft_tokens + 1)   # a verify step emits at most the block + 1 tokens
+    lo, hi = 1.0, top
     if tok_s(lo) >= plain.output_tok_s:
         even = 1.0
     elif tok_s(hi) < plain.output_tok_s:
@@ -76,7 +77,9 @@ def answer(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec, varian
     seen = sorted({o.accept_len for o in committed.fitted_observations()
                    if o.family == plain.family and o.metric == "dspark"})
     groups = tuple(field.accept_groups(plain.family))
-    return DSparkAnswer(plain, even, groups, tuple(seen), tuple(at(g["median"]) for g in groups))
+    # each group's median, capped at what the block allows (a step emits at most block + 1 tokens: a block of 2-5
+    # cannot reach the repetitive prompts' 6.4)
+    return DSparkAnswer(plain, even, groups, tuple(seen), tuple(at(min(g["median"], top)) for g in groups))
 
 
 def _prompts(g: dict) -> str:
@@ -92,18 +95,22 @@ def plan_on(p: Prediction, a: DSparkAnswer) -> str:
     model's; the draft's own pass over the prompt is not in it). "" where DSpark's figures have a
     band of their own, or the question without DSpark has none either."""
     pl = a.plain
-    inside = bool(a.speed_fit) and a.speed_fit[0] <= p.accept_len <= a.speed_fit[-1]
     tok, tpot = pl.interval("output_tok_s"), pl.interval("tpot_ms")
-    if inside or not a.speed_fit or tok is None or tpot is None or not pl.decodes:
+    # DSpark's own figures with a band of their own need no stand-in; without one (an acceptance the speed fit
+    # never saw, or a family whose DSpark is not validated at all) the question without DSpark is what holds
+    held = lambda q: q.validated("output_tok_s") and not q.gaps("output_tok_s")  # noqa: E731  (a band that holds here)
+    if held(p) or not held(pl) or tok is None or tpot is None or not pl.decodes:
         return ""
+    how = ("extrapolates" if a.speed_fit and not a.speed_fit[0] <= p.accept_len <= a.speed_fit[-1] else "says")
     same = abs(p.ttft_ms - pl.ttft_ms) <= EQUAL * pl.ttft_ms
+    notes = (["not validated"] if not pl.validated("ttft_ms") else []) + (
+        ["the model prices the prefill without the draft's own pass over the prompt"] if same else [])
     ttft = (f"TTFT {pl.ttft_ms / 1000:,.1f} s " + ("either way" if same else f"(with DSpark {p.ttft_ms / 1000:,.1f} s)")
-            + (" (not validated" if not pl.validated("ttft_ms") else " (")
-            + ("; the model prices the prefill without the draft's own pass over the prompt)" if same else ")"))
+            + (f" ({'; '.join(notes)})" if notes else ""))
     return (f"plan on: {pl.output_tok_s:,.0f} output tok/s ({tok[0]:,.0f}-{tok[1]:,.0f}) and TPOT {pl.tpot_ms:,.1f} ms "
             f"({tpot[0]:,.1f}-{tpot[1]:,.1f}), the question without DSpark, whose band is validated; DSpark at "
             f"{p.accept_len:g} tokens per step moves them by x{p.output_tok_s / pl.output_tok_s:.2f} if it behaves as "
-            f"the model extrapolates (no band); {ttft}.")
+            f"the model {how} (no band); {ttft}.")
 
 
 def verdict(p: Prediction, a: DSparkAnswer) -> str:
@@ -116,6 +123,8 @@ def verdict(p: Prediction, a: DSparkAnswer) -> str:
     if a.speed_fit and not a.speed_fit[0] <= p.accept_len <= a.speed_fit[-1]:  # the caveat where the answer is
         word += (f", by the model's extrapolation (no band: its DSpark runs accepted {a.speed_fit[0]:g}-"
                  f"{a.speed_fit[-1]:g}, not {p.accept_len:g})")
+    elif p.band_of("output_tok_s") is None:  # DSpark not validated on this family at all
+        word += f", by the model alone (no band: DSpark is not validated on {p.family})"
     same = (f"at the same {pl.concurrency:,} requests" if p.concurrency == pl.concurrency else
             f"of your {p.concurrency_asked:,} clients (DSpark runs {p.concurrency:,} at once, its draft's memory and "
             f"request cap; no DSpark {pl.concurrency:,})")
@@ -130,8 +139,9 @@ def verdict(p: Prediction, a: DSparkAnswer) -> str:
         s += f"; it pays above {a.breakeven:g} tokens per step (the break-even)"
     others = [(g, q) for g, q in zip(a.groups, a.at_groups) if not g["low"] <= p.accept_len <= g["high"]]
     if len(a.groups) > 1 and others:
-        s += "; " + "; ".join(f"at the {'higher' if g is a.groups[-1] else 'lower'} group's {g['median']:g}: "
-                              f"x{q.output_tok_s / pl.output_tok_s:.2f} ({q.output_tok_s:,.0f} tok/s, TPOT "
+        s += "; " + "; ".join(f"at the {'higher' if g is a.groups[-1] else 'lower'} group's {g['median']:g}"
+                              + (f" ({q.accept_len:g} at most with this block)" if q.accept_len < g["median"] else "")
+                              + f": x{q.output_tok_s / pl.output_tok_s:.2f} ({q.output_tok_s:,.0f} tok/s, TPOT "
                               f"{q.tpot_ms:,.1f} ms)" for g, q in others)
     return s + "."
 

@@ -103,6 +103,20 @@ def upstream_fix(patch: "Patch", version: str) -> str | None:
     return later[0] if later else None
 
 
+def newest_measured_fixed(patch: "Patch", version: str) -> str | None:
+    """The newest measured release when ``version`` is a release after it (not a build judged by a
+    measured base: :func:`status` reads those) and that release has the fix ``patch`` carries: the
+    bug is most likely gone there too, though nothing was measured. None otherwise (an unparsable
+    version included)."""
+    doc = rm.load()
+    newest = doc["rows"][-1]
+    try:
+        after = rm.version_key(version) > rm.version_key(newest["sglang"])
+    except ValueError:
+        return None
+    return newest["sglang"] if after and not patch.broken(newest) else None
+
+
 def release_facts(version: str) -> list[str]:
     """What an operator of Kimi K3 needs to know of ``version`` beyond the patches, from the
     shipped matrix: whether it can run Kimi K3 (and, when not, the first release that can), and

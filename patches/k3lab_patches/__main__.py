@@ -18,9 +18,18 @@ import sys
 USAGE = "usage: python -m k3lab_patches {status [--version X] | verify [--device D] [--vocab N] [--force] | serve [--force] [--dry-run] -- <sglang args>}"
 
 
+def help_text() -> str:
+    """The module doc as an operator reads it: reST markup (````x````, ``:func:`x```) as plain text, then
+    the usage line."""
+    import re
+
+    text = re.sub(r":(?:func|mod|class):`([^`]+)`", r"\1", __doc__.strip()).replace("``", "")
+    return text + "\n\n" + USAGE
+
+
 def status_line(p, version: str) -> str:
     """One patch's status with the release that fixed it upstream (the way out without a patch)."""
-    from . import status, upstream_fix
+    from . import newest_measured_fixed, status, upstream_fix
 
     s = status(p, version)
     if s.startswith("needed"):
@@ -29,6 +38,11 @@ def status_line(p, version: str) -> str:
         return f"{s}{' (apply with --force)' if s == 'needed, untested' else ''}{way} ({p.fixed_by})"
     if s.startswith("fixed in"):
         return f"not needed: {s} ({p.fixed_by})"
+    newest = newest_measured_fixed(p, version)
+    if newest:  # a release after every measured one, the newest of which has the fix: no nudge to --force
+        return (f"{s}: not in the measured matrix, but later than sglang {newest}, the newest measured, which has the "
+                f"fix: most likely fixed here too; only if this release still shows the bug, --force applies the patch "
+                f"where the code it replaces is there as it expects ({p.fixed_by})")
     fix = upstream_fix(p, version)
     way = f"; sglang {fix}, measured, has the fix: upgrading removes the need" if fix else ""
     return (f"{s}: not in the measured matrix; nothing is inferred from the version: the patch applies only with "
@@ -39,7 +53,7 @@ def status_main(argv) -> int:
     """Print each patch's status for the installed sglang (or ``--version X``, without sglang), the
     release that fixed each upstream, and what the release means for Kimi K3 → 0 (2 on a usage
     error, a version that is not one, or no sglang and no ``--version``)."""
-    from . import _patches, force_note, release_facts, sglang_version, status
+    from . import _patches, force_note, newest_measured_fixed, release_facts, sglang_version, status
     from .oneline import OneLineParser
     from .releases import parse
 
@@ -68,14 +82,17 @@ def status_main(argv) -> int:
         print(f"  {fact}")
     # the note on --force matters only where a patch is still wanted; a release that needs none says so
     wanted = [p for p in _patches() if not status(p, version).startswith("fixed in")]
-    print(f"note: {force_note()}" if wanted else "note: this release needs no k3lab patch")
+    likely = [p for p in wanted if status(p, version) == "unknown" and newest_measured_fixed(p, version)]
+    print(f"note: {force_note()}" if len(wanted) > len(likely) else "note: this release needs no k3lab patch" if not
+          wanted else "note: a release after every measured one, all of whose fixes it most likely keeps: no k3lab "
+          "patch is likely needed (`verify` on the image tells)")
     return 0
 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__.strip() + "\n\n" + USAGE)
+        print(help_text())
         return 0
     cmd, rest = argv[0], argv[1:]
     if cmd == "status":

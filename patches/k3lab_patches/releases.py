@@ -71,12 +71,15 @@ def version_key(version: str) -> tuple:
 
 
 def is_build(version: str) -> bool:
-    """A development build or a locally labelled one (``.devN``, ``+local``): not a release."""
+    """A development build, a locally labelled one or a post-release (``.devN``, ``+local``,
+    ``.postN``): not a release the matrix measures, judged by the measured release below it (a
+    post-release of a measured release is that release rebuilt: ``0.5.19.post1`` is judged by
+    0.5.19, as ``0.5.19+rocm`` is)."""
     try:
         v = parse(version)
     except ValueError:
         return False
-    return v["dev"] is not None or v["local"] is not None
+    return v["dev"] is not None or v["local"] is not None or v.get("post") is not None
 
 
 @functools.lru_cache(maxsize=1)
