@@ -222,8 +222,11 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     rows = best_rows(df, gpus)
     body = [_cells(df, r, overrides) for r in rows.values() if r is not None]
     cost_head = "$/M output (band; slow edge)" if overrides else "$/M output, independent prices"
-    table = compare_view.fmt_table(["GPU", "cheapest layout that holds it", "c", "TPOT", "TTFT", "tok/s/GPU",
-                                    cost_head], body, right={2, 3, 4, 5}) if body else []
+    heads = ["GPU", "cheapest layout that holds it", "c", "TPOT", "TTFT", "tok/s/GPU", cost_head]
+    table = compare_view.fmt_table(heads, body, right={2, 3, 4, 5}) if body else []
+    if any(len(x) > WIDTH for x in table):  # long prices: each row's "at $X/GPU-h" goes (the verdict names them)
+        body = [b[:-1] + [b[-1].split(" at $")[0]] for b in body]
+        table = compare_view.fmt_table(heads[:-1] + [cost_head + " at your price"], body, right={2, 3, 4, 5})
     notes = []   # the band line and the not-priced notes, one entry per sentence: its wrapped lines
     needs = []  # per GPU, its settings in one clause: the recipe's env, then the state-pool flags with why
     traps = []  # the settings that change a row's answer: one its env names is said there, in brief

@@ -562,3 +562,18 @@ def test_attack_5_the_measure_line_names_the_verdicts_two_and_comes_back_when_it
     assert (f"measure: python -m k3lab bench --base-url URL --input-len 1024 --output-len 400 --concurrency "
             f"{int(rows.loc[MI, 'model_concurrency'])} (MI355X), {int(rows.loc[B300, 'model_concurrency'])} (B300)") in lines
     assert "cheaper than the B300 at the centre" in " ".join(x.strip() for x in lines)
+
+
+def test_attack_5_long_prices_keep_the_screen_width():
+    """Attack 5 (C4): $1,680.14 ($1,300.68-$2,170.32; ...) at $1,000.00/GPU-h ran the table to 136 characters; each
+    row's price goes into the header (the verdict names the prices) and the screen keeps its width."""
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 1000.0, "b300": 0.01},
+                        slo=SLO(max_tpot_ms=50))
+    lines = quote.quote_lines(d)
+    assert all(len(x) <= quote.WIDTH for x in lines), max(map(len, lines))
+    assert lines[1].rstrip().endswith("$/M output (band; slow edge) at your price")
+    assert "At $1,000.00 vs $0.01/GPU-h" in " ".join(lines) or "At $0.01 vs $1,000.00/GPU-h" in " ".join(lines)
+    # at ordinary prices each row keeps its own
+    plain = quote.quote_lines(decision.decide("kimi-k3", input_len=1024, output_len=400,
+                                              overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50)))
+    assert any(x.endswith("at $3.00/GPU-h") for x in plain)
