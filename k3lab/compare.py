@@ -139,6 +139,10 @@ def _check_inputs(cfg, context_tokens, kv_dtype, mem_fraction, variants, input_l
     return ctx
 
 
+#: the name a renter types (and every table prints) for the override tier, your --usd-per-gpu-hour
+YOURS = "yours"
+
+
 def _price_table(tiers, overrides) -> tuple[list[str], dict]:
     """(tiers in order, {(tier, gpu): ($/GPU-hour, low, high)}) for the chosen tiers (a price given as
     a range: its middle and its ends; a single figure three times); the override tier (your prices) first."""
@@ -147,13 +151,15 @@ def _price_table(tiers, overrides) -> tuple[list[str], dict]:
     if tiers is None:
         chosen = list(known)
     else:
-        chosen = list(dict.fromkeys(tiers))
-        for t in chosen:
-            if t == prices.OVERRIDE_TIER and not overrides:
+        # "yours" is how every table names your prices (k3lab.compare_view): the same tier as "override"
+        for t in tiers:
+            if t in (prices.OVERRIDE_TIER, YOURS) and not overrides:
                 raise ValueError(f"price tier {t!r} is your own prices: give them with --usd-per-gpu-hour GPU=PRICE")
+        chosen = list(dict.fromkeys(prices.OVERRIDE_TIER if t == YOURS else t for t in tiers))
+        for t in chosen:
             if t not in known and t != prices.OVERRIDE_TIER:
-                raise ValueError(f"unknown price tier {t!r}{did_you_mean(t, [*known, prices.OVERRIDE_TIER])}; known: "
-                                 f"{', '.join(known)}, and {prices.OVERRIDE_TIER} (your --usd-per-gpu-hour)")
+                raise ValueError(f"unknown price tier {t!r}{did_you_mean(t, [*known, YOURS])}; known: "
+                                 f"{', '.join(known)}, and {YOURS} (your --usd-per-gpu-hour)")
     if overrides:  # the user's own prices first: what they asked about leads every list and table
         chosen = [prices.OVERRIDE_TIER, *(t for t in chosen if t != prices.OVERRIDE_TIER)]
     table = {(r.tier, r.gpu): (float(r.usd_per_gpu_hour), float(r.usd_low), float(r.usd_high))

@@ -318,12 +318,14 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
         return f"At the model's values {u['second']} is as cheap or cheaper: your price ratio is at or above the break-even."
     need = be["ratio"] / r
     who = "the model overrates" if be.get("priced_by", "model") == "model" else "the tok/s it is priced at overrate"
-    out = f"The {b} wins instead if {who} the {a} against it by {need - 1:.0%} or more"
+    # the flip is a speed ratio; the same margin in cost is 1 - 1/flip (what quote says: "15% cheaper")
     lean = u.get("fitted_lean")
+    said = [f"the {a} is {1 - 1 / need:.0%} cheaper at the centre"]
     if lean is not None:  # which way the centre already leans: the fit's reading of the two GPUs' own runs
-        out += (" (on the runs it was fitted to it does not)" if abs(lean - 1) < 0.005 else
-                f" (on the runs it was fitted to, by {lean - 1:.0%})" if lean > 1 else
-                f" (on the runs it was fitted to it underrates the {a} by {1 - lean:.0%})")
+        said.append("on the runs it was fitted to it does not" if abs(lean - 1) < 0.005 else
+                    f"on the runs it was fitted to it does, by {lean - 1:.0%}" if lean > 1 else
+                    f"on the runs it was fitted to it underrates the {a} by {1 - lean:.0%}")
+    out = f"The {b} wins instead if {who} the {a} against it by {need - 1:.0%} or more ({'; '.join(said)})"
     if be["low"] is None and be.get("priced_by", "model") != "model":
         return out + "; your --tok-s carry no band: the answer holds as far as they do."
     if be["low"] is None:
@@ -336,7 +338,8 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
     if need <= allow:
         return (out + f"; the bands together allow x{allow:.2f}{parts}: measure both. At the bands' worst the {a} is "
                 f"cheaper only while the {b} costs over ${worst:,.2f}/GPU-h.")
-    return (out + f" (x{need:.2f}), more than the x{allow:.2f} the bands together allow{parts}: at your "
+    out = out.replace(" or more (", f" or more (x{need:.2f}; ", 1)   # the factor beside the bands' own
+    return (out + f", more than the x{allow:.2f} the bands together allow{parts}: at your "
             f"${yours:,.2f} the answer holds (the {a} wins even then while the {b} costs over ${worst:,.2f}/GPU-h).")
 
 

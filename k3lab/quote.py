@@ -240,6 +240,8 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
         off = next((t for t in found if env and t.how.startswith(f"without {setting_traps.K3_OPT_HOW}")), None)
         if off is not None:  # the default it replaces, in a few words where the setting is named
             env = [f"{env[0]} (without it: {off.brief})"]
+        if lay.gpu_spec.vendor == "amd":  # the price is AITER's fast prefill; sglang picks Triton for K3 on ROCm
+            env.append("--attention-backend aiter")
         traps += [t.sentence for t in found if t is not off]
         pool = []
         if r["fits_with"] != "defaults" or r.get("priced_with"):
