@@ -292,7 +292,7 @@ def verdict_lines(u: dict | None) -> list[str]:
             f"  {sensitivity(u)}"]
 
 
-def _gpu_name(layout: str) -> str:
+def gpu_name(layout: str) -> str:
     """``8xmi355x tp8 [aiter-k3-opt]`` → ``MI355X``."""
     from .specs import parse_layout
 
@@ -313,7 +313,7 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
     that low end. ``fitted_lean`` (where given) says in brackets how far the fit overrates the first
     against the runner-up on the public runs it was fitted to: how much of that margin is already spent."""
     be, r = u["breakeven"], u["price_ratio"]
-    a, b = _gpu_name(u["first"]), _gpu_name(u["second"])
+    a, b = gpu_name(u["first"]), gpu_name(u["second"])
     if r >= be["ratio"]:
         return f"At the model's values {u['second']} is as cheap or cheaper: your price ratio is at or above the break-even."
     need = be["ratio"] / r
@@ -359,60 +359,17 @@ def leaning(u: dict) -> str:
     if be.get("low") is None or r >= be["ratio"]:
         return ""
     need, allow = be["ratio"] / r, be["ratio"] / be["low"]
-    return f" leaning to the {_gpu_name(u['first'])}" if math.sqrt(allow) <= need <= allow else ""
+    return f" leaning to the {gpu_name(u['first'])}" if math.sqrt(allow) <= need <= allow else ""
 
 
-def your_prices_sentence(u: dict, by_gpu: bool = False) -> str:
-    """Your prices' verdict with its sensitivity (the decision box's headline: :func:`sensitivity`);
-    ``by_gpu``: the quote's, by :func:`quote_verdict`."""
-    if by_gpu:
-        return quote_verdict(u)
+def your_prices_sentence(u: dict) -> str:
+    """Your prices' verdict with its sensitivity (the decision box's headline: :func:`sensitivity`; the
+    quote's is :func:`k3lab.quote.quote_verdict`)."""
     f, s = u["first_usd_per_million_tokens"], u["second_usd_per_million_tokens"]
     a, b = u["first"], u["second"]
     return (f"At your prices (${u['first_usd_per_gpu_hour']:,.2f} and ${u['second_usd_per_gpu_hour']:,.2f} per "
             f"GPU-hour) {a} costs ${f[0]:,.2f}/M output tokens against {b}'s ${s[0]:,.2f}/M: "
             f"{_read(u)}. {sensitivity(u)}")
-
-
-def quote_verdict(u: dict) -> str:
-    """The quote's verdict on your prices (:func:`k3lab.compare_answers.user_verdict` ``u``), in the
-    order a renter reads it: the reading at your $/GPU-hour ("too close to call", with its
-    :func:`leaning`); how much cheaper the first is at the model's centre (1 − its $/M ÷ the runner-up's:
-    1 − 1/flip, the flip of :func:`sensitivity`); how far the fit already overrates it against the
-    runner-up on their own public runs (``fitted_lean``: how much of that margin is spent); what the two
-    bands allow together; and, under a latency target, which GPU holds it cheaper whatever the model's
-    error (both at their band's slow edge), with why where its band is the narrower. The $/M of each
-    are the table's, right above; the bands' factors the band line's."""
-    be, r = u["breakeven"], u["price_ratio"]
-    a, b = _gpu_name(u["first"]), _gpu_name(u["second"])
-    at = f"At ${u['first_usd_per_gpu_hour']:,.2f} vs ${u['second_usd_per_gpu_hour']:,.2f}/GPU-h"
-    if r >= be["ratio"]:  # the runner-up (ranked after it: outside the validated domain) is the cheaper at the centre
-        return (f"{at} the {b} is {1 - be['ratio'] / r:.0%} cheaper per token than the {a} at the model's centre, but "
-                f"how wrong the model is for this pair is not validated (no band): measure before you commit.")
-    need = be["ratio"] / r
-    cheaper = 1 - 1 / need   # its $/M below the runner-up's, as a share of the runner-up's (the table's two $/M)
-    lean = u.get("fitted_lean")
-    spent = ("" if lean is None or abs(lean - 1) < 0.005 else
-             f", but on their public runs the model overrates it against the {b} by {lean - 1:.0%}" if lean > 1
-             else f", and on their public runs the model underrates it against the {b} by {1 - lean:.0%}")
-    if be["low"] is None:
-        return (f"{at} the {a} is {cheaper:.0%} cheaper per token than the {b} at the model's centre{spent}; how wrong the "
-                "model is for this pair is not validated (no band): measure before you commit.")
-    allow = be["ratio"] / be["low"]
-    if need > allow:
-        out = (f"{at}: the {a}, cheaper per token even at the bands' worst ({cheaper:.0%} cheaper than the {b} at the centre{spent}; "
-               f"the bands allow x{allow:.2f}).")
-    else:
-        out = (f"{at}: too close to call{',' + leaning(u) if leaning(u) else ''}. The {a} is {cheaper:.0%} cheaper "
-               f"than the {b} at the centre{spent}; the bands allow x{allow:.2f}: measure both.")
-    slow = u.get("slow_usd_per_million_tokens") or (None, None)
-    if None not in slow:
-        w, o = (0, 1) if slow[0] <= slow[1] else (1, 0)
-        names, bands = (a, b), (be.get("a_band"), be.get("b_band"))
-        why = (f"; the {names[o]}'s band is wider" if None not in bands and bands[o] > bands[w] else "")
-        out += (f" At both slow edges the {names[w]} holds your latency cheaper "
-                f"(${slow[w]:,.2f} vs ${slow[o]:,.2f}/M{why}).")
-    return out
 
 
 def _tier_name(tier: str) -> str:

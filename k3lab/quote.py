@@ -137,7 +137,8 @@ def band_line(rows: dict) -> str:
             fast, seen, repos, miss = blind_reading(r["gpu"])
             way = "too fast" if 2 * fast >= seen else "too slow"
             if seen and repos > 1:  # which way refits blind to each repository in turn erred on this GPU
-                how = f"{n} repos; blind to each, {way} on {max(fast, seen - fast)} of {seen} figures"
+                read_as = "high" if 2 * fast >= seen else "low"
+                how = f"{n} repos; blind to each, {way} on {max(fast, seen - fast)} of {seen}: read it as {read_as}"
             elif seen:  # all the GPU's runs from one repository: how this fit reads them, and how one without them did
                 # (a fit that never saw the GPU's only repository knew it from its family's others: its miss is why
                 # the band is wide, not a lean of the fit used here)
@@ -205,6 +206,51 @@ def _with_cache(r, overrides: dict, one_token: bool = False) -> str:
     return f"with prefix caching, {keep}: c{int(r['cache_concurrency'])}{tpot}{cost}"
 
 
+def quote_verdict(u: dict) -> str:
+    """The quote's verdict on your prices (:func:`k3lab.compare_answers.user_verdict` ``u``), in the
+    order a renter reads it: the reading at your $/GPU-hour ("too close to call", with its
+    :func:`k3lab.compare_view.leaning`); how much cheaper the first is at the model's centre (1 − its
+    $/M ÷ the runner-up's: 1 − 1/flip, the flip of :func:`k3lab.compare_view.sensitivity`); how far the
+    fit already overrates it against the runner-up on their own public runs (``fitted_lean``: how much of that margin is spent); what the two
+    bands allow together; and, under a latency target, which GPU holds it cheaper whatever the model's
+    error (both at their band's slow edge), with why where its band is the narrower. The $/M of each
+    are the table's, right above; the bands' factors the band line's."""
+    be, r = u["breakeven"], u["price_ratio"]
+    a, b = compare_view.gpu_name(u["first"]), compare_view.gpu_name(u["second"])
+    at = f"At ${u['first_usd_per_gpu_hour']:,.2f} vs ${u['second_usd_per_gpu_hour']:,.2f}/GPU-h"
+    if r >= be["ratio"]:  # the runner-up (ranked after it: outside the validated domain) is the cheaper at the centre
+        return (f"{at} the {b} is {1 - be['ratio'] / r:.0%} cheaper per token than the {a} at the model's centre, but "
+                f"how wrong the model is for this pair is not validated (no band): measure before you commit.")
+    need = be["ratio"] / r
+    cheaper = 1 - 1 / need   # its $/M below the runner-up's, as a share of the runner-up's (the table's two $/M)
+    lean = u.get("fitted_lean")
+    # which GPU the fit favours on their own public runs, named the same way whichever is cheaper (newcomer 14:
+    # "overrates it" at one workload and "underrates it" at another read as two biases)
+    fav = a if (lean or 1) > 1 else b
+    spent = ("" if lean is None or abs(lean - 1) < 0.005 else
+             f"{', but' if fav == a else ', and'} on their public runs the model favours the {fav} by "
+             f"{max(lean, 1 / lean) - 1:.0%}")
+    if be["low"] is None:
+        return (f"{at} the {a} is {cheaper:.0%} cheaper per token than the {b} at the model's centre{spent}; how "
+                "wrong the model is for this pair is not validated (no band): measure before you commit.")
+    allow = be["ratio"] / be["low"]
+    if need > allow:
+        out = (f"{at}: the {a}, cheaper per token even at the bands' worst ({cheaper:.0%} cheaper than the {b} at "
+               f"the centre{spent}; the bands allow x{allow:.2f}).")
+    else:
+        lean_to = compare_view.leaning(u)
+        out = (f"{at}: too close to call{',' + lean_to if lean_to else ''}. The {a} is {cheaper:.0%} cheaper "
+               f"than the {b} at the centre{spent}; the bands allow x{allow:.2f}: measure both.")
+    slow = u.get("slow_usd_per_million_tokens") or (None, None)
+    if None not in slow:
+        w, o = (0, 1) if slow[0] <= slow[1] else (1, 0)
+        names, bands = (a, b), (be.get("a_band"), be.get("b_band"))
+        why = (f"; the {names[o]}'s band is wider" if None not in bands and bands[o] > bands[w] else "")
+        out += (f" At both slow edges the {names[w]} holds your latency cheaper "
+                f"(${slow[w]:,.2f} vs ${slow[o]:,.2f}/M{why}).")
+    return out
+
+
 def _wrap(text: str) -> list[str]:
     return textwrap.wrap(text, width=WIDTH, subsequent_indent="  ", break_on_hyphens=False)
 
@@ -267,7 +313,7 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
                                                 else "no layout holds it")))
     u = d.yours
     if u is not None:
-        verdict = "verdict: " + compare_view.your_prices_sentence(u, by_gpu=True)
+        verdict = "verdict: " + quote_verdict(u)
     elif d.breakeven is not None and {"mi355x", "b300"} <= set(gpus):  # a verdict on the GPUs quoted only
         b = d.breakeven
         at = f"at {d.slo.label()}" if d.slo.active else "each at its peak, --max-tpot MS for one latency"
