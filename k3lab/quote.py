@@ -21,11 +21,10 @@ import math
 import sys
 import textwrap
 
-from . import compare, compare_answers, compare_view, decision, limits, prices
+from . import compare, compare_answers, compare_view, decision, limits, prices, setting_traps
 from .cli_parser import OneLineParser
 from .model.capacity import KV_DTYPES
 from .serving import slo as slo_mod
-from . import setting_traps
 from .specs import known_gpus, load_model, parse_layout
 from .throughput import usd_per_million_tokens
 
@@ -210,11 +209,11 @@ def quote_verdict(u: dict) -> str:
     """The quote's verdict on your prices (:func:`k3lab.compare_answers.user_verdict` ``u``), in the
     order a renter reads it: the reading at your $/GPU-hour ("too close to call", with its
     :func:`k3lab.compare_view.leaning`); how much cheaper the first is at the model's centre (1 − its
-    $/M ÷ the runner-up's: 1 − 1/flip, the flip of :func:`k3lab.compare_view.sensitivity`); how far the
-    fit already overrates it against the runner-up on their own public runs (``fitted_lean``: how much of that margin is spent); what the two
-    bands allow together; and, under a latency target, which GPU holds it cheaper whatever the model's
-    error (both at their band's slow edge), with why where its band is the narrower. The $/M of each
-    are the table's, right above; the bands' factors the band line's."""
+    $/M ÷ the runner-up's: 1 − 1/flip, the flip of :func:`k3lab.compare_view.sensitivity`); which GPU
+    the fit favours on their own public runs and by how much (``fitted_lean``: how much of that margin
+    is already spent); what the two bands allow together; and, under a latency target, which GPU holds
+    it cheaper with both at their band's slow edge, with why where its band is the narrower. The $/M of
+    each are the table's, right above; the bands' factors the band line's."""
     be, r = u["breakeven"], u["price_ratio"]
     a, b = compare_view.gpu_name(u["first"]), compare_view.gpu_name(u["second"])
     at = f"At ${u['first_usd_per_gpu_hour']:,.2f} vs ${u['second_usd_per_gpu_hour']:,.2f}/GPU-h"
@@ -336,7 +335,8 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     # the rest whole sentences, dropped from the end when the screen is full (never cut mid-sentence)
     kept = [head, table, *(_wrap(f"warning: {w}") for w in prices.price_warnings(overrides))]
     # each note is one sentence's lines: dropped whole, never cut; what goes first when the screen is full:
-    # the ‡ sentence, the band line and the not-priced notes, the trap, then the settings; the verdict last
+    # the measure line, the ‡ sentence, the band line and the not-priced notes, the trap, then the settings; the
+    # verdict last
     trap = [_wrap(f"trap: {t}") for t in traps[:1]]
     said = [_wrap(verdict)] if verdict else []
     # "measure both": the command that measures each GPU's row on a server started with its settings (a
