@@ -310,8 +310,8 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
     factors (``a_band`` × ``b_band``), named so that the number can be checked (``name_bands``; the
     quote's band line names them right above). The runner-up's
     $/GPU-hour above which the first stays cheaper even at the bands' worst is your first price ÷
-    that low end. ``fitted_lean`` (where given) says in brackets how far the fit overrates the first
-    against the runner-up on the public runs it was fitted to: how much of that margin is already spent."""
+    that low end. ``fitted_lean`` (where given) says in brackets which GPU the fit favours on their own
+    public runs and by how much (the quote's words and number): how much of that margin is already spent."""
     be, r = u["breakeven"], u["price_ratio"]
     a, b = gpu_name(u["first"]), gpu_name(u["second"])
     if r >= be["ratio"]:
@@ -321,10 +321,10 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
     # the flip is a speed ratio; the same margin in cost is 1 - 1/flip (what quote says: "15% cheaper")
     lean = u.get("fitted_lean")
     said = [f"the {a} is {1 - 1 / need:.0%} cheaper at the centre"]
-    if lean is not None:  # which way the centre already leans: the fit's reading of the two GPUs' own runs
-        said.append("on the runs it was fitted to it does not" if abs(lean - 1) < 0.005 else
-                    f"on the runs it was fitted to it does, by {lean - 1:.0%}" if lean > 1 else
-                    f"on the runs it was fitted to it underrates the {a} by {1 - lean:.0%}")
+    if lean is not None:  # which way the centre already leans, named as the quote names it (one number)
+        said.append("on their public runs the model favours neither" if abs(lean - 1) < 0.005 else
+                    f"on their public runs the model favours the {a if lean > 1 else b} by "
+                    f"{max(lean, 1 / lean) - 1:.0%}")
     out = f"The {b} wins instead if {who} the {a} against it by {need - 1:.0%} or more ({'; '.join(said)})"
     if be["low"] is None and be.get("priced_by", "model") != "model":
         return out + "; your --tok-s carry no band: the answer holds as far as they do."

@@ -200,10 +200,11 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     # way does the model err?): a lean of 1.2 spends 20% of the 50%; 0.9 says it underrates the cheaper one
     lean = lambda x: compare_view.sensitivity(dict(u, fitted_lean=x))  # noqa: E731
     assert lean(1.2).startswith("The B300 wins instead if the model overrates the MI355X against it by 50% or more "
-                                "(the MI355X is 33% cheaper at the centre; on the runs it was fitted to it does, by 20%); "
+                                "(the MI355X is 33% cheaper at the centre; on their public runs the model favours the MI355X "
+                                "by 20%); "
                                 "the bands together")
-    assert "centre; on the runs it was fitted to it underrates the MI355X by 10%);" in lean(0.9)
-    assert "centre; on the runs it was fitted to it does not);" in lean(1.002)
+    assert "centre; on their public runs the model favours the B300 by 11%);" in lean(0.9)   # 1/0.9 - 1
+    assert "centre; on their public runs the model favours neither);" in lean(1.002)
     assert lean(None) == compare_view.sensitivity(u)
     # "too close to call" leans where the flip needs more than half the bands' product on a log scale (here
     # sqrt(1.5) = x1.22): a flip at x1.50 leans, one at x1.07 does not, one past the bands is no longer close
@@ -594,7 +595,8 @@ def test_newcomer_13_the_price_tier_yours_and_the_backend_the_price_assumes():
              "b300=5.5", "--price-tier", "yours", "--max-tpot", "50", "--top", "2")
     assert c.returncode == 0, c.stderr
     flat = " ".join(c.stdout.split())
-    assert "by 18% or more (the MI355X is 15% cheaper at the centre; on the runs it was fitted to it does, by 9%)" in flat
+    assert ("by 18% or more (the MI355X is 15% cheaper at the centre; on their public runs the model favours the MI355X "
+            "by 9%)") in flat
     bad = _run("compare", "--price-tier", "yours")
     assert bad.returncode == 2 and "price tier 'yours' is your own prices" in bad.stderr
     q = " ".join(_run("quote", *QUOTE_ARGS).stdout.split())
