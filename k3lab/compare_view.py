@@ -322,9 +322,7 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
     lean = u.get("fitted_lean")
     said = [f"the {a} is {1 - 1 / need:.0%} cheaper at the centre"]
     if lean is not None:  # which way the centre already leans, named as the quote names it (one number)
-        said.append("on their public runs the model favours neither" if abs(lean - 1) < 0.005 else
-                    f"on their public runs the model favours the {a if lean > 1 else b} by "
-                    f"{max(lean, 1 / lean) - 1:.0%}")
+        said.append(favours(lean, a, b))
     out = f"The {b} wins instead if {who} the {a} against it by {need - 1:.0%} or more ({'; '.join(said)})"
     if be["low"] is None and be.get("priced_by", "model") != "model":
         return out + "; your --tok-s carry no band: the answer holds as far as they do."
@@ -341,6 +339,16 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
     out = out.replace(" or more (", f" or more (x{need:.2f}; ", 1)   # the factor beside the bands' own
     return (out + f", more than the x{allow:.2f} the bands together allow{parts}: at your "
             f"${yours:,.2f} the answer holds (the {a} wins even then while the {b} costs over ${worst:,.2f}/GPU-h).")
+
+
+def favours(lean: float, a: str, b: str) -> str:
+    """'on their public runs the model favours the MI355X by 9%': which of GPUs ``a`` and ``b`` the
+    fit reads fast against the other on their own public runs (``fitted_lean``, a's reading over b's:
+    :func:`k3lab.compare_answers.fitted_lean`) and by how much, named the same way whichever is the
+    cheaper ("favours neither" within half a percent)."""
+    if abs(lean - 1) < 0.005:
+        return "on their public runs the model favours neither"
+    return f"on their public runs the model favours the {a if lean > 1 else b} by {max(lean, 1 / lean) - 1:.0%}"
 
 
 def _read(u: dict) -> str:

@@ -224,11 +224,10 @@ def quote_verdict(u: dict) -> str:
     cheaper = 1 - 1 / need   # its $/M below the runner-up's, as a share of the runner-up's (the table's two $/M)
     lean = u.get("fitted_lean")
     # which GPU the fit favours on their own public runs, named the same way whichever is cheaper (newcomer 14:
-    # "overrates it" at one workload and "underrates it" at another read as two biases)
-    fav = a if (lean or 1) > 1 else b
+    # "overrates it" at one workload and "underrates it" at another read as two biases); "but" where that is the
+    # cheaper one (its lead is partly the lean)
     spent = ("" if lean is None or abs(lean - 1) < 0.005 else
-             f"{', but' if fav == a else ', and'} on their public runs the model favours the {fav} by "
-             f"{max(lean, 1 / lean) - 1:.0%}")
+             f"{', but' if lean > 1 else ', and'} {compare_view.favours(lean, a, b)}")
     if be["low"] is None:
         return (f"{at} the {a} is {cheaper:.0%} cheaper per token than the {b} at the model's centre{spent}; how "
                 "wrong the model is for this pair is not validated (no band): measure before you commit.")

@@ -271,18 +271,25 @@ def fitted_bands(family: str) -> dict:
     return _fitted_doc().families[family].bands
 
 
+def _held_out(family: str, metric: str) -> list:
+    """The committed validation rows a band rests on: the family's leave-one-repository-out
+    predictions of ``metric``, each inside its refit's domain (no extrapolation)."""
+    from .calibration import SPLITS
+
+    return [r for r in fitted_validation(family)
+            if r.metric == metric and r.split == SPLITS[0] and not r.extrapolated]
+
+
 def band_evidence(family: str, metric: str = "decode") -> dict:
     """What a family's band of ``metric`` rests on (why it is as wide as it is): ``factor`` (the
     band as a factor, None when the metric is not validated), ``why_not``, ``repositories`` (the
     origins whose figures of the metric the fit saw), ``points`` (the leave-one-repository-out
     predictions inside each refit's domain) and ``median_error`` (their median error as a factor,
     e^median|log error|; None without points). Read from the committed fit and validation."""
-    from .calibration import SPLITS, quantile
+    from .calibration import quantile
 
     b = fitted_bands(family)[metric]
-    rows = [r for r in fitted_validation(family)
-            if r.metric == metric and r.split == SPLITS[0] and not r.extrapolated]
-    errs = [abs(r.log_error) for r in rows]
+    errs = [abs(r.log_error) for r in _held_out(family, metric)]
     repos = sorted({o.origin for o in fitted_observations() if o.family == family and o.metric == metric})
     return {"factor": math.exp(b.band_log) if b.validated else None, "why_not": b.why_not, "repositories": repos,
             "points": len(errs), "median_error": math.exp(quantile(errs, 0.5)) if errs else None}
@@ -302,25 +309,22 @@ def own_runs_reading(gpu: str) -> tuple[float | None, int]:
 
 def blind_reading(gpu: str) -> tuple[int, int, int, float | None]:
     """(too fast, figures, repositories, median miss): how many of the GPU's public decode figures the
-    refits that had not seen their repository (leave-one-repository-out, inside each refit's domain:
-    the rows :func:`band_evidence` counts) predicted faster than measured — more output tok/s, or a
+    refits that had not seen their repository (:func:`_held_out`'s rows, the ones
+    :func:`band_evidence` counts) predicted faster than measured — more output tok/s, or a
     shorter TPOT — against how many there are, how many repositories those figures come from, and
     their median miss as a factor (e^median|log error|). Which way the model errs where it has not
     looked; with one repository, what a fit that never saw that GPU's runs makes of them (it knew the
     GPU only from its family's others). (0, 0, 0, None) without such figures."""
-    import statistics
-
-    from .calibration import SPLITS
+    from .calibration import quantile
     from .observations import family_of
 
     origin = {o.id: o.origin for o in fitted_observations()}
-    rows = [r for r in fitted_validation(family_of(gpu))
-            if r.gpu == gpu and r.metric == "decode" and r.split == SPLITS[0] and not r.extrapolated]
+    rows = [r for r in _held_out(family_of(gpu), "decode") if r.gpu == gpu]
     if not rows:
         return 0, 0, 0, None
     fast = sum(1 for r in rows if (r.log_error > 0) == (r.kind == "output_tok_s"))
     return (fast, len(rows), len({origin[r.id] for r in rows}),
-            math.exp(statistics.median(abs(r.log_error) for r in rows)))
+            math.exp(quantile([abs(r.log_error) for r in rows], 0.5)))
 
 
 def fitted_families() -> list[str]:

@@ -82,10 +82,13 @@ def status_main(argv) -> int:
         print(f"  {fact}")
     # the note on --force matters only where a patch is still wanted; a release that needs none says so
     wanted = [p for p in _patches() if not status(p, version).startswith("fixed in")]
-    likely = [p for p in wanted if status(p, version) == "unknown" and newest_measured_fixed(p, version)]
-    print(f"note: {force_note()}" if len(wanted) > len(likely) else "note: this release needs no k3lab patch" if not
-          wanted else "note: a release after every measured one, all of whose fixes it most likely keeps: no k3lab "
-          "patch is likely needed (`verify` on the image tells)")
+    if not wanted:
+        print("note: this release needs no k3lab patch")
+    elif all(status(p, version) == "unknown" and newest_measured_fixed(p, version) for p in wanted):
+        print("note: a release after every measured one, all of whose fixes it most likely keeps: no k3lab patch is "
+              "likely needed (`verify` on the image tells)")
+    else:
+        print(f"note: {force_note()}")
     return 0
 
 
