@@ -78,7 +78,10 @@ def _cells(df, r, overrides: dict) -> list[str]:
         t = prices.OVERRIDE_TIER
         m, lo, hi = (float(r[f"{compare.MTOK_PREFIX}{k}[{t}]"]) for k in ("", "_low", "_high"))
         slow = lat["usd_per_million_tokens_slow"]
-        band = (f"${lo:,.2f}-${hi:,.2f}" + (f"; c{lat['slow_concurrency']} ${slow:,.2f}" if slow else "")
+        # under a target, a row with no slow edge misses it even at c1 there: said, not left blank (attack 5)
+        edge = (f"; c{lat['slow_concurrency']} ${slow:,.2f}" if slow else
+                "; slow edge: misses it" if any((df.attrs.get("slo") or {}).values()) else "")
+        band = (f"${lo:,.2f}-${hi:,.2f}{edge}"
                 if r["model_in_domain"] else "no band*")   # outside the validated domain the band says nothing
         cost = f"${m:,.2f} ({band}) at ${overrides[r['gpu']]:,.2f}/GPU-h"
     else:
@@ -240,7 +243,11 @@ def quote_verdict(u: dict) -> str:
         out = (f"{at}: too close to call{',' + lean_to if lean_to else ''}. The {a} is {cheaper:.0%} cheaper "
                f"than the {b} at the centre{spent}; the bands allow x{allow:.2f}: measure both.")
     slow = u.get("slow_usd_per_million_tokens") or (None, None)
-    if None not in slow:
+    if slow.count(None) == 1:  # a target is set (the other has a slow edge): one misses it even at c1 there
+        w = 0 if slow[1] is None else 1
+        out += (f" At the slow edges only the {(a, b)[w]} holds your latency (${slow[w]:,.2f}/M); the "
+                f"{(a, b)[1 - w]} misses it even at one request there.")
+    elif None not in slow:
         w, o = (0, 1) if slow[0] <= slow[1] else (1, 0)
         names, bands = (a, b), (be.get("a_band"), be.get("b_band"))
         why = (f"; the {names[o]}'s band is wider" if None not in bands and bands[o] > bands[w] else "")
@@ -359,6 +366,8 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     for g in reversed(dropped):
         if sum(map(len, kept + groups)) + len(g) + 1 <= MAX_LINES:
             groups = [y for y in order if any(y is z for z in groups) or y is g]
+    if recipe and not any(recipe[0] is g for g in groups) and len(recipe[0]) == 1:
+        more = recipe[0][0]  # a renter's next step outranks the pointer to compare (attack 5: dropped at TPOT 70)
     return [x for g in kept + groups for x in g] + [more]
 
 

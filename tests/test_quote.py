@@ -601,3 +601,37 @@ def test_newcomer_13_the_price_tier_yours_and_the_backend_the_price_assumes():
     assert bad.returncode == 2 and "price tier 'yours' is your own prices" in bad.stderr
     q = " ".join(_run("quote", *QUOTE_ARGS).stdout.split())
     assert "MI355X SGLANG_AITER_K3_OPT=1 (without it: no 1,048,576-token request) and --attention-backend aiter;" in q
+
+
+def test_a_row_that_misses_the_target_at_its_slow_edge_says_so():
+    """Attack 5 (M2): at TPOT <= 25 ms the MI355X meets the target at no concurrency if the model is as slow as its
+    band allows; its cell ended at the band and the verdict dropped the slow edges without a word. The cell says it
+    misses there, the verdict that only the B300 holds the latency at the slow edges, with the B300's $/M there."""
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5},
+                        slo=SLO(max_tpot_ms=25))
+    rows = d.comparison.set_index("layout")
+    assert int(rows.loc[MI, "slow_concurrency"]) == 0 and int(rows.loc[B300, "slow_concurrency"]) > 0
+    lines = quote.quote_lines(d)
+    mi = next(x for x in lines if x.startswith("MI355X "))
+    assert mi.rstrip().endswith("; slow edge: misses it)"), mi
+    slow = compare_answers.latency(rows.loc[B300], prices.OVERRIDE_TIER)["usd_per_million_tokens_slow"]
+    flat = " ".join(x.strip() for x in lines)
+    assert (f"At the slow edges only the B300 holds your latency (${slow:,.2f}/M); the MI355X misses it even at one "
+            "request there.") in flat
+    # without a target no row has a slow edge, and none says it misses one
+    plain = quote.quote_lines(decision.decide("kimi-k3", input_len=1024, output_len=400,
+                                              overrides={"mi355x": 3.0, "b300": 5.5}))
+    assert "misses it" not in " ".join(plain)
+
+
+def test_the_measure_line_outranks_the_pointer_to_compare():
+    """Attack 5 (M8): at TPOT <= 70 ms the settings fill the screen and the measure line was dropped while the
+    'more:' pointer stayed; a renter's next step comes first, the screen keeps 15 lines."""
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5},
+                        slo=SLO(max_tpot_ms=70))
+    lines = quote.quote_lines(d)
+    assert len(lines) <= quote.MAX_LINES
+    rows = d.comparison.set_index("layout")
+    assert lines[-1] == ("measure: python -m k3lab bench --base-url URL --input-len 1024 --output-len 400 --concurrency "
+                         f"{int(rows.loc[MI, 'model_concurrency'])} (MI355X), "
+                         f"{int(rows.loc[B300, 'model_concurrency'])} (B300)")

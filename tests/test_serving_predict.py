@@ -539,6 +539,14 @@ def test_cli_text_says_when_the_question_is_outside_the_validated_domain(runs):
     # ... and the table prints none: a band shown and then disclaimed read as a band (the renter's Q3)
     row = next(line for line in so.splitlines() if line.startswith("  output tok/s, deployment"))
     assert row.rstrip().endswith("outside its domain") and " – " not in row
+    # the header's band says it holds inside the domain, not here (newcomer 14: "x1.29" above "outside its domain")
+    bands = next(line for line in so.splitlines() if "bands = the out-of-sample error" in line)
+    assert "decode x1.29 (-23%/+29%) inside its validated domain (not here: below)" in bands, bands
+
+
+def test_cli_text_band_line_inside_the_domain_has_no_caveat(runs):
+    bands = next(line for line in runs["text"][1].splitlines() if "bands = the out-of-sample error" in line)
+    assert "decode x1.29 (-23%/+29%), TTFT" in bands and "not here" not in bands, bands
 
 
 @pytest.mark.parametrize("case", sorted(BAD))

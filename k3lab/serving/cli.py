@@ -255,8 +255,10 @@ def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = ()) -
                "in the TTFT)" if p.concurrency < p.concurrency_asked else f" (the engine admits {p.admitted:,})")
             + (f", DSpark at {accept_note}" if p.spec_on else ", no speculative decoding"),
             f"  serving model of family {p.family}; bands = the out-of-sample error that holds 90% of public runs "
-            f"the fit did not see: {'DSpark' if p.spec_on else 'decode'} {band_word('output_tok_s')}, "
-            f"TTFT {band_word('ttft_ms')}"]
+            f"the fit did not see: {'DSpark' if p.spec_on else 'decode'} {band_word('output_tok_s')}"
+            # a band printed beside a table that says "outside its domain" read as two answers (newcomer 14)
+            + (" inside its validated domain (not here: below)" if p.outside and p.band_of("output_tok_s") else "")
+            + f", TTFT {band_word('ttft_ms')}"]
     if p.concurrency < p.concurrency_asked:
         head.append(f"  the pools admit {p.admitted:,}: {p.admission_note}")
     for what, gaps in ((f"{'DSpark' if p.spec_on else 'decode'} speed", p.outside), ("TTFT", p.ttft_outside)):
