@@ -488,6 +488,9 @@ def cli_main(argv: list[str] | None = None) -> int:
                           tok_s=_pairs(args.tok_s, "--tok-s", "tok_s_per_gpu"), sort=args.sort,
                           top=args.top, slo=slo.from_args(args),
                           gpus=None if args.gpu is None else [g.lower() for g in args.gpu])
+        # after compare_rows, which names an unknown --gpu first
+        prices.check_priced_are_asked(args.usd_per_gpu_hour, None if args.gpu is None else
+                                      [g.lower() for g in args.gpu], "comparison")
     except (ValueError, OverflowError) as e:
         print(f"k3lab compare: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
         return 2

@@ -98,6 +98,17 @@ def price_warnings(overrides: dict | None) -> list[str]:
     return out
 
 
+def check_priced_are_asked(typed: list[str], gpus: list[str] | None, command: str) -> None:
+    """Raise ValueError (one line) where a ``--usd-per-gpu-hour GPU=PRICE`` of ``typed`` prices a GPU
+    the ``--gpu`` list ``gpus`` leaves out: a price is a question about its GPU, never dropped
+    silently nor judged unseen. Nothing without a ``--gpu`` list."""
+    for item in typed:
+        g = item.partition("=")[0].strip().lower()
+        if gpus and g not in gpus:
+            raise ValueError(f"--usd-per-gpu-hour {item} prices {g.upper()}, which the {command} was not asked about "
+                             f"(--gpu {' --gpu '.join(gpus)}): add --gpu {g}, or drop that price")
+
+
 def rental_prices(gpu: str | None = None):
     """The prices :func:`is_rental_evidence` admits (of ``gpu``, or every GPU), lowest (low end) first."""
     pr = prices()

@@ -402,12 +402,7 @@ def cli_main(argv: list[str] | None = None) -> int:
                 from .spelling import unknown
 
                 raise ValueError(unknown("GPU", g, known_gpus()))
-        unasked = [g for g in overrides if gpus and g not in gpus]
-        if unasked:  # a price is a question about its GPU: never dropped silently, never judged unseen
-            g = unasked[0]
-            typed = next(i for i in args.usd_per_gpu_hour if i.partition("=")[0].lower() == g)
-            raise ValueError(f"--usd-per-gpu-hour {typed} prices {g.upper()}, which the quote was not "
-                             f"asked about (--gpu {' --gpu '.join(gpus)}): add --gpu {g}, or drop that price")
+        prices.check_priced_are_asked(args.usd_per_gpu_hour, gpus, "quote")
         compare.check_context_holds(args.context, args.input_len, args.output_len)
         d = decision.decide("kimi-k3", args.context, slo=slo_mod.from_args(args), kv_dtype=args.kv_dtype,
                             overrides=overrides or None, input_len=args.input_len, output_len=args.output_len)

@@ -84,6 +84,17 @@ def test_quote_refuses_a_price_for_a_gpu_it_was_not_asked_about(capsys):
     assert "add --gpu mi355x" in line
 
 
+def test_compare_refuses_a_price_for_a_gpu_it_was_not_asked_about_as_quote_does(capsys):
+    """Attack 5 (M9): compare said "your prices: prices no layout ...; B300 not priced by you" for a price of a GPU
+    its --gpu list left out; it refuses as quote does, after naming an unknown --gpu first."""
+    line = _one_line_error(capsys, "compare", "--gpu", "B300", "--usd-per-gpu-hour", "mi355x=3")
+    assert line.endswith("--usd-per-gpu-hour mi355x=3 prices MI355X, which the comparison was not asked about "
+                         "(--gpu b300): add --gpu mi355x, or drop that price"), line
+    assert "did you mean 'b300'" in _one_line_error(capsys, "compare", "--gpu", "b3000", "--usd-per-gpu-hour", "b300=3")
+    rc, out, err = _run(capsys, "compare", "--gpu", "B300", "--usd-per-gpu-hour", "B300=3", "--top", "1")
+    assert rc == 0 and "your prices (--usd-per-gpu-hour), cheapest at the model's centre: 8xb300 tp8" in out, err
+
+
 def test_quote_of_one_gpu_gives_no_verdict_on_two_others(capsys):
     rc, out, err = _run(capsys, "quote", "--gpu", "b200")
     assert rc == 0, err
