@@ -13,6 +13,8 @@ fit sglang 0.5.23's pool sizing (:func:`k3lab.memory.plan`). Units: output tok/s
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 from . import memory
@@ -117,7 +119,10 @@ def traps(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, va
         elif concurrency and alt.tok_s and base.tok_s:  # the same at your concurrency: does it move at the peaks?
             pa, pb = at(vs, kv, None), at(variants, kv_dtype, None)
             if _moves(pa, pb):
-                parts.append(f"serves about the same at your concurrency {concurrency:,} ({alt.tok_s:,.0f} against "
+                # "about the same" only where it is (newcomer 15: said of 447 against 604)
+                r = alt.tok_s / base.tok_s
+                same = "about the same" if abs(math.log(r)) < math.log(1.05) else f"x{r:.2f}"
+                parts.append(f"serves {same} at your concurrency {concurrency:,} ({alt.tok_s:,.0f} against "
                              f"{base.tok_s:,.0f} output tok/s) but {pa.tok_s:,.0f} instead of {pb.tok_s:,.0f} "
                              f"(x{pa.tok_s / pb.tok_s:.2f}){where} (c{pa.concurrency:,} against c{pb.concurrency:,})")
                 brief.append(f"x{pa.tok_s / pb.tok_s:.2f} output tok/s at the peaks")

@@ -238,7 +238,7 @@ def test_the_answer_names_what_the_nearest_public_dspark_run_measured():
     # ... and how it differs from the question (newcomer 10: its 22 running requests against your 32), from the run's
     # own admitted requests and acceptance
     ran = min(first["concurrency"], first["admitted"])
-    assert ran == 22 and f"({first['source']}; {ran} running (yours 32), acceptance {first['accept_len']:g} (yours 2))" in text
+    assert ran == 22 and f"({first['source']}; {ran} of its 32 clients running at once (yours 32), acceptance {first['accept_len']:g} (yours 2))" in text
     assert f"the model puts that run at {tok['fitted']:,.0f} output tok/s" in text
     # the model reads that run fast (1,828 against 1,333): the sentence says which way to read its figures
     assert tok["fitted"] > 1.1 * tok["value"]

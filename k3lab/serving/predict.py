@@ -218,10 +218,16 @@ def family_params(gpu: str) -> tuple[str, FamilyParams, dict]:
     return fam, params, b
 
 
+#: how far another speculative setting puts a run: past any workload's distance, so a run with the question's
+#: own setting always comes first, and another only where the family has too few
+SPEC_APART = 100.0
+
+
 def nearest(gpu: str, work: Workload, spec: Spec, k: int = 3, engine: str = "sglang") -> tuple:
     """The ``k`` public observations nearest to a question: distance = |ln c ratio| + |ln I
-    ratio| + |ln O ratio| + 1 for another GPU + 1 for another speculative setting + 1 for another
-    engine, within the GPU's family. → tuple of dicts (id, source, gpu, layout, workload, kind, value,
+    ratio| + |ln O ratio| + 1 for another GPU + 1 for another engine, within the GPU's family, runs
+    with the question's speculative setting first (newcomer 15: a DSpark run at τ=1.25 listed beside a
+    question without DSpark, its x0.12 miss unexplained). → tuple of dicts (id, source, gpu, layout, workload, kind, value,
     fitted: the fit's value for that run as it ran, its harness, block and build, so a reader sees the
     model's miss there and how much of a gap to the question's own answer is the question's settings);
     a figure two rows of one run share (its out and total tok/s) is listed once."""
@@ -229,8 +235,8 @@ def nearest(gpu: str, work: Workload, spec: Spec, k: int = 3, engine: str = "sgl
 
     def dist(o):
         return (abs(math.log(o.concurrency / work.concurrency)) + abs(math.log(o.input_len / work.input_len))
-                + abs(math.log(o.output_len / work.output_len)) + (o.gpu != gpu) + ((o.spec != "none") != spec.on)
-                + (o.engine != engine))
+                + abs(math.log(o.output_len / work.output_len)) + (o.gpu != gpu) + (o.engine != engine)
+                + SPEC_APART * ((o.spec != "none") != spec.on))
 
     pts, seen = [], set()
     for o in sorted((o for o in committed.fitted_observations() if o.family == fam), key=lambda o: (dist(o), o.id)):
@@ -346,9 +352,14 @@ def differences(n: dict, p: Prediction) -> list[str]:
     if n["layout"] != p.layout:
         d.append(f"its layout {n['layout']}")
     ran = min(n["concurrency"], n["admitted"]) if n.get("admitted") else None
-    if ran is not None and ran != p.concurrency:
-        d.append(f"{ran:,} running (yours {p.concurrency:,})")
-    if n.get("accept_len") is not None and p.spec_on and abs(n["accept_len"] - p.accept_len) > 1e-9:
+    if ran is not None and ran != p.concurrency:  # its clients, or fewer where its pools bound them (newcomer 15:
+        # "c32 ... 22 running" read as a contradiction)
+        d.append(f"{ran:,} of its {n['concurrency']:,} clients running at once (yours {p.concurrency:,})"
+                 if ran < n["concurrency"] else f"{ran:,} running (yours {p.concurrency:,})")
+    if (n.get("accept_len") is not None) != p.spec_on:
+        d.append(f"DSpark at {n['accept_len']:g} tokens per step (yours without)" if not p.spec_on else
+                 "no speculative decoding (yours DSpark)")
+    elif n.get("accept_len") is not None and abs(n["accept_len"] - p.accept_len) > 1e-9:
         d.append(f"acceptance {n['accept_len']:g} (yours {p.accept_len:g})")
     if n.get("engine") and n["engine"] != p.engine:
         d.append(f"engine {n['engine']}")
