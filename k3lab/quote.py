@@ -231,6 +231,8 @@ def quote_verdict(u: dict) -> str:
     # cheaper one (its lead is partly the lean)
     spent = ("" if lean is None or abs(lean - 1) < 0.005 else
              f"{', but' if lean > 1 else ', and'} {compare_view.favours(lean, a, b)}")
+    net = _net_of_lean(cheaper, lean, a, b)
+    level = f"; the {b} breaks even at ${u['second_usd_per_gpu_hour'] / need:,.2f}/GPU-h"
     if be["low"] is None:
         return (f"{at} the {a} is {cheaper:.0%} cheaper per token than the {b} at the model's centre{spent}; how "
                 "wrong the model is for this pair is not validated (no band): measure before you commit.")
@@ -238,10 +240,11 @@ def quote_verdict(u: dict) -> str:
     if need > allow:
         out = (f"{at}: the {a}, cheaper per token even at the bands' worst ({cheaper:.0%} cheaper than the {b} at "
                f"the centre{spent}; the bands allow x{allow:.2f}).")
-    else:
+    else:  # newcomer 15: "15% cheaper ..., but the model favours it by 9%": is ~6% the real lead? Said: the
+        # margin net of that lean, and the runner-up's price at which the centre draws level
         lean_to = compare_view.leaning(u)
-        out = (f"{at}: too close to call{',' + lean_to if lean_to else ''}. The {a} is {cheaper:.0%} cheaper "
-               f"than the {b} at the centre{spent}; the bands allow x{allow:.2f}: measure both.")
+        out = (f"{at}: too close to call{',' + lean_to if lean_to else ''} (bands allow x{allow:.2f}): measure "
+               f"both. The {a} is {cheaper:.0%} cheaper than the {b} at the centre{net or spent}{level}.")
     slow = u.get("slow_usd_per_million_tokens") or (None, None)
     if slow.count(None) == 1:  # a target is set (the other has a slow edge): one misses it even at c1 there
         w = 0 if slow[1] is None else 1
@@ -250,10 +253,30 @@ def quote_verdict(u: dict) -> str:
     elif None not in slow:
         w, o = (0, 1) if slow[0] <= slow[1] else (1, 0)
         names, bands = (a, b), (be.get("a_band"), be.get("b_band"))
-        why = (f"; the {names[o]}'s band is wider" if None not in bands and bands[o] > bands[w] else "")
-        out += (f" At both slow edges the {names[w]} holds your latency cheaper "
-                f"(${slow[w]:,.2f} vs ${slow[o]:,.2f}/M{why}).")
+        # why, where the slow edges pick the one the centre did not (newcomer 11); where both agree it goes
+        why = (f"; the {names[o]}'s band is wider" if None not in bands and bands[o] > bands[w]
+               and (w == 1 or need > allow) else "")
+        # where the centre cannot decide, the renter's pick before measuring: the one cheaper if both are as slow
+        # as their bands allow (the same rule for either GPU)
+        lead = (f" At both slow edges the {names[w]} holds your latency cheaper" if need > allow else
+                f" To pick before measuring: the {names[w]}, cheaper at both slow edges too" if w == 0
+                else f" The lower-risk pick: the {names[w]}, cheaper at both slow edges")
+        out += f"{lead} (${slow[w]:,.2f} vs ${slow[o]:,.2f}/M{why})."
     return out
+
+
+def _net_of_lean(cheaper: float, lean: float | None, a: str, b: str) -> str:
+    """', 8% net of the model's 9% lean toward it on their public runs': GPU ``a``'s margin at the
+    centre (``cheaper``: 1 − its $/M ÷ ``b``'s) once the fit's reading of the two GPUs' own public runs
+    (``lean``, a's over b's: :func:`k3lab.compare_answers.fitted_lean`) is taken out of it (a's $/M ×
+    lean against b's); "" where the lean is under half a percent or unknown."""
+    if lean is None or abs(lean - 1) < 0.005:
+        return ""
+    toward = f"the fit's {max(lean, 1 / lean) - 1:.0%} lean toward {'it' if lean > 1 else 'the ' + b}"
+    r = (1 - cheaper) * lean   # a's $/M over b's, net of the lean
+    if r < 1:
+        return f" ({1 - r:.0%} net of {toward} on their public runs)"
+    return f" (but the {b} is {1 - 1 / r:.0%} cheaper net of {toward} on their public runs)"
 
 
 def _wrap(text: str) -> list[str]:
@@ -340,35 +363,26 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     # what the user typed that looks wrong (a node's price as a GPU's) is never dropped and comes first;
     # the rest whole sentences, dropped from the end when the screen is full (never cut mid-sentence)
     kept = [head, table, *(_wrap(f"warning: {w}") for w in prices.price_warnings(overrides))]
-    # each note is one sentence's lines: dropped whole, never cut; what goes first when the screen is full:
-    # the measure line, the ‡ sentence, the band line and the not-priced notes, the trap, then the settings; the
-    # verdict last
     trap = [_wrap(f"trap: {t}") for t in traps[:1]]
     said = [_wrap(verdict)] if verdict else []
     # "measure both": the command that measures each GPU's row on a server started with its settings (a
-    # renter's next step where the model cannot decide), the first thing dropped when the screen is full
+    # renter's next step where the model cannot decide)
     pair = set() if u is None else {parse_layout(u[k].split(" [")[0]).gpu for k in ("first", "second")}
     c = {g: int(r["model_concurrency"]) for g, r in rows.items()   # the verdict's two: "measure both"
          if r is not None and g in pair and r["model_concurrency"] > 0}
     recipe = ([_wrap(f"measure: python -m k3lab bench --base-url URL --input-len {a['input_len']} --output-len "
                      f"{a['output_len']} --concurrency " + ", ".join(f"{n} ({g.upper()})" for g, n in c.items()))]
               if u is not None and "measure both" in verdict and len(c) >= 2 else [])
-    groups = [*settings, *notes, *capped, *said, *trap, *recipe]
-    drop = [*recipe, *capped, *reversed(notes), *trap, *settings, *said]
-    more = "more: python -m k3lab compare (every layout and price source, same flags); nothing here ran on a GPU"
-    dropped = []
-    while groups and sum(map(len, kept + groups)) + 1 > MAX_LINES:
-        g = next(x for x in drop if any(x is y for y in groups))
-        groups = [y for y in groups if y is not g]
-        dropped.append(g)
-    # a group dropped early may fit again once a longer one went: back in, most important first, in its place
-    order = [*settings, *notes, *capped, *said, *trap, *recipe]
-    for g in reversed(dropped):
-        if sum(map(len, kept + groups)) + len(g) + 1 <= MAX_LINES:
+    # the groups in the order a renter reads them, each kept whole or left out; filled most important first while
+    # the screen has room (a short one may still fit where a longer one did not): the verdict, the settings, the
+    # trap, the band line and the not-priced notes, the ‡ sentence, the measure line, then the pointer to compare
+    more = [["more: python -m k3lab compare (every layout and price source, same flags); nothing here ran on a GPU"]]
+    order = [*settings, *notes, *capped, *said, *trap, *recipe, *more]
+    groups = []
+    for g in [*said, *settings, *trap, *notes, *capped, *recipe, *more]:
+        if sum(map(len, kept + groups)) + len(g) <= MAX_LINES:
             groups = [y for y in order if any(y is z for z in groups) or y is g]
-    if recipe and not any(recipe[0] is g for g in groups) and len(recipe[0]) == 1:
-        more = recipe[0][0]  # a renter's next step outranks the pointer to compare (attack 5: dropped at TPOT 70)
-    return [x for g in kept + groups for x in g] + [more]
+    return [x for g in kept + groups for x in g]
 
 
 def _parser() -> OneLineParser:

@@ -66,7 +66,9 @@ def test_a_what_if_gives_one_number_on_the_box_the_notebook_the_cli_and_the_read
     # the CLI: quote and compare with the same flags
     q = _run("quote", *QUOTE_ARGS)
     assert q.returncode == 0 and f"{want.removesuffix('/M')} (" in q.stdout  # the row (the verdict names $/GPU-hour)
-    c = _run("compare", *QUOTE_ARGS, "--gpu", "mi355x", "--top", "1")   # the MI355X's answer (the B300 is cheaper now)
+    # the MI355X's answer (the B300 is cheaper now); a price for a GPU --gpu leaves out is refused, as quote does
+    c = _run("compare", "--input-len", "8192", "--output-len", "1024", "--usd-per-gpu-hour", "mi355x=3", "--max-tpot",
+             "50", "--gpu", "mi355x", "--top", "1")
     # (newcomer 12: the answer line named a winner with no hedge; it says it is the model's centre)
     assert c.returncode == 0 and f"your prices (--usd-per-gpu-hour), cheapest at the model's centre: {MI}, {want} output tokens" in c.stdout
     # the user's own prices are named as theirs, never "override" (the renter's Q2)
@@ -89,20 +91,24 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
         assert re.search(rf"{re.escape(lay)} +{int(r['model_concurrency'])}{cap}  {r['model_tpot_ms']:.0f} ms", text)
         assert f"${r['usd_per_million_tokens[override]']:,.2f} (" in text
     assert "SGLANG_AITER_K3_OPT=1" in text and "--mamba-full-memory-ratio 0.795" in text   # which setting it needs
-    assert "verdict: At $3.00 vs $5.50/GPU-h: too close to call. The MI355X is " in flat
+    assert "verdict: At $3.00 vs $5.50/GPU-h: too close to call (bands allow x2.43): measure both. The MI355X is " in flat
     # how far off the model is known to be, per GPU: its band, the repositories behind it, and which way the refits
     # blind to a run's repository missed that GPU's figures (newcomer 9: "which way does the B300 model err?")
     assert (f"band (9 in 10 unseen public runs inside): MI355X {_band_words('amd-cdna4', 'mi355x')}, "
             f"B300 {_band_words('nvidia-blackwell', 'b300')}") in flat
     # ... and the verdict says how much of its margin the fit already spends on the two GPUs' own public runs
     lean = _own_reading("mi355x", digits=None) / _own_reading("b300", digits=None)
-    assert lean > 1.005 and ("15% cheaper than the B300 at the centre, but on their public runs the model favours the "
-                             f"MI355X by {lean - 1:.0%}") in flat
+    # (newcomer 15: "is 15% - 9% the real lead?": the margin net of the lean, the MI355X's $/M x lean over the B300's)
+    usd = {lay: rows.loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
+    net = 1 - usd[MI] / usd[B300] * lean
+    assert lean > 1.005 and (f"15% cheaper than the B300 at the centre ({net:.0%} net of the fit's {lean - 1:.0%} lean "
+                             "toward it on their public runs)") in flat
     # ... named the same way where the other GPU is the cheaper (newcomer 14: "overrates" at one workload and
     # "underrates" at another read as two biases)
     big = " ".join(x.strip() for x in quote.quote_lines(decision.decide(
         "kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50))))
-    assert f"cheaper than the MI355X at the centre, and on their public runs the model favours the MI355X by {lean - 1:.0%}" in big
+    assert (f"cheaper than the MI355X at the centre (15% net of the fit's {lean - 1:.0%} lean toward the MI355X on "
+            "their public runs)") in big
     # ... and how the fit used here reads each GPU's own public runs (in sample: whether there is a lean to
     # correct), computed from the committed fit's rows, said only where it leans past x1.10 either way
     # (newcomer 7 read 'x1.08 (MI355X, 29), x0.99 (B300, 7)' as jargon with nothing to act on)
@@ -215,8 +221,16 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     said = quote.quote_verdict(dict(u, reading="too close to call (inside the model's band)",
                                     first_usd_per_million_tokens=(5.0, 4.0, 6.0),
                                     second_usd_per_million_tokens=(6.0, 3.0, 11.0)))
-    assert said == ("At $3.00 vs $6.00/GPU-h: too close to call, leaning to the MI355X. The MI355X is 33% cheaper than the "
-                    "B300 at the centre; the bands allow x1.50: measure both.")   # a flip at x1.50: its $/M is 1/1.5 of the B300's
+    # a flip at x1.50: its $/M is 1/1.5 of the B300's, which breaks even at $6.00 / 1.5
+    assert said == ("At $3.00 vs $6.00/GPU-h: too close to call, leaning to the MI355X (bands allow x1.50): measure "
+                    "both. The MI355X is 33% cheaper than the B300 at the centre; the B300 breaks even at $4.00/GPU-h.")
+    # with the fit's lean: the margin net of it, or the other's where the lean is larger than the margin
+    assert ("33% cheaper than the B300 at the centre (29% net of the fit's 6% lean toward it on their public runs); "
+            "the B300 breaks even") in quote.quote_verdict(dict(u, fitted_lean=1.06))     # 1 - (1/1.5) x 1.06
+    assert ("33% cheaper than the B300 at the centre (but the B300 is 25% cheaper net of the fit's 100% lean toward "
+            "it on their public runs)") in quote.quote_verdict(dict(u, fitted_lean=2.0))   # (1/1.5) x 2 = 4/3
+    assert ("33% cheaper than the B300 at the centre (40% net of the fit's 11% lean toward the B300 on their public "
+            "runs)") in quote.quote_verdict(dict(u, fitted_lean=0.9))                       # 1 - (1/1.5) x 0.9
     # a pair one of whose rows has no band (outside the model's domain): the centre, and no verdict leaning on a band
     nob = quote.quote_verdict(dict(u, breakeven={"ratio": 0.75, "low": None, "high": None}, fitted_lean=1.06))
     assert nob == ("At $3.00 vs $6.00/GPU-h the MI355X is 33% cheaper per token than the B300 at the model's centre, but "
@@ -325,17 +339,25 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     # newcomer 12: "18% cheaper" was how much dearer the B300 is; cheaper is 1 - the MI355X's $/M over the B300's
     usd = {lay: rows.loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
     assert f"{1 - usd[MI] / usd[B300]:.0%}" == f"{1 - (3.0 / 5.5) / be:.0%}"
-    assert (f"verdict: At $3.00 vs $5.50/GPU-h: too close to call. The MI355X is {1 - usd[MI] / usd[B300]:.0%} cheaper "
-            f"than the B300 at the centre, but on their public runs the model favours the MI355X by "
-            f"{lean - 1:.0%}; the bands allow x{a * b:.2f}: measure both.") in flat
+    net = 1 - usd[MI] / usd[B300] * lean
+    assert (f"verdict: At $3.00 vs $5.50/GPU-h: too close to call (bands allow x{a * b:.2f}): measure both. The "
+            f"MI355X is {1 - usd[MI] / usd[B300]:.0%} cheaper than the B300 at the centre ({net:.0%} net of the fit's "
+            f"{lean - 1:.0%} lean toward it on their public runs); the B300 breaks even at "
+            f"${5.5 * usd[MI] / usd[B300]:,.2f}/GPU-h.") in flat
     assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (14 figures" in flat
     assert flat.index("band (") < flat.index("verdict: ")
     # the table's slow edges read: each GPU's $/M if its model is as slow as its band allows, at the target
     slow = {lay: 8 * p * 1e6 / (rows.loc[lay, "slow_tok_s"] * 3600) for lay, p in ((MI, 3.0), (B300, 5.5))}
     assert f"c{int(rows.loc[MI, 'slow_concurrency'])} ${slow[MI]:,.2f})" in flat
     assert slow[MI] < slow[B300] and a < b
-    assert (f"At both slow edges the MI355X holds your latency cheaper (${slow[MI]:,.2f} vs "
-            f"${slow[B300]:,.2f}/M; the B300's band is wider).") in flat
+    # newcomer 15: where the centre cannot decide, the pick before measuring (the one cheaper at both slow edges)
+    # (why the slow edges pick it is said where they pick the one the centre did not)
+    assert (f"To pick before measuring: the MI355X, cheaper at both slow edges too (${slow[MI]:,.2f} vs "
+            f"${slow[B300]:,.2f}/M).") in flat
+    big = " ".join(x.strip() for x in quote.quote_lines(decision.decide(
+        "kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50))))
+    assert "The B300 is 8% cheaper than the MI355X at the centre" in big and \
+        "The lower-risk pick: the MI355X, cheaper at both slow edges ($" in big and "the B300's band is wider)." in big
     # without a target there are no slow edges, and no such sentence
     plain = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})
     assert "slow edges" not in " ".join(quote.quote_lines(plain))
@@ -561,15 +583,22 @@ def test_attack_5_one_output_token_prints_no_tpot():
 
 def test_attack_5_the_measure_line_names_the_verdicts_two_and_comes_back_when_it_fits():
     """Attack 5 (M6, M7): with three GPUs priced the measure line listed all three and was dropped while it fitted;
-    it names the verdict's two, and a group dropped first returns once a longer one has gone."""
-    d = decision.decide("kimi-k3", input_len=1024, output_len=400,
-                        overrides={"mi355x": 3.0, "b300": 5.5, "b200": 4.0}, slo=SLO(max_tpot_ms=50))
-    lines = quote.quote_lines(d)
-    assert len(lines) <= quote.MAX_LINES
-    rows = d.comparison.set_index("layout")
-    assert (f"measure: python -m k3lab bench --base-url URL --input-len 1024 --output-len 400 --concurrency "
-            f"{int(rows.loc[MI, 'model_concurrency'])} (MI355X), {int(rows.loc[B300, 'model_concurrency'])} (B300)") in lines
-    assert "cheaper than the B300 at the centre" in " ".join(x.strip() for x in lines)
+    it names the verdict's two, and a group dropped first returns once a longer one has gone. (Newcomer 15: the
+    band line, how sure, outranks it: at 1,024 / 400 with three GPUs there is no room for both, and the band
+    line stays; at 8,192 / 1,024 the band line does not fit beside the verdict and the measure line does.)"""
+    for il, ol, fits in ((8192, 1024, True), (1024, 400, False)):
+        d = decision.decide("kimi-k3", input_len=il, output_len=ol,
+                            overrides={"mi355x": 3.0, "b300": 5.5, "b200": 4.0}, slo=SLO(max_tpot_ms=50))
+        lines = quote.quote_lines(d)
+        assert len(lines) <= quote.MAX_LINES
+        rows = d.comparison.set_index("layout")
+        assert ((f"measure: python -m k3lab bench --base-url URL --input-len {il} --output-len {ol} --concurrency "
+                 f"{int(rows.loc[MI, 'model_concurrency'])} (MI355X), {int(rows.loc[B300, 'model_concurrency'])} "
+                 "(B300)") in lines) == fits
+        # (at 8,192 / 1,024 the verdict takes four lines and the three GPUs' band line three: no room for it)
+        assert any(x.startswith("band (9 in 10 unseen public runs inside)") for x in lines) != fits
+        assert "cheaper than the MI355X at the centre" in " ".join(x.strip() for x in lines) or \
+            "cheaper than the B300 at the centre" in " ".join(x.strip() for x in lines)
 
 
 def test_attack_5_long_prices_keep_the_screen_width():
@@ -626,7 +655,8 @@ def test_a_row_that_misses_the_target_at_its_slow_edge_says_so():
 
 def test_the_measure_line_outranks_the_pointer_to_compare():
     """Attack 5 (M8): at TPOT <= 70 ms the settings fill the screen and the measure line was dropped while the
-    'more:' pointer stayed; a renter's next step comes first, the screen keeps 15 lines."""
+    'more:' pointer stayed; a renter's next step comes first, and the band line (how sure) stays, the screen keeps
+    15 lines."""
     d = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5},
                         slo=SLO(max_tpot_ms=70))
     lines = quote.quote_lines(d)
@@ -635,3 +665,5 @@ def test_the_measure_line_outranks_the_pointer_to_compare():
     assert lines[-1] == ("measure: python -m k3lab bench --base-url URL --input-len 1024 --output-len 400 --concurrency "
                          f"{int(rows.loc[MI, 'model_concurrency'])} (MI355X), "
                          f"{int(rows.loc[B300, 'model_concurrency'])} (B300)")
+    assert any(x.startswith("band (9 in 10 unseen public runs inside)") for x in lines)
+    assert not any(x.startswith("more: ") for x in lines)
