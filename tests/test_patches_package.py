@@ -4,6 +4,7 @@ it ships equal to the study's matrix, git builds judged by the release below the
 Its wheel, installed beside a real sglang without the study: tests/sglang/test_patches_wheel.py."""
 
 import ast
+import re
 import inspect
 import subprocess
 import sys
@@ -400,3 +401,46 @@ def test_the_plugin_is_silent_when_off(monkeypatch, capsys, enable, force):
             monkeypatch.setenv(name, v)
     monkeypatch.setattr(k3lab_patches, "apply", lambda **kw: pytest.fail("must not patch"))
     assert plugin.sglang_plugin() == [] and capsys.readouterr().err == ""
+
+
+def test_status_all_is_the_release_matrix_in_one_table():
+    """Newcomer 15 (Q4): three release numbers in one README paragraph, 'the crash' and 'running K3' two bars read
+    as one. `status --all` lists every measured release with each, read here from the study's committed matrix
+    and upstream data (not from the shipped verdicts the command reads)."""
+    from k3lab import data
+
+    r = _cli("status", "--all")
+    assert r.returncode == 0 and r.stderr == ""
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["sglang", "runs", "K3", "top-k", "crash", "on", "HIP", "12", "heads,", "AITER",
+                                "prefill", "k3lab", "patch"]
+    matrix = release_status.load_matrix()["rows"]
+    key = k3lab.versions.version_key
+    rows = {}   # each release's row (a row of a range "0.5.17–0.5.18" is each of its releases')
+    for x in lines[2:]:
+        if x[:1].isdigit():
+            lo, _, hi = x.split()[0].partition("–")
+            rows.update({m["sglang"]: x for m in matrix if key(lo) <= key(m["sglang"]) <= key(hi or lo)})
+    assert list(rows) == [m["sglang"] for m in matrix] and len(lines) < len(matrix) + 6   # ranges share a row
+    by_pr = {c.pr: c for c in data.load("upstream_changes").changes if c.pr}
+    for m in matrix:
+        v, row = m["sglang"], rows[m["sglang"]]
+        cells = [c.strip() for c in re.split(r"\s{2,}", row)]
+        assert cells[1] == ("yes" if m["kimi_k3"]["model_file"] else "no"), row
+        crash = release_status.hip_verify_crashes(m)
+        assert cells[2].startswith("crashes" if crash else "fixed"), row
+        refuses = release_status.aiter_refuses_12_heads(m)
+        padded = k3lab.versions.version_key(v) >= k3lab.versions.version_key(by_pr[34438].release)
+        assert cells[3].startswith("refused" if refuses else "sglang pads to 16, fp8" if padded else
+                                   "accepted, unpadded"), row
+        wanted = [n for n, broken in (("top-k", crash), ("head pad", refuses)) if broken]
+        assert cells[4] == ("none: recommended" if padded else "none" if not wanted else
+                            "both (tested on its code)" if len(wanted) == 2 else f"{wanted[0]}, --force (untested here)"), row
+    # the first release with each fix names its pull request, from the upstream data
+    assert "fixed (PR #32641)" in rows[by_pr[32641].release] and "(PR #34647)" in rows[by_pr[34647].release]
+    assert "(PR #34438, likely)" in rows[by_pr[34438].release]
+    flat = " ".join(r.stdout.split())
+    assert "older K3 branch builds (the article's images): not in the matrix" in flat
+    assert "--attention-backend aiter" in flat and all(len(x) <= 118 for x in lines[-4:])
+    bad = _cli("status", "--all", "--version", "0.5.16")
+    assert bad.returncode == 2 and bad.stderr.strip() == "k3lab_patches status: error: --all lists every release: drop --version"

@@ -20,7 +20,7 @@ from k3lab.paths import REPO_ROOT
 #: the commands of the section, exactly as README.md shows them after ``$ python -m k3lab ``
 SHOWN = [
     "quote --input-len 8192 --output-len 1024 --usd-per-gpu-hour mi355x=3 --usd-per-gpu-hour b300=5.5 --max-tpot 50",
-    "compare --gpu mi355x --gpu b300 --top 3 --price-tier quoted_rates --price-tier rental_index",
+    "compare --gpu mi355x --gpu b300 --top 2 --price-tier quoted_rates --price-tier rental_index",
     'predict --layout "8xmi355x tp8 [aiter-k3-opt]" --input-len 1024 --output-len 400 --max-tpot 50',
     "fit --gpu mi355x --gpus 8 --tp 8 --variant aiter-k3-opt",
 ]
@@ -83,6 +83,16 @@ def test_readme_answers_whether_speculative_decoding_still_crashes():
     # ... and the article's own images are where the patch is least tested: said
     assert "tested for 0.5.16's code, not on those images, where `status` says unknown" in " ".join(para.split())
     assert "--force" in para and "--attention-backend aiter" in para and "k3lab_patches status" in para
+
+
+def test_readme_release_table_is_current():
+    """Newcomer 15 (Q4): the release answer as one table, pasted from `python -m k3lab_patches status --all` (the
+    matrix the patches ship) and kept current here, in the crash's section."""
+    out = subprocess.run([sys.executable, "-m", "k3lab_patches", "status", "--all"], capture_output=True, text=True,
+                         cwd=REPO_ROOT, timeout=120, check=True).stdout
+    para = _section(_readme(), "Does speculative decoding still crash on ROCm?")
+    assert f"$ python -m k3lab_patches status --all\n{out.strip()}\n```" in para, \
+        "README.md's output of `python -m k3lab_patches status --all` is stale: paste the current one"
 
 
 def test_readme_decision_headline_is_current():

@@ -4,7 +4,8 @@
   sglang needed, e.g. on the operator's laptop before patching an image) and, per patch, ``needed`` / ``needed,
   untested`` (``--force`` required) / ``fixed in X`` / ``unknown`` (:func:`k3lab_patches.status`),
   with the release that fixed it upstream; whether the release can run Kimi K3 and which attention
-  backend it picks for it on ROCm (:func:`k3lab_patches.release_facts`).
+  backend it picks for it on ROCm (:func:`k3lab_patches.release_facts`). ``status --all``: every
+  measured release in one table (:func:`release_table`).
 * ``verify [--device D] [--vocab N] [--force]``: sglang's speculative verifier as installed,
   then patched, against a reference (:mod:`k3lab_patches.verify`).
 * ``serve [--force] [--dry-run] -- <sglang launch_server args>``: apply, then run sglang's
@@ -14,8 +15,9 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 
-USAGE = "usage: python -m k3lab_patches {status [--version X] | verify [--device D] [--vocab N] [--force] | serve [--force] [--dry-run] -- <sglang args>}"
+USAGE = "usage: python -m k3lab_patches {status [--version X | --all] | verify [--device D] [--vocab N] [--force] | serve [--force] [--dry-run] -- <sglang args>}"
 
 
 def help_text() -> str:
@@ -49,6 +51,52 @@ def status_line(p, version: str) -> str:
             f"--force, and then only if the code it replaces is there as it expects{way} ({p.fixed_by})")
 
 
+def release_table() -> list[str]:
+    """Every measured release in one table, oldest first, from the shipped matrix (what ``status
+    --all`` prints; consecutive releases with the same answers share a row): whether it runs Kimi K3, the top-k crash on HIP, what AITER's prefill does with 12
+    heads per rank, and which k3lab patch it wants; then the K3 branch builds the matrix does not hold,
+    and the flags every release needs for AITER's prefill on ROCm."""
+    from . import _patches, status
+    from .aiter_head_pad import AiterHeadPadPatch
+    from .releases import load, version_key
+
+    doc = load()
+    ps = {p.name: p for p in _patches()}
+    pad_from, pad_pr = AiterHeadPadPatch.UPSTREAM["prefill"]
+    acc_from, acc_pr = AiterHeadPadPatch.UPSTREAM["accepts"]
+    crash_fix = next((r["sglang"] for r in doc["rows"] if not r["topk_renorm"]), None)
+    rows = []
+    for r in doc["rows"]:
+        v = r["sglang"]
+        crash = "crashes" if r["topk_renorm"] else "fixed" + (" (PR #32641)" if v == crash_fix else "")
+        if r["aiter_head_pad"]:
+            heads = "refused"
+        elif version_key(v) >= version_key(pad_from):
+            heads = "sglang pads to 16, fp8" + (f" (PR #{pad_pr}, likely)" if v == pad_from else "")
+        else:
+            heads = "accepted, unpadded" + (f" (PR #{acc_pr})" if v == acc_from else "")
+        wanted = [n for n, p in ps.items() if status(p, v).startswith("needed")]
+        untested = any(status(ps[n], v) == "needed, untested" for n in wanted)
+        patch = ("none" + (": recommended" if version_key(v) >= version_key(pad_from) else "") if not wanted else
+                 ("both" if len(wanted) == 2 else "head pad" if wanted == ["aiter_head_pad"] else "top-k renorm")
+                 + (", --force (untested here)" if untested else " (tested on its code)"))
+        row = [v, "yes" if r["kimi_k3_module"] else "no", crash, heads, patch]
+        plain = [c.split(" (PR #")[0] for c in row[1:]]
+        if rows and [c.split(" (PR #")[0] for c in rows[-1][1:]] == plain:  # the same answers: one row, a range
+            rows[-1][0] = f"{rows[-1][0].split('–')[0]}–{v}"
+        else:
+            rows.append(row)
+    heads = ["sglang", "runs K3", "top-k crash on HIP", "12 heads, AITER prefill", "k3lab patch"]
+    w = [max(len(x[i]) for x in rows + [heads]) for i in range(len(heads))]
+    line = lambda cells: "  ".join(c.ljust(n) for c, n in zip(cells, w)).rstrip()  # noqa: E731
+    notes = ("older K3 branch builds (the article's images): not in the matrix; status --version X says 'unknown', "
+             "and serve --force applies both patches where their code is as expected",
+             "every release: on ROCm sglang picks triton attention for K3's 12 heads per rank; AITER's prefill needs "
+             "--attention-backend aiter (and the MI35x recipe's SGLANG_AITER_K3_OPT=1 for a 1M-token request)")
+    return [line(heads), line(["-" * n for n in w]), *map(line, rows),
+            *(x for n in notes for x in textwrap.wrap(n, 118, subsequent_indent="  ", break_on_hyphens=False))]
+
+
 def status_main(argv) -> int:
     """Print each patch's status for the installed sglang (or ``--version X``, without sglang), the
     release that fixed each upstream, and what the release means for Kimi K3 → 0 (2 on a usage
@@ -61,7 +109,13 @@ def status_main(argv) -> int:
                        "(or --version X, offline), the release that fixed it upstream, and what the release means "
                        "for Kimi K3.")
     ap.add_argument("--version", help="an sglang version (PEP 440), read from the shipped matrix")
+    ap.add_argument("--all", action="store_true", help="every measured release in one table (offline)")
     args = ap.parse_args(argv)
+    if args.all:
+        if args.version is not None:
+            ap.error("--all lists every release: drop --version")
+        print("\n".join(release_table()))
+        return 0
     if args.version is not None:
         version = args.version.strip()
         try:
