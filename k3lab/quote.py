@@ -191,7 +191,10 @@ def _spare(a: dict, r) -> str:
     spare = tokens - ctx * max(1, held)
     if spare >= ctx // 10:  # room for any start-up overhead worth naming: nothing to size
         return ""
-    return f"{spare:,} tokens to spare at 0 GiB start-up overhead: fit --init-overhead-gib N"
+    # newcomer 15: can my requests run while a full-context one does? Here, not one of them
+    beside = (f"; while a {ctx:,}-token request runs, none of yours does" if spare < a["input_len"] + a["output_len"]
+              else "")
+    return f"{spare:,} tokens to spare at 0 GiB start-up overhead: fit --init-overhead-gib N{beside}"
 
 
 def _with_cache(r, overrides: dict, one_token: bool = False) -> str:

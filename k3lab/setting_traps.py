@@ -89,7 +89,7 @@ class Trap:
     """One alternative setting that changes the answer: ``how`` it differs from the question's
     (e.g. "without SGLANG_AITER_K3_OPT=1 (sglang's ROCm default)"), the ``sentence`` that says what it
     changes, and the ``brief`` that says it in a few words for a line that has named the setting
-    ("x0.42 output tok/s, no 1,048,576-token request")."""
+    ("x0.42 output tok/s at TPOT ≤ 50 ms, no 1,048,576-token request")."""
 
     how: str
     sentence: str
@@ -115,7 +115,10 @@ def traps(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, va
         if _moves(alt, base):
             parts.append(f"serves {alt.tok_s:,.0f} output tok/s instead of {base.tok_s:,.0f} (x{alt.tok_s / base.tok_s:.2f})"
                          + (f" at your concurrency {concurrency:,}" if concurrency else where))
-            brief.append(f"x{alt.tok_s / base.tok_s:.2f} output tok/s")
+            # where it was compared, in a few words (newcomer 15: x0.42 here and x0.33 there read as a contradiction)
+            brief.append(f"x{alt.tok_s / base.tok_s:.2f} output tok/s " + (f"at c{concurrency:,}" if concurrency else
+                                                                         f"at {slo.label()}" if slo.active else
+                                                                         "at the peaks"))
         elif concurrency and alt.tok_s and base.tok_s:  # the same at your concurrency: does it move at the peaks?
             pa, pb = at(vs, kv, None), at(variants, kv_dtype, None)
             if _moves(pa, pb):

@@ -251,6 +251,9 @@ def test_the_answer_names_what_the_nearest_public_dspark_run_measured():
     flat = " ".join(x.strip() for x in out.splitlines())
     assert flat.index("does DSpark help here?") < flat.index("measured: the nearest public DSpark run") < flat.index(
         "DSpark acceptance:")
+    # newcomer 15: the answer first (help? plan on, measured), the acceptance groups behind it after the table
+    assert flat.index("plan on:") < flat.index("output tok/s, deployment") < flat.index(
+        "DSpark acceptance:") < flat.index("nearest public measurements")
     # none listed: no sentence
     assert dspark_answer.nearest_dspark_run(predict(CFG, B300, WORK)) == "" or not any(
         n["accept_len"] is not None for n in predict(CFG, B300, WORK).nearest)

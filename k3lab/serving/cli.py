@@ -241,6 +241,17 @@ def _differs(n: dict, p: Prediction) -> str:
     return out
 
 
+def _after_table(lines: list[str], p: Prediction, ds) -> list[str]:
+    """``lines`` (format_prediction's, after its workload line) with the DSpark acceptance groups of
+    the answer ``ds`` (:func:`k3lab.serving.dspark_answer.acceptance_lines`) after the table, before
+    the nearest public runs; ``lines`` as they are without DSpark."""
+    extra = [] if ds is None else dspark_answer.acceptance_lines(p, ds)
+    if not extra:
+        return lines
+    at = next((i for i, x in enumerate(lines) if x.startswith("  nearest public measurements")), len(lines))
+    return lines[:at] + extra + [""] + lines[at:]
+
+
 def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = ()) -> str:
     """The human-readable answer: header naming the settings (``flags``: sglang flags the question
     set, beside the variants), a table with bands (or "not validated" for a metric without a usable
@@ -375,6 +386,6 @@ def cli_main(argv: list[str] | None = None) -> int:
                          + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]
                             if yours else [])  # the user's own state-pool setting: what it does
                          + ([] if backends is None else attention_backend.lines(backends, args.attention_backend or "aiter"))
-                         + ([] if ds is None else dspark_answer.lines(p, ds)) + lines[2:])
+                         + ([] if ds is None else dspark_answer.lines(p, ds)) + _after_table(lines[2:], p, ds))
     print(text)  # a closed pipe (`| head`) is k3lab.cli.QuietStdout's
     return 0

@@ -196,9 +196,10 @@ def nearest_dspark_run(p: Prediction) -> str:
 
 
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
-    """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: first whether DSpark
-    helps (:func:`verdict`), then the field's acceptance groups and which to plan on, and where the
-    speed fit's runs lie."""
+    """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: whether DSpark helps
+    (:func:`verdict`), what to plan on (:func:`plan_on`) and what the nearest public DSpark run
+    measured (:func:`nearest_dspark_run`): the answer, under the question (the acceptance groups
+    behind it, :func:`acceptance_lines`, come after the table: newcomer 15 found the headline buried)."""
     out = textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
     plan = plan_on(p, a)
     if plan:
@@ -206,6 +207,13 @@ def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
     seen = nearest_dspark_run(p)
     if seen:
         out += textwrap.wrap(seen, width=width, initial_indent="  ", subsequent_indent="    ")
+    return out
+
+
+def acceptance_lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
+    """The field's acceptance groups behind the answer ``p``, which to plan on, and where the speed
+    fit's runs lie, wrapped at ``width`` (empty when there is nothing to say)."""
+    out = []
     gs = a.groups
     n = sum(g["runs"] for g in gs)
     if len(gs) > 1:
