@@ -182,6 +182,16 @@ def _options_lines(p: memory.Plan) -> list[str]:
     return [head, *rows]
 
 
+def _overhead_hint(model: str) -> str:
+    """'; one public start-up log implies 2.9 GiB (...)' for the 0 GiB line (newcomer 15: what overhead is
+    realistic?), or "" (:func:`k3lab.findings.startup_logs.overhead_hint`)."""
+    from .findings.startup_logs import overhead_hint
+    from .specs import load_model
+
+    hint = overhead_hint(load_model(model))
+    return f"; {hint}" if hint else ""
+
+
 def format_plan(p: memory.Plan, model: str) -> str:
     """A plan as the lines a person reads: memory per GPU (GiB with GB beside it), tokens and
     requests per replica (and over all replicas), the settings in the header."""
@@ -194,7 +204,7 @@ def format_plan(p: memory.Plan, model: str) -> str:
         f"  {_variants_phrase(p)}",
         f"  {state_pool_phrase(p)}",
         f"  start-up (init) overhead assumed: {ovh:.1f} GiB per GPU (--init-overhead-gib"
-        + ("; with 0 the pools are an upper bound)" if ovh == 0 else ")"),
+        + (f"; with 0 the pools are an upper bound{_overhead_hint(model)})" if ovh == 0 else ")"),
         f"  capacity per GPU        {gib(p.capacity_bytes_per_gpu)}",
         f"  weights per GPU         {gib(p.weights_bytes_per_gpu)}  (heaviest rank)",
     ]

@@ -192,9 +192,21 @@ def _spare(a: dict, r) -> str:
     if spare >= ctx // 10:  # room for any start-up overhead worth naming: nothing to size
         return ""
     # newcomer 15: can my requests run while a full-context one does? Here, not one of them
-    beside = (f"; while a {ctx:,}-token request runs, none of yours does" if spare < a["input_len"] + a["output_len"]
+    beside = (f"; beside a {ctx:,}-token request none of yours runs" if spare < a["input_len"] + a["output_len"]
               else "")
-    return f"{spare:,} tokens to spare at 0 GiB start-up overhead: fit --init-overhead-gib N{beside}"
+    from .findings.startup_logs import implied_init_overhead
+    from .specs import GiB
+
+    # newcomer 15: what overhead is realistic? The one the public start-up logs imply, with the setting there
+    seen = next((x["gib"] for x in implied_init_overhead(cfg) if x["gib"]), None)
+    there = None if seen is None or r.get("priced_with") else memory.plan(
+        cfg, lay.gpu, lay.num_gpus, lay.tp, a["mem_fraction"], a["kv_dtype"], pp=lay.pp, context_tokens=ctx,
+        variants=vs, init_overhead_bytes=int(round(seen * GiB))).best_option
+    value = None if there is None else there.flags.split()[-1] if there.flags.startswith(
+        "--mamba-full-memory-ratio") else there.flags
+    told = (f"; {value} at the {seen:.1f} GiB a public log implies" if value else
+            f"; a public log implies {seen:.1f} GiB" if seen else "")
+    return f"{spare:,} tokens spare at 0 GiB start-up overhead{told}{beside}"
 
 
 def _with_cache(r, overrides: dict, one_token: bool = False) -> str:

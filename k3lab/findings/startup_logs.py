@@ -101,3 +101,33 @@ def setting_logs(cfg: ModelConfig) -> str:
         by.setdefault((r.log, r.reported), []).append(f"{r.predicted:g} {'without' if 'no aiter' in r.setting else 'with'}")
     return "public MI35x start-up logs: " + "; ".join(f"{log} {rep:g} against k3lab's {' / '.join(p)} it"
                                                          for (log, rep), p in by.items())
+
+
+def implied_init_overhead(cfg: ModelConfig, step_gib: float = 0.1, most_gib: float = 16.0) -> list[dict]:
+    """The start-up overhead per GPU that the public logs of running requests imply: for each log of
+    ``max_running_requests`` k3lab predicts (its stated settings, none left open), the least overhead,
+    in ``step_gib`` steps up to ``most_gib``, at which :func:`k3lab.memory.fit` admits no more than the
+    log reports. → [{"log", "layout", "reported", "at_zero", "gib"}] (gib None where even ``most_gib``
+    admits more; 0.0 where no overhead is needed). A derived guide, not a measurement: each log's other
+    unknowns (its ``unknown``) stay."""
+    out = []
+    for log in (x.model_dump() for x in data.load("startup_logs").logs):
+        if log["quantity"] != "max_running_requests" or not log["predict"] or log["open_variants"]:
+            continue
+        dep = parse_layout(log["layout"])
+        fit = lambda gib: memory.fit(cfg, dep, log["mem_fraction"], log["kv_dtype"],  # noqa: E731
+                                     variants=tuple(log["variants"]), slots_per_request=log["slots_per_request"],
+                                     init_overhead_bytes=int(round(gib * GiB))).max_running_requests
+        steps = [round(i * step_gib, 6) for i in range(int(round(most_gib / step_gib)) + 1)]
+        gib = next((g for g in steps if fit(g) <= log["value"]), None)
+        out.append({"log": log["id"], "layout": log["layout"], "reported": int(log["value"]), "at_zero": fit(0.0),
+                    "gib": gib})
+    return out
+
+
+def overhead_hint(cfg: ModelConfig) -> str:
+    """'one public start-up log implies 2.9 GiB (cookbook_h200_tp16: 98 running on 16xh200 tp16 ep, 110
+    at 0 GiB)': :func:`implied_init_overhead` in a clause, for a line that assumes 0 GiB; "" without one."""
+    found = [x for x in implied_init_overhead(cfg) if x["gib"]]
+    return "; ".join(f"one public start-up log implies {x['gib']:.1f} GiB ({x['log']}: {x['reported']} running on "
+                     f"{x['layout']}, {x['at_zero']} at 0 GiB)" for x in found[:1])
