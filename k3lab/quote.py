@@ -140,7 +140,8 @@ def band_line(rows: dict) -> str:
             way = "too fast" if 2 * fast >= seen else "too slow"
             if seen and repos > 1:  # which way refits blind to each repository in turn erred on this GPU
                 read_as = "high" if 2 * fast >= seen else "low"
-                how = f"{n} repos; blind to each, {way} on {max(fast, seen - fast)} of {seen}: read it as {read_as}"
+                # (newcomer 16: "read it as high": read what?)
+                how = f"{n} repos; blind to each, {way} on {max(fast, seen - fast)} of {seen}: its tok/s likely {read_as}"
             elif seen:  # all the GPU's runs from one repository: how this fit reads them, and how one without them did
                 # (a fit that never saw the GPU's only repository knew it from its family's others: its miss is why
                 # the band is wide, not a lean of the fit used here)
@@ -273,25 +274,25 @@ def quote_verdict(u: dict) -> str:
                and (w == 1 or need > allow) else "")
         # where the centre cannot decide, the renter's pick before measuring: the one cheaper if both are as slow
         # as their bands allow (the same rule for either GPU)
+        # (newcomer 16: "lower-risk pick" at one workload and "to pick before measuring" at another read as two)
         lead = (f" At both slow edges the {names[w]} holds your latency cheaper" if need > allow else
-                f" To pick before measuring: the {names[w]}, cheaper at both slow edges too" if w == 0
-                else f" The lower-risk pick: the {names[w]}, cheaper at both slow edges")
+                f" The lower-risk pick: the {names[w]}, cheaper at both slow edges" + (" too" if w == 0 else ""))
         out += f"{lead} (${slow[w]:,.2f} vs ${slow[o]:,.2f}/M{why})."
     return out
 
 
 def _net_of_lean(cheaper: float, lean: float | None, a: str, b: str) -> str:
-    """', 8% net of the model's 9% lean toward it on their public runs': GPU ``a``'s margin at the
+    """' (8% without the model's 9% optimism for it on their public runs)': GPU ``a``'s margin at the
     centre (``cheaper``: 1 − its $/M ÷ ``b``'s) once the fit's reading of the two GPUs' own public runs
     (``lean``, a's over b's: :func:`k3lab.compare_answers.fitted_lean`) is taken out of it (a's $/M ×
     lean against b's); "" where the lean is under half a percent or unknown."""
     if lean is None or abs(lean - 1) < 0.005:
         return ""
-    toward = f"the fit's {max(lean, 1 / lean) - 1:.0%} lean toward {'it' if lean > 1 else 'the ' + b}"
+    toward = f"the model's {max(lean, 1 / lean) - 1:.0%} optimism for {'it' if lean > 1 else 'the ' + b}"
     r = (1 - cheaper) * lean   # a's $/M over b's, net of the lean
     if r < 1:
-        return f" ({1 - r:.0%} net of {toward} on their public runs)"
-    return f" (but the {b} is {1 - 1 / r:.0%} cheaper net of {toward} on their public runs)"
+        return f" ({1 - r:.0%} without {toward} on their public runs)"
+    return f" (but the {b} is {1 - 1 / r:.0%} cheaper without {toward} on their public runs)"
 
 
 def _wrap(text: str) -> list[str]:

@@ -287,3 +287,15 @@ def test_attack_5_dspark_without_any_band_is_hedged_and_planned_on_without_it():
     assert plan.startswith(f"plan on: {a.plain.output_tok_s:,.0f} output tok/s (") and "as the model says (no band)" in plan
     assert a.plain.validated("ttft_ms") and "(;" not in plan and plan.endswith(
         "either way (the model prices the prefill without the draft's own pass over the prompt).")
+
+
+def test_a_question_right_at_the_admission_cap_says_what_binds():
+    """Newcomer 16: with DSpark the B300 'admits 32' at 8,192 / 1,024 (87 without it) and no reason was given where
+    the question asked exactly 32; the admission note is said at the cap as well as past it."""
+    p = predict(CFG, B300, Workload(8192, 1024, 32), Spec("dspark", 2.0))
+    assert p.admitted == 32 == p.concurrency and p.admission_note
+    out = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len", "8192",
+                          "--output-len", "1024", "--concurrency", "32", "--spec", "dspark"], capture_output=True,
+                         text=True, cwd=REPO_ROOT, timeout=300).stdout
+    assert f"  the pools admit 32: {p.admission_note}" in out.splitlines()
+    assert predict(CFG, B300, Workload(8192, 1024, 32)).admitted > 32   # without DSpark the pools admit more

@@ -101,13 +101,13 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     # (newcomer 15: "is 15% - 9% the real lead?": the margin net of the lean, the MI355X's $/M x lean over the B300's)
     usd = {lay: rows.loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
     net = 1 - usd[MI] / usd[B300] * lean
-    assert lean > 1.005 and (f"15% cheaper than the B300 at the centre ({net:.0%} net of the fit's {lean - 1:.0%} lean "
-                             "toward it on their public runs)") in flat
+    assert lean > 1.005 and (f"15% cheaper than the B300 at the centre ({net:.0%} without the model's {lean - 1:.0%} "
+                             "optimism for it on their public runs)") in flat
     # ... named the same way where the other GPU is the cheaper (newcomer 14: "overrates" at one workload and
     # "underrates" at another read as two biases)
     big = " ".join(x.strip() for x in quote.quote_lines(decision.decide(
         "kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50))))
-    assert (f"cheaper than the MI355X at the centre (15% net of the fit's {lean - 1:.0%} lean toward the MI355X on "
+    assert (f"cheaper than the MI355X at the centre (15% without the model's {lean - 1:.0%} optimism for the MI355X on "
             "their public runs)") in big
     # ... and how the fit used here reads each GPU's own public runs (in sample: whether there is a lean to
     # correct), computed from the committed fit's rows, said only where it leans past x1.10 either way
@@ -140,7 +140,7 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
 
 
 def _band_words(family: str, gpu: str) -> str:
-    """'x1.29 (4 repos; blind to each, too fast on 48 of 55: read it as high)' from the committed files themselves:
+    """'x1.29 (4 repos; blind to each, too fast on 48 of 55: its tok/s likely high)' from the committed files themselves:
     the band of the family's decode metric, the repositories (origins) of its observations, and on how
     many of the GPU's leave-one-repository-out predictions that are not extrapolations the prediction
     was the faster (more output tok/s, or a shorter TPOT: log error > 0 on tok/s, < 0 on TPOT); where
@@ -161,7 +161,7 @@ def _band_words(family: str, gpu: str) -> str:
     fast = sum(1 for r in mine if (r["log_error"] > 0) == (r["kind"] == "output_tok_s"))
     way, k = ("too fast", fast) if 2 * fast >= len(mine) else ("too slow", len(mine) - fast)
     if len({origin[r["id"]] for r in mine}) > 1:
-        return (f"x{band:.2f} ({len(repos)} repos; blind to each, {way} on {k} of {len(mine)}: read it as "
+        return (f"x{band:.2f} ({len(repos)} repos; blind to each, {way} on {k} of {len(mine)}: its tok/s likely "
                 f"{'high' if way == 'too fast' else 'low'})")
     miss = math.exp(statistics.median(abs(r["log_error"]) for r in mine))
     # one repository: how the committed fit reads the GPU's own runs (it saw them), and how a fit without it missed
@@ -226,12 +226,12 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     assert said == ("At $3.00 vs $6.00/GPU-h: too close to call, leaning to the MI355X (bands allow x1.50): measure "
                     "both. The MI355X is 33% cheaper than the B300 at the centre; the B300 breaks even at $4.00/GPU-h.")
     # with the fit's lean: the margin net of it, or the other's where the lean is larger than the margin
-    assert ("33% cheaper than the B300 at the centre (29% net of the fit's 6% lean toward it on their public runs); "
+    assert ("33% cheaper than the B300 at the centre (29% without the model's 6% optimism for it on their public runs); "
             "the B300 breaks even") in quote.quote_verdict(dict(u, fitted_lean=1.06))     # 1 - (1/1.5) x 1.06
-    assert ("33% cheaper than the B300 at the centre (but the B300 is 25% cheaper net of the fit's 100% lean toward "
-            "it on their public runs)") in quote.quote_verdict(dict(u, fitted_lean=2.0))   # (1/1.5) x 2 = 4/3
-    assert ("33% cheaper than the B300 at the centre (40% net of the fit's 11% lean toward the B300 on their public "
-            "runs)") in quote.quote_verdict(dict(u, fitted_lean=0.9))                       # 1 - (1/1.5) x 0.9
+    assert ("33% cheaper than the B300 at the centre (but the B300 is 25% cheaper without the model's 100% optimism "
+            "for it on their public runs)") in quote.quote_verdict(dict(u, fitted_lean=2.0))   # (1/1.5) x 2 = 4/3
+    assert ("33% cheaper than the B300 at the centre (40% without the model's 11% optimism for the B300 on their "
+            "public runs)") in quote.quote_verdict(dict(u, fitted_lean=0.9))                       # 1 - (1/1.5) x 0.9
     # a pair one of whose rows has no band (outside the model's domain): the centre, and no verdict leaning on a band
     nob = quote.quote_verdict(dict(u, breakeven={"ratio": 0.75, "low": None, "high": None}, fitted_lean=1.06))
     assert nob == ("At $3.00 vs $6.00/GPU-h the MI355X is 33% cheaper per token than the B300 at the model's centre, but "
@@ -345,8 +345,8 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     assert f"{1 - usd[MI] / usd[B300]:.0%}" == f"{1 - (3.0 / 5.5) / be:.0%}"
     net = 1 - usd[MI] / usd[B300] * lean
     assert (f"verdict: At $3.00 vs $5.50/GPU-h: too close to call (bands allow x{a * b:.2f}): measure both. The "
-            f"MI355X is {1 - usd[MI] / usd[B300]:.0%} cheaper than the B300 at the centre ({net:.0%} net of the fit's "
-            f"{lean - 1:.0%} lean toward it on their public runs); the B300 breaks even at "
+            f"MI355X is {1 - usd[MI] / usd[B300]:.0%} cheaper than the B300 at the centre ({net:.0%} without the model's "
+            f"{lean - 1:.0%} optimism for it on their public runs); the B300 breaks even at "
             f"${5.5 * usd[MI] / usd[B300]:,.2f}/GPU-h.") in flat
     assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (14 figures" in flat
     assert flat.index("band (") < flat.index("verdict: ")
@@ -356,7 +356,7 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     assert slow[MI] < slow[B300] and a < b
     # newcomer 15: where the centre cannot decide, the pick before measuring (the one cheaper at both slow edges)
     # (why the slow edges pick it is said where they pick the one the centre did not)
-    assert (f"To pick before measuring: the MI355X, cheaper at both slow edges too (${slow[MI]:,.2f} vs "
+    assert (f"The lower-risk pick: the MI355X, cheaper at both slow edges too (${slow[MI]:,.2f} vs "
             f"${slow[B300]:,.2f}/M).") in flat
     big = " ".join(x.strip() for x in quote.quote_lines(decision.decide(
         "kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50))))

@@ -270,7 +270,8 @@ def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = ()) -
             # a band printed beside a table that says "outside its domain" read as two answers (newcomer 14)
             + (" inside its validated domain (not here: below)" if p.outside and p.band_of("output_tok_s") else "")
             + f", TTFT {band_word('ttft_ms')}"]
-    if p.concurrency < p.concurrency_asked:
+    if p.concurrency < p.concurrency_asked or (p.concurrency == p.admitted and p.admission_note):
+        # also where the question sits right at the cap (newcomer 16: "admits 32" with DSpark, 87 without: why?)
         head.append(f"  the pools admit {p.admitted:,}: {p.admission_note}")
     for what, gaps in ((f"{'DSpark' if p.spec_on else 'decode'} speed", p.outside), ("TTFT", p.ttft_outside)):
         if gaps:  # the band is an error measured inside the domain: outside it, it says nothing
