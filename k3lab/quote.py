@@ -401,6 +401,23 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     return [x for g in kept + groups for x in g]
 
 
+def as_json(d: decision.Decision, gpus=None) -> str:
+    """The quote as JSON (newcomer 16: a price sweep, scripted): ``asked`` (the comparison's question),
+    ``lines`` (:func:`quote_lines`, the screen), ``rows`` (per GPU the row the screen shows, or null:
+    :func:`k3lab.compare_view.to_records`) and ``your_prices`` (the verdict's numbers, null without
+    your prices on two GPUs)."""
+    import pandas as pd
+
+    from . import io
+
+    a = d.comparison.attrs
+    gpus = list(gpus or a.get("overrides") or ARTICLE_GPUS)
+    rows = best_rows(d.comparison, gpus)
+    recs = {g: (None if r is None else compare_view.to_records(pd.DataFrame([r]))[0]) for g, r in rows.items()}
+    return io.json_text({"asked": dict(a), "lines": quote_lines(d, gpus), "rows": recs, "your_prices": d.yours},
+                        sort_keys=False)
+
+
 def _parser() -> OneLineParser:
     ap = OneLineParser(prog="python -m k3lab quote", hints=compare_view.hints("quote"),
                        description="A renter's answer on one screen: per GPU the cheapest layout that holds a "
@@ -418,6 +435,8 @@ def _parser() -> OneLineParser:
     ap.add_argument("--context", type=limits.arg("tokens", "--context"), default=None,
                     help=limits.help_text("the request length that must fit (default: the model's max)", "tokens"))
     ap.add_argument("--kv-dtype", default="bf16", choices=KV_DTYPES)
+    ap.add_argument("--json", action="store_true",
+                    help="the same answer as JSON: the question, the screen's lines, each GPU's row and the verdict")
     return ap
 
 
@@ -436,7 +455,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         compare.check_context_holds(args.context, args.input_len, args.output_len)
         d = decision.decide("kimi-k3", args.context, slo=slo_mod.from_args(args), kv_dtype=args.kv_dtype,
                             overrides=overrides or None, input_len=args.input_len, output_len=args.output_len)
-        text = "\n".join(quote_lines(d, gpus or None))
+        text = "\n".join(quote_lines(d, gpus or None)) if not args.json else as_json(d, gpus or None)
     except (ValueError, OverflowError) as e:
         print(f"k3lab quote: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2

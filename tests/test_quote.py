@@ -681,3 +681,27 @@ def test_the_measure_line_outranks_the_pointer_to_compare():
                          f"{int(rows.loc[B300, 'model_concurrency'])} (B300)")
     assert any(x.startswith("band (9 in 10 unseen public runs inside)") for x in lines)
     assert not any(x.startswith("more: ") for x in lines)
+
+
+def test_quote_json_is_the_screen_and_its_numbers():
+    """Newcomer 16: no --json on quote for a scripted price sweep. It gives the screen's lines, each GPU's row (the
+    one the table shows: its $/M at your price, concurrency, TPOT) and the verdict's numbers, for the same question."""
+    r = _run("quote", *QUOTE_ARGS, "--json")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    got = json.loads(r.stdout)
+    text = _run("quote", *QUOTE_ARGS).stdout
+    assert got["lines"] == text.splitlines()
+    d = decision.decide("kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5},
+                        slo=SLO(max_tpot_ms=50))
+    rows = d.comparison.set_index("layout")
+    for gpu, lay in (("mi355x", MI), ("b300", B300)):
+        row = got["rows"][gpu]
+        assert row["layout"] == lay and row["model_concurrency"] == int(rows.loc[lay, "model_concurrency"])
+        usd = row["usd_per_million_tokens"]["override"]
+        assert usd == pytest.approx(rows.loc[lay, "usd_per_million_tokens[override]"])
+        assert f"${usd:,.2f} (" in text
+    assert got["your_prices"]["first"] == B300 and got["your_prices"]["reading"].startswith("too close to call")
+    assert got["asked"]["input_len"] == 8192 and got["asked"]["overrides"] == {"mi355x": 3.0, "b300": 5.5}
+    # a bad flag is still one line, JSON or not
+    bad = _run("quote", "--json", "--usd-per-gpu-hour", "mi355x=abc")
+    assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1
