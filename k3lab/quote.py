@@ -307,7 +307,11 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     gpus = list(gpus or overrides or ARTICLE_GPUS)
     target = d.slo
     head = _wrap(f"quote {a['model']}: holds a {a['context_tokens']:,}-token request; priced on {a['input_len']:,} in / "
-                 f"{a['output_len']:,} out at " + (target.label() if target.active else "each layout's peak")
+                 f"{a['output_len']:,} out at " + (target.label() if target.active else
+                                                    # newcomer 16: a looser target came out cheaper than the "peak":
+                                                    # the peak is the cached setting's; a target prices past it
+                                                    "each layout's peak with prefix caching (--max-tpot MS prices "
+                                                    "your latency, without the cache where it admits too few)")
                  + "; model, no DSpark")
     rows = best_rows(df, gpus)
     body = [_cells(df, r, overrides) for r in rows.values() if r is not None]

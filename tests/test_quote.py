@@ -705,3 +705,20 @@ def test_quote_json_is_the_screen_and_its_numbers():
     # a bad flag is still one line, JSON or not
     bad = _run("quote", "--json", "--usd-per-gpu-hour", "mi355x=abc")
     assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_the_peak_says_it_is_the_cached_settings():
+    """Newcomer 16: with no target the B300's 'peak' ($7.02/M at c81) cost more than a looser target ($4.74 at TPOT
+    <= 60 ms, c169 without the radix cache): the peak is the prefix-cached setting's. The head says so and how a
+    target prices past it."""
+    plain = quote.quote_lines(decision.decide("kimi-k3", input_len=1024, output_len=400,
+                                              overrides={"mi355x": 3.0, "b300": 5.5}))
+    head = " ".join(x.strip() for x in plain[:2])
+    assert ("at each layout's peak with prefix caching (--max-tpot MS prices your latency, without the cache where it "
+            "admits too few)") in head
+    loose = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5},
+                            slo=SLO(max_tpot_ms=60)).comparison.set_index("layout")
+    peak = decision.decide("kimi-k3", input_len=1024, output_len=400,
+                           overrides={"mi355x": 3.0, "b300": 5.5}).comparison.set_index("layout")
+    assert loose.loc[B300, "priced_with"] and not peak.loc[B300, "priced_with"]
+    assert loose.loc[B300, "usd_per_million_tokens[override]"] < peak.loc[B300, "usd_per_million_tokens[override]"]
