@@ -40,7 +40,9 @@ def answers(df) -> list[dict]:
     :func:`k3lab.prices.is_rental_evidence`), not_priced, placeholder (GPUs it prices with a
     placeholder), layout, label, setting, fits_with, priced_with (the radix-cache-off setting a
     row is priced under, :func:`k3lab.compare._past_the_cache`; "" if none), usd_per_hour, usd_per_million_tokens (+ _low,
-    _high), priced_by, the latency it was priced at (:func:`latency`), unpriced (the
+    _high), priced_by, the latency it was priced at (:func:`latency`), cheaper_outside (the cheapest row
+    outside the validated domain where it is cheaper than the one named: layout, usd_per_million_tokens;
+    else None), unpriced (the
     cheapest-per-hour holding layout when no row has a throughput); layout None when the source
     prices no holding layout with a throughput."""
     if "answers" in df.attrs and df.attrs.get("answers_for") == tuple(df["layout"]):
@@ -60,7 +62,8 @@ def answers(df) -> list[dict]:
         date = "" if t == prices.OVERRIDE_TIER or sub.empty else str(sub["source_date"].iloc[0])
         head = {"tier": t, "kind": kind, "date": date, "rental": bool(sub["rental"].any()),
                 "not_priced": sorted(contenders - priced[t]),
-                "placeholder": sorted(set(sub[sub["quality"] == "placeholder"]["gpu"]) & with_tok)}
+                "placeholder": sorted(set(sub[sub["quality"] == "placeholder"]["gpu"]) & with_tok),
+                "cheaper_outside": None}
         held = hold[hold[col].notna() & hold["gpu"].isin(priced[t])] if len(hold) else hold
         cand = held[held[mcol].notna()] if len(held) else held
         if cand.empty:
@@ -70,7 +73,14 @@ def answers(df) -> list[dict]:
                                                                 "usd_per_hour": float(cheap[col]),
                                                                 "why": cheap["model_note"] or "no throughput"}})
             continue
-        r = _ranked(cand, t).iloc[0]
+        ranked = _ranked(cand, t)
+        r = ranked.iloc[0]
+        # a row outside the validated domain ranks after every row inside it, cheaper or not: named where it is
+        # cheaper at the model's centre (attack 6: "cheapest at the model's centre" beside a cheaper one)
+        out_cheaper = ranked[ranked["_out"] & (ranked[mcol] < r[mcol])] if not r["_out"] else ranked.iloc[:0]
+        head["cheaper_outside"] = (None if out_cheaper.empty else
+                                   {"layout": out_cheaper.iloc[0]["layout"],
+                                    "usd_per_million_tokens": float(out_cheaper.iloc[0][mcol])})
         out.append({**head, "layout": r["layout"], "label": r["label"],
                     "setting": r["setting"], "fits_with": r["fits_with"],
                     "priced_with": r.get("priced_with") or "", "usd_per_hour": float(r[col]),
@@ -191,6 +201,7 @@ def user_verdict(df) -> dict | None:
             "first": first["layout"], "second": second["layout"], "first_usd_per_gpu_hour": ov[first["gpu"]],
             "second_usd_per_gpu_hour": ov[second["gpu"]], "price_ratio": ratio, "breakeven": be,
             "reading": reading(ratio, be),
+            "first_in_domain": bool(first["model_in_domain"]), "second_in_domain": bool(second["model_in_domain"]),
             "first_usd_per_million_tokens": (m(first, ""), m(first, "_low"), m(first, "_high")),
             "second_usd_per_million_tokens": (m(second, ""), m(second, "_low"), m(second, "_high")),
             # under a latency target, each at the concurrency that still meets it if the model is as slow as its

@@ -52,6 +52,10 @@ def answer_line(a: dict, context_tokens: int) -> str:
     if gaps and yours:  # the verdict on the user's own pair follows (compare's "your prices:" block)
         return f"{head}: cheapest of the GPUs you priced: {priced}"
     if yours and a["priced_by"] == "model":  # the cheapest at the model's centre: how sure, the band (and the verdict)
+        o = a.get("cheaper_outside")
+        if o:  # the cheapest inside the validated domain, and the cheaper one outside it, named
+            return (f"{head}, cheapest inside the model's validated domain: {priced}; {o['layout']} is cheaper at the "
+                    f"model's centre (${o['usd_per_million_tokens']:,.2f}/M) but outside that domain (no band)")
         return f"{head}, cheapest at the model's centre: {priced}"
     if gaps:
         return f"{head}: no winner ({caveat}); cheapest of what it prices: {priced}"
@@ -284,11 +288,15 @@ def verdict_lines(u: dict | None) -> list[str]:
     be = u["breakeven"]
     band = "" if be["low"] is None else f" ({be['low']:.2f}-{be['high']:.2f})"
     f, s = u["first_usd_per_million_tokens"], u["second_usd_per_million_tokens"]
-    m = lambda x: f"${x[0]:,.2f}/M" + ("" if not x[1] == x[1] or x[1] == x[2] else f" (band ${x[1]:,.2f}-${x[2]:,.2f})")  # noqa: E731
+    def m(x, inside=True):  # a row outside the validated domain has no band (attack 6: a band beside "no band")
+        if not inside:
+            return f"${x[0]:,.2f}/M (no band: outside the validated domain)"
+        return f"${x[0]:,.2f}/M" + ("" if not x[1] == x[1] or x[1] == x[2] else f" (band ${x[1]:,.2f}-${x[2]:,.2f})")
     return ["", f"your prices: {u['first']} at ${u['first_usd_per_gpu_hour']:,.2f} against {u['second']} at "
                 f"${u['second_usd_per_gpu_hour']:,.2f} per GPU-hour: a price ratio of {u['price_ratio']:.3f}; they "
                 f"cost the same per token at a price ratio of {be['ratio']:.2f}{band} → {_read(u)}",
-            f"  {u['first']}: {m(f)}; runner-up {u['second']}: {m(s)} (priced by {'the ' if be['priced_by'] == 'model' else ''}{be['priced_by']})",
+            f"  {u['first']}: {m(f, u.get('first_in_domain', True))}; runner-up {u['second']}: "
+            f"{m(s, u.get('second_in_domain', True))} (priced by {'the ' if be['priced_by'] == 'model' else ''}{be['priced_by']})",
             f"  {sensitivity(u)}"]
 
 

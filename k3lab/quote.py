@@ -73,7 +73,8 @@ def _cells(df, r, overrides: dict) -> list[str]:
     slow edge) at your price or over the independent rental prices."""
     lat = compare_answers.latency(r, prices.OVERRIDE_TIER)
     ttft = "—" if lat["ttft_ms"] is None else f"{lat['ttft_ms'] / 1e3:,.1f} s" + (" " if lat["ttft_validated"] else "†")
-    per = f"{r['model_tok_s'] / r['num_gpus']:,.0f}" + ("" if r["model_in_domain"] else "*")
+    x = r["model_tok_s"] / r["num_gpus"]  # two figures under 10 (attack 6: "0" beside a finite price)
+    per = (f"{x:,.0f}" if x >= 10 else f"{x:.2g}") + ("" if r["model_in_domain"] else "*")
     if r["gpu"] in overrides:
         t = prices.OVERRIDE_TIER
         m, lo, hi = (float(r[f"{compare.MTOK_PREFIX}{k}[{t}]"]) for k in ("", "_low", "_high"))
@@ -130,9 +131,9 @@ def band_line(rows: dict) -> str:
         if r is None:
             continue
         ev = band_evidence(family_of(r["gpu"]))
-        if not r["model_in_domain"]:
-            parts.append(f"{r['gpu'].upper()}* none: outside the validated domain ({str(r['model_note']).split(';')[0]})")
-        elif ev["factor"] is None:
+        if not r["model_in_domain"]:  # the settings' legend says what * is (attack 6: lost with this line)
+            continue
+        if ev["factor"] is None:
             parts.append(f"{r['gpu'].upper()} none ({ev['why_not']})")
         else:
             n = len(ev["repositories"])
@@ -306,21 +307,23 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     overrides = a.get("overrides") or {}
     gpus = list(gpus or overrides or ARTICLE_GPUS)
     target = d.slo
-    head = _wrap(f"quote {a['model']}: holds a {a['context_tokens']:,}-token request; priced on {a['input_len']:,} in / "
-                 f"{a['output_len']:,} out at " + (target.label() if target.active else
-                                                    # newcomer 16: a looser target came out cheaper than the "peak":
-                                                    # the peak is the cached setting's; a target prices past it
-                                                    "each layout's peak with prefix caching (--max-tpot MS prices "
-                                                    "your latency, without the cache where it admits too few)")
-                 + "; model, no DSpark")
+    # the peak is the prefix-cached setting's (newcomer 16: a looser target came out cheaper than the "peak": a
+    # target prices without the cache where it admits too few; the README's key and docs/cli.md say so)
+    head = _wrap(f"quote {a['model']} (model, no DSpark): holds a {a['context_tokens']:,}-token request; "
+                 f"{a['input_len']:,} in / {a['output_len']:,} out at "
+                 + (target.label() if target.active else "each layout's cached peak"))
     rows = best_rows(df, gpus)
     body = [_cells(df, r, overrides) for r in rows.values() if r is not None]
     cost_head = "$/M output (band; slow edge)" if overrides else "$/M output, independent prices"
     heads = ["GPU", "cheapest layout that holds it", "c", "TPOT", "TTFT", "tok/s/GPU", cost_head]
     table = compare_view.fmt_table(heads, body, right={2, 3, 4, 5}) if body else []
-    if any(len(x) > WIDTH for x in table):  # long prices: each row's "at $X/GPU-h" goes (the verdict names them)
+    if overrides and any(len(x) > WIDTH for x in table):  # long prices: each row's "at $X/GPU-h" goes (the
+        # verdict names them); without your prices there is none to move (attack 6: "at your price" unasked)
         body = [b[:-1] + [b[-1].split(" at $")[0]] for b in body]
         table = compare_view.fmt_table(heads[:-1] + [cost_head + " at your price"], body, right={2, 3, 4, 5})
+    elif any(len(x) > WIDTH for x in table):  # long rental ranges: the same words, shorter (attack 6: 123 wide)
+        body = [b[:-1] + [b[-1].replace(" rental price", " price").replace(", model band ", "; band ")] for b in body]
+        table = compare_view.fmt_table(heads, body, right={2, 3, 4, 5})
     notes = []   # the band line and the not-priced notes, one entry per sentence: its wrapped lines
     needs = []  # per GPU, its settings in one clause: the recipe's env, then the state-pool flags with why
     traps = []  # the settings that change a row's answer: one its env names is said there, in brief
@@ -346,7 +349,10 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     cap = capped_note(rows, target)
     legend = ((". † TTFT not validated" if any(r is not None and not r["model_ttft_validated"] for r in rows.values())
                else "") + ("; ‡ all its pools admit" if cap else "")
-              + ("; § no prefix caching" if any(r is not None and r.get("priced_with") for r in rows.values()) else ""))
+              + ("; § no prefix caching" if any(r is not None and r.get("priced_with") for r in rows.values()) else "")
+              # the table's * said where it is read, not only in the band line (attack 6: dropped with it)
+              + ("; * outside the model's validated domain" if any(r is not None and not r["model_in_domain"]
+                                                                   for r in rows.values()) else ""))
     legend = ". " + legend.lstrip(".; ") if legend else ""
     settings = ([_wrap("settings: " + "; ".join(needs) + legend)] if needs else
                 [_wrap(legend[2:])] if legend else [])
@@ -362,6 +368,16 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     u = d.yours
     if u is not None:
         verdict = "verdict: " + quote_verdict(u)
+        # a GPU outside the validated domain ranks after the two judged, cheaper or not: named where it is cheaper at
+        # the centre (attack 6: a third price's $0.66/M left out of the verdict)
+        o = next((x.get("cheaper_outside") for x in compare_answers.answers(df) if x["tier"] == prices.OVERRIDE_TIER),
+                 None)
+        if o:  # the GPU where it is a third one, else its layout (16xmi355x beside 8xmi355x)
+            name = compare_view.gpu_name(o["layout"])
+            name = (f"The {name}" if name not in (compare_view.gpu_name(u["first"]), compare_view.gpu_name(u["second"]))
+                    else o["layout"])
+            verdict += (f" {name} is cheaper still at the model's centre (${o['usd_per_million_tokens']:,.2f}/M) but "
+                        "outside its validated domain (no band).")
     elif d.breakeven is not None and {"mi355x", "b300"} <= set(gpus):  # a verdict on the GPUs quoted only
         b = d.breakeven
         at = f"at {d.slo.label()}" if d.slo.active else "each at its peak, --max-tpot MS for one latency"

@@ -92,7 +92,10 @@ def test_compare_refuses_a_price_for_a_gpu_it_was_not_asked_about_as_quote_does(
                          "(--gpu b300): add --gpu mi355x, or drop that price"), line
     assert "did you mean 'b300'" in _one_line_error(capsys, "compare", "--gpu", "b3000", "--usd-per-gpu-hour", "b300=3")
     rc, out, err = _run(capsys, "compare", "--gpu", "B300", "--usd-per-gpu-hour", "B300=3", "--top", "1")
-    assert rc == 0 and "your prices (--usd-per-gpu-hour), cheapest at the model's centre: 8xb300 tp8" in out, err
+    # (attack 6: 16xb300 tp8 pp2, outside the validated domain, is cheaper at the centre: named beside it)
+    assert rc == 0 and ("your prices (--usd-per-gpu-hour), cheapest inside the model's validated domain: 8xb300 tp8"
+                        in out), err
+    assert "16xb300 tp8 pp2 is cheaper at the model's centre ($" in out and "but outside that domain (no band)" in out
 
 
 def test_quote_of_one_gpu_gives_no_verdict_on_two_others(capsys):

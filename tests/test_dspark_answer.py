@@ -299,3 +299,23 @@ def test_a_question_right_at_the_admission_cap_says_what_binds():
                          text=True, cwd=REPO_ROOT, timeout=300).stdout
     assert f"  the pools admit 32: {p.admission_note}" in out.splitlines()
     assert predict(CFG, B300, Workload(8192, 1024, 32)).admitted > 32   # without DSpark the pools admit more
+
+
+def test_the_setting_trap_under_dspark_is_computed_with_dspark():
+    """Attack 6: under --spec dspark the K3_OPT line quoted figures without DSpark (324 against 309 output tok/s at c8)
+    beside a DSpark table (233). The trap is computed with the question's speculative setting; MI35x DSpark has no
+    validated band, so no throughput is claimed there, and what memory decides (the full-context request) stays."""
+    from k3lab import setting_traps
+    from k3lab.specs import parse_layout
+
+    lay, spec = parse_layout("8xmi355x tp8"), Spec("dspark", 2.0)
+    assert not predict(CFG, lay, Workload(1024, 400, 8), spec).validated()
+    (t,) = setting_traps.traps(CFG, lay, 1024, 400, concurrency=8, spec=spec)
+    assert "output tok/s" not in t.sentence and t.sentence.endswith("holds a 1,048,576-token request")
+    # without DSpark the same question's trap does quote throughput (validated there)
+    plain = setting_traps.traps(CFG, lay, 1024, 400, concurrency=8)
+    assert "output tok/s" in plain[0].sentence
+    out = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xmi355x tp8", "--input-len", "1024",
+                          "--output-len", "400", "--concurrency", "8", "--spec", "dspark", "--accept-len", "2"],
+                         capture_output=True, text=True, cwd=REPO_ROOT, timeout=300).stdout
+    assert f"  a setting that changes the answer: {t.sentence}" in out.splitlines()

@@ -128,12 +128,17 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     # without your prices: the independent rental prices of each GPU, and the break-even
     plain = " ".join(x.strip() for x in quote.quote_lines(decision.decide("kimi-k3")))
     assert "measure: " not in plain
-    assert "rental prices" in plain and "the MI355X is cheaper per token while its $/GPU-hour is below" in plain
+    # (the same words shorter where a row would pass the screen's width: "at 2 prices; band x1.29", attack 6)
+    assert "$/M output, independent prices" in plain and re.search(r"at \d (rental )?prices", plain)
+    assert "the MI355X is cheaper per token while its $/GPU-hour is below" in plain
+    assert all(len(x) <= quote.WIDTH for x in quote.quote_lines(decision.decide("kimi-k3", output_len=16)))
     # model v4: one Blackwell family prices the B200 too, but every B200 layout that holds the request spans two
     # nodes, whose cross-node costs only one repository measured: its row carries no band and says why
     b200 = next(x for x in quote.quote_lines(decision.decide("kimi-k3")) if x.startswith("B200 "))
     assert b200.rstrip().endswith("no band*") and re.search(r"\d\*  +\$", b200)      # tok/s/GPU marked too
-    assert "B200* none: outside the validated domain (it spans nodes over scale-out)" in plain
+    # (attack 6: said in the settings' legend, which stays on screen, not in the band line that may go; compare says
+    # why: it spans nodes over scale-out)
+    assert "* outside the model's validated domain" in plain and "B200* none" not in plain
     # ... and at your price too: no $ band where the model's band does not hold
     mine = quote.quote_lines(decision.decide("kimi-k3", overrides={"b200": 4.0, "mi355x": 3.0}))
     assert next(x for x in mine if x.startswith("B200 ")).rstrip().endswith("(no band*) at $4.00/GPU-h")
@@ -709,16 +714,39 @@ def test_quote_json_is_the_screen_and_its_numbers():
 
 def test_the_peak_says_it_is_the_cached_settings():
     """Newcomer 16: with no target the B300's 'peak' ($7.02/M at c81) cost more than a looser target ($4.74 at TPOT
-    <= 60 ms, c169 without the radix cache): the peak is the prefix-cached setting's. The head says so and how a
-    target prices past it."""
+    <= 60 ms, c169 without the radix cache): the peak is the prefix-cached setting's. The head says so (the README's
+    key and docs/cli.md say how a target prices past it)."""
     plain = quote.quote_lines(decision.decide("kimi-k3", input_len=1024, output_len=400,
                                               overrides={"mi355x": 3.0, "b300": 5.5}))
-    head = " ".join(x.strip() for x in plain[:2])
-    assert ("at each layout's peak with prefix caching (--max-tpot MS prices your latency, without the cache where it "
-            "admits too few)") in head
+    assert plain[0].endswith("at each layout's cached peak") and len(plain[0]) <= quote.WIDTH
     loose = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5},
                             slo=SLO(max_tpot_ms=60)).comparison.set_index("layout")
     peak = decision.decide("kimi-k3", input_len=1024, output_len=400,
                            overrides={"mi355x": 3.0, "b300": 5.5}).comparison.set_index("layout")
     assert loose.loc[B300, "priced_with"] and not peak.loc[B300, "priced_with"]
     assert loose.loc[B300, "usd_per_million_tokens[override]"] < peak.loc[B300, "usd_per_million_tokens[override]"]
+
+
+def test_a_cheaper_gpu_outside_the_validated_domain_is_named_in_the_verdict():
+    """Attack 6: with three prices the B200 (16xb200 tp8 pp2, outside the validated domain) cost $0.66/M against the
+    MI355X's $3.97, and the verdict spoke of the MI355X against the B300 only; compare called the MI355X "cheapest at
+    the model's centre". Both name it, with no band."""
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5, "b200": 0.5})
+    rows = d.comparison.set_index("layout")
+    b200 = "16xb200 tp8 pp2"
+    assert not rows.loc[b200, "model_in_domain"]
+    usd = rows.loc[b200, "usd_per_million_tokens[override]"]
+    assert usd < rows.loc[MI, "usd_per_million_tokens[override]"]
+    flat = " ".join(x.strip() for x in quote.quote_lines(d))
+    assert (f"The B200 is cheaper still at the model's centre (${usd:,.2f}/M) but outside its validated domain (no "
+            "band).") in flat
+    c = _run("compare", "--usd-per-gpu-hour", "mi355x=3", "--usd-per-gpu-hour", "b300=5.5", "--usd-per-gpu-hour",
+             "b200=0.5", "--price-tier", "yours", "--top", "3").stdout
+    assert ("your prices (--usd-per-gpu-hour), cheapest inside the model's validated domain: 8xmi355x tp8 "
+            "[aiter-k3-opt]") in c and f"{b200} is cheaper at the model's centre (${usd:,.2f}/M)" in c
+    # a cheaper layout of a GPU already judged is named by its layout; without such a row, nothing is added
+    peak = " ".join(x.strip() for x in quote.quote_lines(decision.decide(
+        "kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})))
+    assert "16xmi355x tp16 is cheaper still at the model's centre ($" in peak
+    assert "cheaper still" not in " ".join(quote.quote_lines(decision.decide(
+        "kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50))))

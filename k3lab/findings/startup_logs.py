@@ -107,7 +107,8 @@ def implied_init_overhead(cfg: ModelConfig, step_gib: float = 0.1, most_gib: flo
     """The start-up overhead per GPU that the public logs of running requests imply: for each log of
     ``max_running_requests`` k3lab predicts (its stated settings, none left open), the least overhead,
     in ``step_gib`` steps up to ``most_gib``, at which :func:`k3lab.memory.fit` admits no more than the
-    log reports. → [{"log", "layout", "reported", "at_zero", "gib"}] (gib None where even ``most_gib``
+    log reports, with the log's own state slots a request. → [{"log", "layout", "reported", "at_zero", "gib",
+    "slots_per_request"}] (gib None where even ``most_gib``
     admits more; 0.0 where no overhead is needed). A derived guide, not a measurement: each log's other
     unknowns (its ``unknown``) stay."""
     out = []
@@ -121,13 +122,16 @@ def implied_init_overhead(cfg: ModelConfig, step_gib: float = 0.1, most_gib: flo
         steps = [round(i * step_gib, 6) for i in range(int(round(most_gib / step_gib)) + 1)]
         gib = next((g for g in steps if fit(g) <= log["value"]), None)
         out.append({"log": log["id"], "layout": log["layout"], "reported": int(log["value"]), "at_zero": fit(0.0),
-                    "gib": gib})
+                    "gib": gib, "slots_per_request": log["slots_per_request"]})
     return out
 
 
 def overhead_hint(cfg: ModelConfig) -> str:
-    """'one public start-up log implies 2.9 GiB (cookbook_h200_tp16: 98 running on 16xh200 tp16 ep, 110
-    at 0 GiB)': :func:`implied_init_overhead` in a clause, for a line that assumes 0 GiB; "" without one."""
+    """'one public start-up log implies 2.9 GiB (cookbook_h200_tp16: 98 running on 16xh200 tp16 ep with 4
+    state slots a request, 110 at 0 GiB)': :func:`implied_init_overhead` in a clause, for a line that
+    assumes 0 GiB; "" without one."""
     found = [x for x in implied_init_overhead(cfg) if x["gib"]]
+    # the log's own state slots a request (attack 6: fit's 5 gave 88 at 0 GiB, not the 110 the line cited)
     return "; ".join(f"one public start-up log implies {x['gib']:.1f} GiB ({x['log']}: {x['reported']} running on "
-                     f"{x['layout']}, {x['at_zero']} at 0 GiB)" for x in found[:1])
+                     f"{x['layout']} with {x['slots_per_request']} state slots a request, {x['at_zero']} at 0 GiB)"
+                     for x in found[:1])

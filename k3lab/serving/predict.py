@@ -252,6 +252,7 @@ def nearest(gpu: str, work: Workload, spec: Spec, k: int = 3, engine: str = "sgl
                               + (f" DSpark τ={o.accept_len:g}" if o.spec != "none" else ""),
                   "kind": o.kind, "value": o.value, "fitted": o.fitted,
                   "normalisation": o.normalisation or "", "concurrency": o.concurrency, "admitted": o.admitted,
+                  "input_len": o.input_len, "output_len": o.output_len,
                   "accept_len": o.accept_len if o.spec != "none" else None} for o in pts)
 
 
@@ -346,11 +347,14 @@ def peak(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, spe
 
 def differences(n: dict, p: Prediction) -> list[str]:
     """What sets a nearest public run ``n`` (a row of :attr:`Prediction.nearest`) apart from ``p``'s
-    question, each as words: its layout, the requests that ran at once (its clients, or fewer where its
-    pools bound them), its DSpark acceptance, its engine; empty when none differs."""
+    question, each as words: its layout, its lengths, the requests that ran at once (its clients, or fewer
+    where its pools bound them), its DSpark acceptance, its engine; empty when none differs."""
     d = []
     if n["layout"] != p.layout:
         d.append(f"its layout {n['layout']}")
+    if "input_len" in n and (n["input_len"], n["output_len"]) != (p.input_len, p.output_len):
+        # (attack 6: a 1024/1024 run beside a 1024/400 question said only its concurrency differed)
+        d.append(f"{n['input_len']:,} in / {n['output_len']:,} out (yours {p.input_len:,} / {p.output_len:,})")
     ran = min(n["concurrency"], n["admitted"]) if n.get("admitted") else None
     if ran is not None and ran != p.concurrency:  # its clients, or fewer where its pools bound them (newcomer 15:
         # "c32 ... 22 running" read as a contradiction)
