@@ -66,7 +66,9 @@ CAPS: dict[str, Cap] = {
     "range_ratio_or_one": Cap(0, 1, "", "bench_serving's length spread (1: fixed lengths)", open_low=True),
     "latency_ms": Cap(0, 600_000, "ms", "ten minutes to a token is no service", open_low=True),
     "latency_ms_or_zero": Cap(0, 600_000, "ms", "as latency_ms; 0 means no limit"),
-    "tok_s_per_user": Cap(0, 100_000, "tok/s per user", "far above any one request's decode rate", open_low=True),
+    # the low end is the latency caps' ten minutes a token (attack 6: 1e-9 tok/s was taken, 600,001 ms refused)
+    "tok_s_per_user": Cap(0.002, 100_000, "tok/s per user", "below, a token takes longer than the ten minutes "
+                          "--max-tpot allows; above, far past any one request's decode rate"),
     "tok_s_per_user_or_zero": Cap(0, 100_000, "tok/s per user", "as tok_s_per_user; 0 means no limit"),
     "entries": Cap(0, 1000, "entries", "far more than there are GPUs, layouts or settings to list", integer=True),
 }

@@ -361,3 +361,13 @@ def test_compare_never_prices_a_latency_past_predicts_cap():
     assert (priced["model_ttft_ms"] <= cap).all() and (priced["model_tpot_ms"] <= cap).all()
     # 16xmi355x tp8 pp2 [aiter-k3-opt] queues its 5 requests' prefills past ten minutes: named, not priced
     assert any(f"beyond {cap:,.0f} ms" in str(n) for n in df["model_note"])
+
+
+def test_a_tok_s_per_user_limit_below_the_latency_cap_is_refused(capsys):
+    """Attack 6: --min-tok-s-per-user 1e-9 (a token every 10^12 ms) was taken where --max-tpot 600001 is refused; the
+    per-user rate's low end is the latency cap's ten minutes a token (1,000 / 600,000 ms < 0.002 tok/s)."""
+    line = _one_line_error(capsys, "quote", "--min-tok-s-per-user", "1e-9")
+    assert "--min-tok-s-per-user: must be 0.002 to 100,000 tok/s per user" in line and line.endswith("got 1e-9")
+    assert 1000 / 0.002 <= 600_000
+    rc, out, err = _run(capsys, "quote", "--min-tok-s-per-user", "0.002", "--gpu", "mi355x")
+    assert rc == 0, err
