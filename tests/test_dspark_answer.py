@@ -319,3 +319,20 @@ def test_the_setting_trap_under_dspark_is_computed_with_dspark():
                           "--output-len", "400", "--concurrency", "8", "--spec", "dspark", "--accept-len", "2"],
                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=300).stdout
     assert f"  a setting that changes the answer: {t.sentence}" in out.splitlines()
+
+
+def test_the_dspark_table_says_it_is_dspark_and_why_admission_drops():
+    """Newcomers 17 and 18: 'plan on' gives the figures without DSpark and the table those with it (easy to quote the
+    wrong one); and why DSpark admits 32 where 87 run without it was opaque. The table's head says 'with DSpark',
+    and the admission note says the state pool also keeps each request's draft tokens' verify states."""
+    out = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len", "8192",
+                          "--output-len", "1024", "--concurrency", "32", "--spec", "dspark"], capture_output=True,
+                         text=True, cwd=REPO_ROOT, timeout=300).stdout.splitlines()
+    head = next(i for i, x in enumerate(out) if x.strip().startswith("with DSpark") and x.rstrip().endswith("band"))
+    assert out[head + 1].startswith("  output tok/s, deployment")
+    note = next(x for x in out if x.startswith("  the pools admit 32: "))
+    assert "which with DSpark also keeps each request's draft tokens' verify states, so it holds fewer" in note
+    plain = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len", "8192",
+                            "--output-len", "1024", "--concurrency", "32"], capture_output=True, text=True,
+                           cwd=REPO_ROOT, timeout=300).stdout
+    assert "with DSpark" not in plain and "predicted" in plain

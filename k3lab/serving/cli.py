@@ -284,7 +284,9 @@ def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = ()) -
             ("output tok/s per GPU", "output_tok_s", 1 / p.num_gpus, "{:,.1f}"),
             ("TPOT (ms)", "tpot_ms", 1.0, "{:,.1f}"), ("TTFT (ms)", "ttft_ms", 1.0, "{:,.0f}"),
             ("decode step (ms)", "itl_ms", 1.0, "{:,.1f}")]
-    body = [f"  {'':<26}{'predicted':>11}  {'band':>21}"]
+    # under DSpark the table is DSpark's (newcomer 17/18: "plan on" gives the figures without it, the table those with
+    # it: easy to quote the wrong one)
+    body = [f"  {'':<26}{'with DSpark' if p.spec_on else 'predicted':>11}  {'band':>21}"]
     for name, kind, sc, fmt in rows:
         if kind in ("tpot_ms", "itl_ms") and not p.decodes:
             body.append(f"  {name:<26}{'—':>11}  {'no decode step':>21}")

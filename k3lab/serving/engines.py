@@ -200,7 +200,10 @@ class Admission:
                     f"replica (k3lab's sizing of the pools; `python -m k3lab fit` shows it)")
         if self.engine != "sglang":
             return f"{self.engine}'s request limit binds: {per} (--max-num-seqs)"
-        draft = ", DSpark's draft setting --max-running-requests 48" if "dspark" in self.variants else ""
+        # why DSpark admits fewer (newcomer 16/17: 32 against 87, unexplained): each request's draft tokens keep
+        # their own verify states in the state pool's memory (k3lab.memory: speculative_num_draft_tokens)
+        draft = (", which with DSpark also keeps each request's draft tokens' verify states, so it holds fewer "
+                 "requests than without; and DSpark's own --max-running-requests 48" if "dspark" in self.variants else "")
         pool = self.state_pool or "default --mamba-full-memory-ratio"
         return (f"sglang's request slots bind: {per} (--max-running-requests, capped by the KDA state pool at its "
                 f"{pool}{draft}); a public run at higher concurrency set larger pools "
