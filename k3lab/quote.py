@@ -258,7 +258,7 @@ def quote_verdict(u: dict) -> str:
         out = (f"{at}: the {a}, cheaper per token even at the bands' worst ({cheaper:.0%} cheaper than the {b} at "
                f"the centre{spent}; the bands allow x{allow:.2f}).")
     else:  # newcomer 15: "15% cheaper ..., but the model favours it by 9%": is ~6% the real lead? Said: the
-        # margin net of that lean, and the runner-up's price at which the centre draws level
+        # margin without that lean, and the runner-up's price at which the centre breaks even
         lean_to = compare_view.leaning(u)
         out = (f"{at}: too close to call{',' + lean_to if lean_to else ''} (bands allow x{allow:.2f}): measure "
                f"both. The {a} is {cheaper:.0%} cheaper than the {b} at the centre{net or spent}{level}.")
@@ -397,7 +397,7 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     else:
         verdict = ""
     # what the user typed that looks wrong (a node's price as a GPU's) is never dropped and comes first;
-    # the rest whole sentences, dropped from the end when the screen is full (never cut mid-sentence)
+    # the rest whole sentences (never cut mid-sentence), filled by importance below
     kept = [head, table, *(_wrap(f"warning: {w}") for w in prices.price_warnings(overrides))]
     trap = [_wrap(f"trap: {t}") for t in traps[:1]]
     said = [_wrap(verdict)] if verdict else []
