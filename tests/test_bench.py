@@ -167,7 +167,16 @@ def test_cli_dry_run_and_errors(capsys):
     assert "bench" in cli.COMMANDS
     assert cli.main(["bench", "--base-url", "http://127.0.0.1:30000", "--concurrency", "1,64",
                      "--dry-run", "--python", "PY"]) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
+    got = capsys.readouterr()
+    lines = got.out.strip().splitlines()
     assert len(lines) == 2 and "--max-concurrency 64" in lines[1] and lines[0].startswith("PY -m sglang.bench_serving")
+    # newcomer 19: random-ids prompts overstate a DSpark server's acceptance; said on stderr (stdout stays commands),
+    # with the public groups' medians
+    from k3lab.serving.field import accept_groups
+
+    gs = accept_groups("nvidia-blackwell")
+    assert got.err.startswith("note: the sweep prompts with random-ids: on a speculative (DSpark) server")
+    assert (f"accept a median {gs[-1]['median']:g} tokens a step on synthetic prompts, {gs[0]['median']:g} on "
+            "natural text") in got.err and "--dataset-name random-ids" in lines[0]
     assert cli.main(["bench", "--base-url", "http://192.168.1.2:30000", "--dry-run"]) == 2
     assert "not a loopback" in capsys.readouterr().err
