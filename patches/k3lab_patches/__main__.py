@@ -53,9 +53,10 @@ def status_line(p, version: str) -> str:
 
 def release_table() -> list[str]:
     """Every measured release in one table, oldest first, from the shipped matrix (what ``status
-    --all`` prints; consecutive releases with the same answers share a row): whether it runs Kimi K3, the top-k crash on HIP, what AITER's prefill does with 12
-    heads per rank, and which k3lab patch it wants; then the K3 branch builds the matrix does not hold,
-    and the flags every release needs for AITER's prefill on ROCm."""
+    --all`` prints; consecutive releases with the same answers share a row): whether it runs Kimi K3,
+    the top-k crash on HIP, what AITER's prefill does with 12 heads per rank, and which k3lab patch it
+    wants; then the K3 branch builds the matrix does not hold, and the flags every release needs for
+    AITER's prefill on ROCm."""
     from . import _patches, status
     from .aiter_head_pad import AiterHeadPadPatch
     from .releases import load, version_key
@@ -79,7 +80,9 @@ def release_table() -> list[str]:
         untested = any(status(ps[n], v) == "needed, untested" for n in wanted)
         patch = ("none" + (": recommended" if version_key(v) >= version_key(pad_from) else "") if not wanted else
                  ("both" if len(wanted) == 2 else "head pad" if wanted == ["aiter_head_pad"] else "top-k renorm")
-                 + (", --force (untested here)" if untested else " (tested on its code)"))
+                 # (newcomer 19: "untested here" beside operators.md's "the matrix ran it forced, on CPU")
+                 + (f", --force (written for {', '.join(sorted({k for n in wanted for k in ps[n].known_versions}))})"
+                    if untested else " (tested on its code)"))
         row = [v, "yes" if r["kimi_k3_module"] else "no", crash, heads, patch]
         plain = [c.split(" (PR #")[0] for c in row[1:]]
         if rows and [c.split(" (PR #")[0] for c in rows[-1][1:]] == plain:  # the same answers: one row, a range
