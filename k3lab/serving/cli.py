@@ -242,21 +242,11 @@ def _differs(n: dict, p: Prediction) -> str:
     return out
 
 
-def _after_table(lines: list[str], p: Prediction, ds) -> list[str]:
-    """``lines`` (format_prediction's, after its workload line) with the DSpark acceptance groups of
-    the answer ``ds`` (:func:`k3lab.serving.dspark_answer.acceptance_lines`) after the table, before
-    the nearest public runs; ``lines`` as they are without DSpark."""
-    extra = [] if ds is None else dspark_answer.acceptance_lines(p, ds)
-    if not extra:
-        return lines
-    at = next((i for i, x in enumerate(lines) if x.startswith("  nearest public measurements")), len(lines))
-    return lines[:at] + extra + [""] + lines[at:]
-
-
-def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = ()) -> str:
+def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = (), after_table: list[str] = ()) -> str:
     """The human-readable answer: header naming the settings (``flags``: sglang flags the question
     set, beside the variants), a table with bands (or "not validated" for a metric without a usable
-    band), the domain caveat, nearest points."""
+    band), the domain caveat, ``after_table`` (lines behind the answer, e.g. DSpark's acceptance
+    groups: :func:`k3lab.serving.dspark_answer.acceptance_lines`), nearest points."""
     def band_word(kind):
         return band_words(p.band_of(kind))
 
@@ -311,7 +301,7 @@ def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = ()) -
                 f"GEMMs at {pr.flop_efficiency:.0%} of peak FLOP/s, decode attention reads KV at {pr.kv_efficiency:.0%}, "
                 f"{pr.layer_overhead_us:.0f} µs per layer per pass, {pr.request_overhead_ms:.0f} ms per request "
                 f"(fitted on public data; means of the benchmark, no percentiles)."]
-    return "\n".join(head + body + near + tail)
+    return "\n".join(head + body + ([""] + list(after_table) if after_table else []) + near + tail)
 
 
 def beyond_latency_caps(p: Prediction) -> None:
@@ -386,12 +376,13 @@ def cli_main(argv: list[str] | None = None) -> int:
                            **({} if ds is None else ds.as_dict())})
     else:
         flags = (engine.state_pool_flags(),) if engine.state_pool_flags() else ()
-        lines = format_prediction(p, accept_note, flags).split("\n")  # the target and the traps under the workload line
+        after = [] if ds is None else dspark_answer.acceptance_lines(p, ds)
+        lines = format_prediction(p, accept_note, flags, after).split("\n")  # the target and the traps under the workload line
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
                          + [f"  a setting that changes the answer: {t}" for t in traps]
                          + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]
                             if yours else [])  # the user's own state-pool setting: what it does
                          + ([] if backends is None else attention_backend.lines(backends, args.attention_backend or "aiter"))
-                         + ([] if ds is None else dspark_answer.lines(p, ds)) + _after_table(lines[2:], p, ds))
+                         + ([] if ds is None else dspark_answer.lines(p, ds)) + lines[2:])
     print(text)  # a closed pipe (`| head`) is k3lab.cli.QuietStdout's
     return 0
