@@ -242,11 +242,13 @@ def _differs(n: dict, p: Prediction) -> str:
     return out
 
 
-def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = (), after_table: list[str] = ()) -> str:
+def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = (), after_table: list[str] = (),
+                      stated: set = frozenset()) -> str:
     """The human-readable answer: header naming the settings (``flags``: sglang flags the question
     set, beside the variants), a table with bands (or "not validated" for a metric without a usable
     band), the domain caveat, ``after_table`` (lines behind the answer, e.g. DSpark's acceptance
-    groups: :func:`k3lab.serving.dspark_answer.acceptance_lines`), nearest points."""
+    groups: :func:`k3lab.serving.dspark_answer.acceptance_lines`), nearest points (but those whose
+    ids are in ``stated``: said above, e.g. by the DSpark answer's "measured" line)."""
     def band_word(kind):
         return band_words(p.band_of(kind))
 
@@ -291,7 +293,9 @@ def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = (), a
     body += [] if p.decodes else [f"  TPOT and decode step: — ({p.NO_DECODE})"]
     near = ["", "  nearest public measurements (same family; the fit's value for each run as it ran, its harness, "
                 "block and build, and that over the measurement):"]
-    for n in p.nearest:
+    left = [n for n in p.nearest if n["id"] not in stated]
+    near = near if left else []
+    for n in left:
         norm = n.get("normalisation") or "as published"
         was = "" if norm in ("as published", "deployment") else f"; normalised from the published figure: {norm}"
         near.append(f"    {n['id']}  {n['gpu'].upper()} {n['layout']}  {n['workload']}  {NEAREST_KINDS.get(n['kind'], n['kind'])} "
@@ -377,7 +381,8 @@ def cli_main(argv: list[str] | None = None) -> int:
     else:
         flags = (engine.state_pool_flags(),) if engine.state_pool_flags() else ()
         after = [] if ds is None else dspark_answer.acceptance_lines(p, ds)
-        lines = format_prediction(p, accept_note, flags, after).split("\n")  # the target and the traps under the workload line
+        stated = set() if ds is None else dspark_answer.named_runs(p)
+        lines = format_prediction(p, accept_note, flags, after, stated).split("\n")  # the target and the traps under the workload line
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
                          + [f"  a setting that changes the answer: {t}" for t in traps]
                          + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]

@@ -14,7 +14,7 @@ import textwrap
 from dataclasses import dataclass
 
 from ..specs import Deployment, ModelConfig
-from . import committed, field
+from . import committed, dspark_checks, field
 from .engines import SGLANG, Engine, Harness
 from .model import NO_SPEC, Spec, Workload
 from .predict import Prediction, differences, predict
@@ -32,13 +32,17 @@ class DSparkAnswer:
     always faster); ``groups``: :func:`k3lab.serving.field.accept_groups`; ``speed_fit``: the
     distinct acceptance lengths of the DSpark runs the speed fit saw in the family, lowest first
     (empty without any); ``at_groups``: the same question at each group's median acceptance
-    (:class:`Prediction`, one per group, in the groups' order): the answer at either kind of prompt."""
+    (:class:`Prediction`, one per group, in the groups' order): the answer at either kind of prompt;
+    ``checks``: where the question's acceptance lies outside the speed fit, what the public
+    natural-text runs the fit leaves out measured against the model
+    (:func:`k3lab.serving.dspark_checks.check_line`, "" without any)."""
 
     plain: Prediction
     breakeven: float | None
     groups: tuple
     speed_fit: tuple
     at_groups: tuple = ()
+    checks: str = ""
 
     def as_dict(self) -> dict:
         return {"without_dspark": {"output_tok_s": self.plain.output_tok_s, "tpot_ms": self.plain.tpot_ms,
@@ -46,7 +50,12 @@ class DSparkAnswer:
                 "accept_len_breakeven": self.breakeven,
                 "accept_len_groups": [{**g, "at_median": {"output_tok_s": q.output_tok_s, "tpot_ms": q.tpot_ms}}
                                       for g, q in zip(self.groups, self.at_groups)],
-                "accept_len_speed_fit": list(self.speed_fit)}
+                "accept_len_speed_fit": list(self.speed_fit),
+                "natural_text_checks": [{"dspark_id": c.dspark.id, "without_dspark_id": c.plain.id,
+                                         "accept_len": c.dspark.spec.accept_len,
+                                         "concurrency": c.dspark.workload.concurrency,
+                                         "measured_gain": round(c.measured_gain, 4), "model_gain": round(c.model_gain, 4)}
+                                        for c in (dspark_checks.gain_checks(self.plain.family) if self.checks else ())]}
 
 
 def answer(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec, variants=(), kv_dtype: str = "bf16",
@@ -77,9 +86,13 @@ def answer(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec, varian
     seen = sorted({o.accept_len for o in committed.fitted_observations()
                    if o.family == plain.family and o.metric == "dspark"})
     groups = tuple(field.accept_groups(plain.family))
+    outside = bool(seen) and not seen[0] <= spec.accept_len <= seen[-1]
+    acc = dspark_checks.check_accept(plain.family) if outside else None
+    yours = None if acc is None or acc > top else tok_s(acc) / plain.output_tok_s
+    checks = dspark_checks.check_line(plain.family, plain.gpu, plain.layout, yours) if outside else ""
     # each group's median, capped at what the block allows (a step emits at most block + 1 tokens: a block of 2-5
     # cannot reach the repetitive prompts' 6.4)
-    return DSparkAnswer(plain, even, groups, tuple(seen), tuple(at(min(g["median"], top)) for g in groups))
+    return DSparkAnswer(plain, even, groups, tuple(seen), tuple(at(min(g["median"], top)) for g in groups), checks)
 
 
 def _prompts(g: dict) -> str:
@@ -122,7 +135,8 @@ def verdict(p: Prediction, a: DSparkAnswer) -> str:
     word = "no difference (the break-even, not a bug)" if abs(ratio - 1) < EQUAL else ("yes" if ratio > 1 else "no")
     if a.speed_fit and not a.speed_fit[0] <= p.accept_len <= a.speed_fit[-1]:  # the caveat where the answer is
         word += (f", by the model's extrapolation (no band: its DSpark runs accepted {a.speed_fit[0]:g}-"
-                 f"{a.speed_fit[-1]:g}, not {p.accept_len:g})")
+                 f"{a.speed_fit[-1]:g}, not {p.accept_len:g}" + ("; checked on natural text: next line)" if a.checks
+                                                                 else ")"))
     elif p.band_of("output_tok_s") is None:  # DSpark not validated on this family at all
         word += f", by the model alone (no band: DSpark is not validated on {p.family})"
     same = (f"at the same {pl.concurrency:,} requests" if p.concurrency == pl.concurrency else
@@ -166,6 +180,17 @@ def _dspark_runs(p: Prediction) -> list[dict]:
     return [n for n in more if n.get("accept_len") is not None]
 
 
+def named_runs(p: Prediction) -> set[str]:
+    """Ids of the public figures :func:`nearest_dspark_run` states (the nearest DSpark run's, all
+    its kinds): the nearest-measurements list need not repeat them."""
+    runs = _dspark_runs(p)
+    if not runs:
+        return set()
+    first = runs[0]
+    return {n["id"] for n in runs if (n["layout"], n["workload"]) == (first["layout"], first["workload"])
+            and n["kind"] in _SEEN}
+
+
 def nearest_dspark_run(p: Prediction) -> str:
     """One sentence: what the public DSpark run nearest to the question measured (:func:`_dspark_runs`'
     first, all its figures listed), what the model puts that same run at, and which way that leans
@@ -184,10 +209,13 @@ def nearest_dspark_run(p: Prediction) -> str:
     tpot = next((n for n in same if n["kind"] == "tpot_ms"), None)
     # how much faster the model runs than the measurement: tok/s fit over measured, or TPOT measured over fit
     fast = (tok["fitted"] / tok["value"] if tok else tpot["value"] / tpot["fitted"] if tpot else None)
+    # a lean seen at another acceptance is that acceptance's (the natural-text checks can lean the other way)
+    at = (f" at {first['accept_len']:g} tokens a step" if p.spec_on and abs(first["accept_len"] - p.accept_len) > 0.05
+          else "")
     lean = "" if fast is None else (
-        f": the model runs x{fast:.2f} too fast there, so read its DSpark figures as high" if fast > 1.1 else
-        f": the model runs x{1 / fast:.2f} too slow there, so read its DSpark figures as low" if fast < 1 / 1.1 else
-        ": the model agrees there within x1.10")
+        f": the model runs x{fast:.2f} too fast there, so read its DSpark figures{at} as high" if fast > 1.1 else
+        f": the model runs x{1 / fast:.2f} too slow there, so read its DSpark figures{at} as low" if fast < 1 / 1.1
+        else ": the model agrees there within x1.10")
     # how that run differs from the question (its layout is named already)
     apart = [x for x in differences(first, p) if not x.startswith("its layout")]
     return (f"measured: the nearest public DSpark run, {first['gpu'].upper()} {first['layout']} at {first['workload']} "
@@ -201,6 +229,8 @@ def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
     measured (:func:`nearest_dspark_run`): the answer, under the question (the acceptance groups
     behind it, :func:`acceptance_lines`, come after the table: newcomer 15 found the headline buried)."""
     out = textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
+    if a.checks:
+        out += textwrap.wrap(a.checks, width=width, initial_indent="  ", subsequent_indent="    ")
     plan = plan_on(p, a)
     if plan:
         out += textwrap.wrap(plan, width=width, initial_indent="  ", subsequent_indent="    ")
