@@ -342,11 +342,43 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
     worst = u["first_usd_per_gpu_hour"] / be["low"]
     yours = u["second_usd_per_gpu_hour"]
     if need <= allow:
-        return (out + f"; the bands together allow x{allow:.2f}{parts}: measure both. At the bands' worst the {a} is "
-                f"cheaper only while the {b} costs over ${worst:,.2f}/GPU-h.")
+        # newcomer 20: "at the bands' worst the MI355X is cheaper only while..." beside quote's "the lower-risk pick:
+        # the MI355X" read as opposite: the two put the GPUs at opposite edges and at the same edge; each says which
+        return (out + f"; the bands together allow x{allow:.2f}{parts}: measure both. With the {a} as slow as its band "
+                f"allows and the {b} as fast, the {a} stays cheaper only while the {b} costs over ${worst:,.2f}/GPU-h."
+                + slow_edges(u))
     out = out.replace(" or more (", f" or more (x{need:.2f}; ", 1)   # the factor beside the bands' own
     return (out + f", more than the x{allow:.2f} the bands together allow{parts}: at your "
             f"${yours:,.2f} the answer holds (the {a} wins even then while the {b} costs over ${worst:,.2f}/GPU-h).")
+
+
+def slow_edges(u: dict) -> str:
+    """' The lower-risk pick: the MI355X, cheaper at both slow edges too ($9.04 vs $20.05/M).': under
+    a latency target (:func:`~k3lab.compare_answers.user_verdict` ``u`` with both GPUs' slow-edge $/M),
+    which GPU holds it cheaper with both as slow as their bands allow — where the centre cannot
+    decide, the renter's pick before measuring (one rule for either GPU), with why where the slow
+    edges pick the one the centre did not (the other's band is wider); where only one holds the
+    target at its slow edge, which. One sentence with its leading space; "" without a target or a band
+    (quote and compare say the same)."""
+    be, r = u["breakeven"], u["price_ratio"]
+    slow = u.get("slow_usd_per_million_tokens") or (None, None)
+    if r >= be["ratio"] or be["low"] is None or slow == (None, None) or list(slow) == [None, None]:
+        return ""
+    a, b = gpu_name(u["first"]), gpu_name(u["second"])
+    need, allow = be["ratio"] / r, be["ratio"] / be["low"]
+    if list(slow).count(None) == 1:  # a target is set (the other has a slow edge): one misses it even at c1 there
+        w = 0 if slow[1] is None else 1
+        return (f" At the slow edges only the {(a, b)[w]} holds your latency (${slow[w]:,.2f}/M); the "
+                f"{(a, b)[1 - w]} misses it even at one request there.")
+    w, o = (0, 1) if slow[0] <= slow[1] else (1, 0)
+    names, bands = (a, b), (be.get("a_band"), be.get("b_band"))
+    # why, where the slow edges pick the one the centre did not (newcomer 11); where both agree it goes
+    why = (f"; the {names[o]}'s band is wider" if None not in bands and bands[o] > bands[w]
+           and (w == 1 or need > allow) else "")
+    # (newcomer 16: "lower-risk pick" at one workload and "to pick before measuring" at another read as two)
+    lead = (f" At both slow edges the {names[w]} holds your latency cheaper" if need > allow else
+            f" The lower-risk pick: the {names[w]}, cheaper at both slow edges" + (" too" if w == 0 else ""))
+    return f"{lead} (${slow[w]:,.2f} vs ${slow[o]:,.2f}/M{why})."
 
 
 def favours(lean: float, a: str, b: str) -> str:

@@ -262,23 +262,7 @@ def quote_verdict(u: dict) -> str:
         lean_to = compare_view.leaning(u)
         out = (f"{at}: too close to call{',' + lean_to if lean_to else ''} (bands allow x{allow:.2f}): measure "
                f"both. The {a} is {cheaper:.0%} cheaper than the {b} at the centre{net or spent}{level}.")
-    slow = u.get("slow_usd_per_million_tokens") or (None, None)
-    if slow.count(None) == 1:  # a target is set (the other has a slow edge): one misses it even at c1 there
-        w = 0 if slow[1] is None else 1
-        out += (f" At the slow edges only the {(a, b)[w]} holds your latency (${slow[w]:,.2f}/M); the "
-                f"{(a, b)[1 - w]} misses it even at one request there.")
-    elif None not in slow:
-        w, o = (0, 1) if slow[0] <= slow[1] else (1, 0)
-        names, bands = (a, b), (be.get("a_band"), be.get("b_band"))
-        # why, where the slow edges pick the one the centre did not (newcomer 11); where both agree it goes
-        why = (f"; the {names[o]}'s band is wider" if None not in bands and bands[o] > bands[w]
-               and (w == 1 or need > allow) else "")
-        # where the centre cannot decide, the renter's pick before measuring: the one cheaper if both are as slow
-        # as their bands allow (the same rule for either GPU)
-        # (newcomer 16: "lower-risk pick" at one workload and "to pick before measuring" at another read as two)
-        lead = (f" At both slow edges the {names[w]} holds your latency cheaper" if need > allow else
-                f" The lower-risk pick: the {names[w]}, cheaper at both slow edges" + (" too" if w == 0 else ""))
-        out += f"{lead} (${slow[w]:,.2f} vs ${slow[o]:,.2f}/M{why})."
+    out += compare_view.slow_edges(u)
     return out
 
 
@@ -413,9 +397,13 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     # the screen has room (a short one may still fit where a longer one did not): the verdict, the settings, the
     # trap, the band line and the not-priced notes, the ‡ sentence, the measure line, then the pointer to compare
     more = [["more: python -m k3lab compare (every layout and price source, same flags); nothing here ran on a GPU"]]
-    order = [*settings, *notes, *capped, *said, *trap, *recipe, *more]
+    # newcomer 20: with no target the $/M is at each peak's TPOT (61 ms on the MI355X), seen only in a column
+    loose = ([] if target.active else
+             [_wrap("latency: none asked, so each layout at its peak, at the TPOT its row shows; --max-tpot MS prices "
+                    "each at yours")])
+    order = [*settings, *notes, *capped, *said, *trap, *recipe, *loose, *more]
     groups = []
-    for g in [*said, *settings, *trap, *notes, *capped, *recipe, *more]:
+    for g in [*said, *settings, *trap, *notes, *capped, *recipe, *loose, *more]:
         if sum(map(len, kept + groups)) + len(g) <= MAX_LINES:
             groups = [y for y in order if any(y is z for z in groups) or y is g]
     return [x for g in kept + groups for x in g]

@@ -198,8 +198,14 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     assert compare_view.sensitivity(u) == (
         "The B300 wins instead if the model overrates the MI355X against it by 50% or more (the MI355X is 33% cheaper "
         "at the centre); the bands together allow x1.50 (MI355X x1.20 "
-        "× B300 x1.25): measure both. At the bands' worst the MI355X is cheaper only while the B300 costs over "
-        "$6.00/GPU-h.")
+        "× B300 x1.25): measure both. With the MI355X as slow as its band allows and the B300 as fast, the MI355X "
+        "stays cheaper only while the B300 costs over $6.00/GPU-h.")
+    # under a latency target it also names the lower-risk pick, the quote's own sentence (newcomer 20: the two read
+    # as opposite answers when only one named which edges it compared)
+    slow = dict(u, slow_usd_per_million_tokens=(9.04, 20.05))
+    assert compare_view.sensitivity(slow).endswith(
+        "$6.00/GPU-h. The lower-risk pick: the MI355X, cheaper at both slow edges too ($9.04 vs $20.05/M).")
+    assert compare_view.slow_edges(slow) == quote.quote_verdict(slow)[-len(compare_view.slow_edges(slow)):]
     # a price ratio of 0.25: it flips only at 0.75 / 0.25 = x3.00 (200%), beyond the bands' x1.50: the answer holds
     far = compare_view.sensitivity(dict(u, price_ratio=0.25, second_usd_per_gpu_hour=12.0))
     assert far.startswith("The B300 wins instead if the model overrates the MI355X against it by 200% or more (x3.00; "
@@ -719,6 +725,15 @@ def test_the_peak_says_it_is_the_cached_settings():
     plain = quote.quote_lines(decision.decide("kimi-k3", input_len=1024, output_len=400,
                                               overrides={"mi355x": 3.0, "b300": 5.5}))
     assert plain[0].endswith("at each layout's cached peak") and len(plain[0]) <= quote.WIDTH
+    # newcomer 20: "$3.97" was the peak's, at TPOT 61 ms, seen only in a column: a line says so where there is room
+    one = quote.quote_lines(decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0}),
+                            ["mi355x"])
+    line = ("latency: none asked, so each layout at its peak, at the TPOT its row shows; --max-tpot MS prices each at "
+            "yours")
+    assert line in one and len(one) <= quote.MAX_LINES
+    aimed = quote.quote_lines(decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0},
+                                              slo=SLO(max_tpot_ms=50)), ["mi355x"])
+    assert not any(x.startswith("latency:") for x in aimed)
     loose = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5},
                             slo=SLO(max_tpot_ms=60)).comparison.set_index("layout")
     peak = decision.decide("kimi-k3", input_len=1024, output_len=400,

@@ -33,6 +33,8 @@ class DSparkAnswer:
     distinct acceptance lengths of the DSpark runs the speed fit saw in the family, lowest first
     (empty without any); ``at_groups``: the same question at each group's median acceptance
     (:class:`Prediction`, one per group, in the groups' order): the answer at either kind of prompt;
+    ``span``: (group, Prediction at its low end, Prediction at its high end) for the group the
+    question's acceptance lies in (capped at what the block allows), () outside every group;
     ``checks``: where the question's acceptance lies outside the speed fit, what the public
     natural-text runs the fit leaves out measured against the model
     (:func:`k3lab.serving.dspark_checks.check_line`, "" without any)."""
@@ -43,6 +45,7 @@ class DSparkAnswer:
     speed_fit: tuple
     at_groups: tuple = ()
     checks: str = ""
+    span: tuple = ()
 
     def as_dict(self) -> dict:
         return {"without_dspark": {"output_tok_s": self.plain.output_tok_s, "tpot_ms": self.plain.tpot_ms,
@@ -89,10 +92,15 @@ def answer(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec, varian
     outside = bool(seen) and not seen[0] <= spec.accept_len <= seen[-1]
     acc = dspark_checks.check_accept(plain.family) if outside else None
     yours = None if acc is None or acc > top else tok_s(acc) / plain.output_tok_s
-    checks = dspark_checks.check_line(plain.family, plain.gpu, plain.layout, yours) if outside else ""
+    shares = (dspark_checks.fixed_shares(cfg, plain.family, dep, plain.concurrency,
+                                         work.input_len + work.output_len / 2, kv_dtype) if yours is not None else None)
+    checks = dspark_checks.check_line(plain.family, plain.gpu, plain.layout, yours, shares) if outside else ""
     # each group's median, capped at what the block allows (a step emits at most block + 1 tokens: a block of 2-5
     # cannot reach the repetitive prompts' 6.4)
-    return DSparkAnswer(plain, even, groups, tuple(seen), tuple(at(min(g["median"], top)) for g in groups), checks)
+    mine = next((g for g in groups if g["low"] <= spec.accept_len <= g["high"] and g["low"] < g["high"]), None)
+    span = () if mine is None else (mine, at(min(mine["low"], top)), at(min(mine["high"], top)))
+    return DSparkAnswer(plain, even, groups, tuple(seen), tuple(at(min(g["median"], top)) for g in groups), checks,
+                        span)
 
 
 def _prompts(g: dict) -> str:
@@ -133,18 +141,26 @@ def verdict(p: Prediction, a: DSparkAnswer) -> str:
     pl = a.plain
     ratio = p.output_tok_s / pl.output_tok_s
     word = "no difference (the break-even, not a bug)" if abs(ratio - 1) < EQUAL else ("yes" if ratio > 1 else "no")
+    caveat = ""
     if a.speed_fit and not a.speed_fit[0] <= p.accept_len <= a.speed_fit[-1]:  # the caveat where the answer is
-        word += (f", by the model's extrapolation (no band: its DSpark runs accepted {a.speed_fit[0]:g}-"
-                 f"{a.speed_fit[-1]:g}, not {p.accept_len:g}" + ("; checked on natural text: next line)" if a.checks
-                                                                 else ")"))
+        caveat = (f" By the model's extrapolation (no band: its DSpark runs accepted {a.speed_fit[0]:g}-"
+                  f"{a.speed_fit[-1]:g}, not {p.accept_len:g}" + ("; checked on natural text: next line)." if a.checks
+                                                                  else ")."))
     elif p.band_of("output_tok_s") is None:  # DSpark not validated on this family at all
-        word += f", by the model alone (no band: DSpark is not validated on {p.family})"
+        caveat = f" By the model alone (no band: DSpark is not validated on {p.family})."
     same = (f"at the same {pl.concurrency:,} requests" if p.concurrency == pl.concurrency else
             f"of your {p.concurrency_asked:,} clients (DSpark runs {p.concurrency:,} at once, its draft's memory and "
             f"request cap; no DSpark {pl.concurrency:,})")
     s = (f"does DSpark help here? {word}: x{ratio:.2f} against no DSpark {same} "
          f"({p.output_tok_s:,.0f} vs {pl.output_tok_s:,.0f} tok/s, TPOT {p.tpot_ms:,.1f} vs {pl.tpot_ms:,.1f} ms) at "
          f"{p.accept_len:g} tokens per step")
+    if a.span and len(a.groups) > 1:  # the acceptance your prompts get is a range: the answer across it
+        g, lo, hi = a.span
+        x0, x1 = lo.output_tok_s / pl.output_tok_s, hi.output_tok_s / pl.output_tok_s
+        how = ("slower across it" if x1 < 1 else "faster across it" if x0 > 1 else
+               f"from {1 - x0:.0%} slower to {x1 - 1:.0%} faster")
+        s += (f", x{x0:.2f}-{x1:.2f} across the {'lower' if g is a.groups[0] else 'higher'} group's "
+              f"{lo.accept_len:g}-{hi.accept_len:g} ({how})")
     if a.breakeven is None:
         s += "; it never pays here, not even at a full block"
     elif a.breakeven <= 1.0:
@@ -157,7 +173,7 @@ def verdict(p: Prediction, a: DSparkAnswer) -> str:
                               + (f" ({q.accept_len:g} at most with this block)" if q.accept_len < g["median"] else "")
                               + f": x{q.output_tok_s / pl.output_tok_s:.2f} ({q.output_tok_s:,.0f} tok/s, TPOT "
                               f"{q.tpot_ms:,.1f} ms)" for g, q in others)
-    return s + "."
+    return s + "." + caveat
 
 
 #: how nearest_dspark_run names a measured quantity (the kinds of k3lab.serving.observations)

@@ -111,12 +111,32 @@ def check_accept(family: str) -> float | None:
     return round(quantile([c.dspark.spec.accept_len for c in cs], 0.5), 2) if cs else None
 
 
+def fixed_shares(cfg, family: str, dep, concurrency: int, context_tokens: float, kv_dtype: str = "bf16"
+                 ) -> tuple[float, float] | None:
+    """(there, here): the share of a plain decode step that is fixed per pass
+    (:func:`k3lab.serving.model.step_fixed_share`) on the checked run nearest ``concurrency`` and on
+    the question (``dep`` at ``concurrency`` requests of ``context_tokens`` mean context): why the
+    model's DSpark gain differs between them. None without a check."""
+    from .model import step_fixed_share
+
+    cs = gain_checks(family)
+    if not cs:
+        return None
+    c = min(cs, key=lambda c: (abs(c.dspark.workload.concurrency - concurrency), c.dspark.id))
+    params = committed.fitted(family)[0]
+    w = c.dspark.workload
+    there = step_fixed_share(cfg, c.dspark.deployment, w.concurrency, w.input_len + w.output_len / 2, params,
+                             c.dspark.kv_dtype)
+    return there, step_fixed_share(cfg, dep, concurrency, context_tokens, params, kv_dtype)
+
+
 def check_line(family: str, gpu: str | None = None, layout: str | None = None,
-               yours: float | None = None) -> str:
+               yours: float | None = None, shares: tuple[float, float] | None = None) -> str:
     """One sentence: what the natural-text checks of ``family`` measured and what the model says
     of the same runs, per source and layout (``gpu``, ``layout``: the question's, to say whether
     the checked runs share them; ``yours``: the model's DSpark gain on the question at
-    :func:`check_accept`, to set beside them); "" without any."""
+    :func:`check_accept`, to set beside them, with ``shares`` (:func:`fixed_shares`) saying why they
+    differ); "" without any."""
     cs = gain_checks(family)
     if not cs:
         return ""
@@ -128,17 +148,22 @@ def check_line(family: str, gpu: str | None = None, layout: str | None = None,
         worst = max(abs(math.log(c.model_gain / c.measured_gain)) for c in g)
         fast = [c.model_over_measured for c in g]
         parts.append(
-            f"{key[2]} ({key[0]}: {', '.join(f'{i:,}' for i in ins)}-token prompts, acceptance "
-            f"{acc[0]:g}-{acc[-1]:g}) measured DSpark at "
-            + ", ".join(f"x{c.measured_gain:.2f}" for c in g) + " its no-DSpark run at "
-            + ", ".join(f"c{c.dspark.workload.concurrency}" for c in g) + "; the model says "
+            f"on {key[2]} ({key[0]}, {', '.join(f'{i:,}' for i in ins)}-token prompts, acceptance "
+            f"{acc[0]:g}-{acc[-1]:g}) DSpark measured "
+            + ", ".join(f"x{c.measured_gain:.2f}" for c in g) + " its run without at "
+            + ", ".join(f"c{c.dspark.workload.concurrency}" for c in g) + " and the model says "
             + ", ".join(f"x{c.model_gain:.2f}" for c in g)
-            + f" (its DSpark tok/s x{min(fast):.2f}-{max(fast):.2f} the measured): the gain within "
-              f"{math.exp(worst) - 1:.0%}")
-    other = [] if all(c.dspark.gpu == gpu for c in cs) else ["another GPU"]
-    other += [] if all(c.dspark.deployment.label == layout for c in cs) else ["another layout"]
-    mine = (f" At their acceptance ({check_accept(family):g}) the model gives your question x{yours:.2f}."
-            if yours is not None and other else "")
-    return ("checked at natural-text acceptance on public runs the fit leaves out (their lengths are rough): "
+            + f": its gain within {math.exp(worst) - 1:.0%} (its DSpark tok/s x{min(fast):.2f}-{max(fast):.2f} "
+              "the measured)")
+    other = [] if all(c.dspark.gpu == gpu for c in cs) else ["GPU"]
+    other += [] if all(c.dspark.deployment.label == layout for c in cs) else ["layout"]
+    mine = ""
+    if yours is not None and other:
+        mine = f" At their acceptance ({check_accept(family):g}) the model gives yours x{yours:.2f}"
+        if shares is not None and shares[0] > shares[1] + 0.1:
+            mine += (f", less: {shares[0]:.0%} of a plain step there is fixed cost per pass (cross-node collectives, "
+                     f"layer overhead), which a wider verify step does not add to; {shares[1]:.0%} of yours")
+        mine += "."
+    return ("checked on natural text, in public runs the fit leaves out for their rough lengths: "
             + "; ".join(parts) + "." + mine + " A check, not a band: "
-            + (" and ".join(other) + " than yours, " if other else "") + f"{len(cs)} runs.")
+            + (f"{len(cs)} runs on another {' and '.join(other)}." if other else f"{len(cs)} runs."))

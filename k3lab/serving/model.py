@@ -270,6 +270,18 @@ def decode_step_seconds(cfg: ModelConfig, dep: Deployment, requests: float, cont
     return repeats * (step.seconds(params, fallback) + (draft.seconds(params) if draft else 0.0))
 
 
+def step_fixed_share(cfg: ModelConfig, dep: Deployment, requests: float, context_tokens: float,
+                     params: FamilyParams, kv_dtype: str = "bf16") -> float:
+    """The share (0-1) of one plain decode step over ``requests`` requests of one replica that is
+    fixed per pass — layer overhead, cross-node collectives, pipeline hand-offs — and so does not
+    grow when a DSpark verify step widens the batch: where it is large, a verify step costs little
+    more than a plain one and DSpark gains at a lower acceptance."""
+    step, _, _ = _step_costs(cfg, dep, requests, context_tokens, NO_SPEC, setting_of(dep), kv_dtype, None)
+    fixed = (step.layer_passes * params.layer_overhead_us + step.scale_out_events * params.scale_out_us
+             + step.pp_handoffs * params.pipeline_us) * 1e-6
+    return fixed / step.seconds(params)
+
+
 def benchmark(cfg: ModelConfig, dep: Deployment, work: Workload, params: FamilyParams, spec: Spec = NO_SPEC,
               variants=(), kv_dtype: str = "bf16", nics_per_node: int | None = None,
               prefill_attention: str = "fast", engine: Engine = SGLANG, harness: Harness = COHORT_HARNESS,
