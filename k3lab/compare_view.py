@@ -352,14 +352,15 @@ def sensitivity(u: dict, name_bands: bool = True) -> str:
             f"${yours:,.2f} the answer holds (the {a} wins even then while the {b} costs over ${worst:,.2f}/GPU-h).")
 
 
-def slow_edges(u: dict) -> str:
+def slow_edges(u: dict, leads: bool = False) -> str:
     """' The lower-risk pick: the MI355X, cheaper at both slow edges too ($9.04 vs $20.05/M).': under
     a latency target (:func:`~k3lab.compare_answers.user_verdict` ``u`` with both GPUs' slow-edge $/M),
     which GPU holds it cheaper with both as slow as their bands allow — where the centre cannot
     decide, the renter's pick before measuring (one rule for either GPU), with why where the slow
     edges pick the one the centre did not (the other's band is wider); where only one holds the
     target at its slow edge, which. One sentence with its leading space; "" without a target or a band
-    (quote and compare say the same)."""
+    (quote and compare say the same). ``leads``: said before the centre's margin (the quote), so no
+    "too" (the centre's agreement is the next sentence's)."""
     be, r = u["breakeven"], u["price_ratio"]
     slow = u.get("slow_usd_per_million_tokens") or (None, None)
     if r >= be["ratio"] or be["low"] is None or slow == (None, None) or list(slow) == [None, None]:
@@ -377,7 +378,7 @@ def slow_edges(u: dict) -> str:
            and (w == 1 or need > allow) else "")
     # (newcomer 16: "lower-risk pick" at one workload and "to pick before measuring" at another read as two)
     lead = (f" At both slow edges the {names[w]} holds your latency cheaper" if need > allow else
-            f" The lower-risk pick: the {names[w]}, cheaper at both slow edges" + (" too" if w == 0 else ""))
+            f" The lower-risk pick: the {names[w]}, cheaper at both slow edges" + (" too" if w == 0 and not leads else ""))
     return f"{lead} (${slow[w]:,.2f} vs ${slow[o]:,.2f}/M{why})."
 
 

@@ -260,8 +260,12 @@ def quote_verdict(u: dict) -> str:
     else:  # newcomer 15: "15% cheaper ..., but the model favours it by 9%": is ~6% the real lead? Said: the
         # margin without that lean, and the runner-up's price at which the centre breaks even
         lean_to = compare_view.leaning(u)
+        # newcomer 20: "I can't tell you" came first and the pick last: the pick before measuring follows "measure
+        # both", the centre's numbers behind it
         out = (f"{at}: too close to call{',' + lean_to if lean_to else ''} (bands allow x{allow:.2f}): measure "
-               f"both. The {a} is {cheaper:.0%} cheaper than the {b} at the centre{net or spent}{level}.")
+               f"both.{compare_view.slow_edges(u, leads=True)} The {a} is {cheaper:.0%} cheaper than the {b} at the centre"
+               f"{net or spent}{level}.")
+        return out
     out += compare_view.slow_edges(u)
     return out
 

@@ -91,7 +91,9 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
         assert re.search(rf"{re.escape(lay)} +{int(r['model_concurrency'])}{cap}  {r['model_tpot_ms']:.0f} ms", text)
         assert f"${r['usd_per_million_tokens[override]']:,.2f} (" in text
     assert "SGLANG_AITER_K3_OPT=1" in text and "--mamba-full-memory-ratio 0.795" in text   # which setting it needs
-    assert "verdict: At $3.00 vs $5.50/GPU-h: too close to call (bands allow x2.43): measure both. The MI355X is " in flat
+    # newcomer 20: the pick before measuring right after "measure both", the centre's margin behind it
+    assert ("verdict: At $3.00 vs $5.50/GPU-h: too close to call (bands allow x2.43): measure both. The lower-risk "
+            "pick: the MI355X, cheaper at both slow edges ($") in flat and "/M). The MI355X is " in flat
     # how far off the model is known to be, per GPU: its band, the repositories behind it, and which way the refits
     # blind to a run's repository missed that GPU's figures (newcomer 9: "which way does the B300 model err?")
     assert (f"band (9 in 10 unseen public runs inside): MI355X {_band_words('amd-cdna4', 'mi355x')}, "
@@ -205,7 +207,9 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     slow = dict(u, slow_usd_per_million_tokens=(9.04, 20.05))
     assert compare_view.sensitivity(slow).endswith(
         "$6.00/GPU-h. The lower-risk pick: the MI355X, cheaper at both slow edges too ($9.04 vs $20.05/M).")
-    assert compare_view.slow_edges(slow) == quote.quote_verdict(slow)[-len(compare_view.slow_edges(slow)):]
+    # the quote says it before the centre's margin, without the "too" (that is the next sentence's)
+    assert (" measure both." + compare_view.slow_edges(slow).replace(" too (", " (") + " The MI355X is 33% cheaper"
+            ) in quote.quote_verdict(slow)
     # a price ratio of 0.25: it flips only at 0.75 / 0.25 = x3.00 (200%), beyond the bands' x1.50: the answer holds
     far = compare_view.sensitivity(dict(u, price_ratio=0.25, second_usd_per_gpu_hour=12.0))
     assert far.startswith("The B300 wins instead if the model overrates the MI355X against it by 200% or more (x3.00; "
@@ -355,8 +359,8 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     usd = {lay: rows.loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
     assert f"{1 - usd[MI] / usd[B300]:.0%}" == f"{1 - (3.0 / 5.5) / be:.0%}"
     net = 1 - usd[MI] / usd[B300] * lean
-    assert (f"verdict: At $3.00 vs $5.50/GPU-h: too close to call (bands allow x{a * b:.2f}): measure both. The "
-            f"MI355X is {1 - usd[MI] / usd[B300]:.0%} cheaper than the B300 at the centre ({net:.0%} without the model's "
+    assert (f"verdict: At $3.00 vs $5.50/GPU-h: too close to call (bands allow x{a * b:.2f}): measure both.") in flat
+    assert (f"The MI355X is {1 - usd[MI] / usd[B300]:.0%} cheaper than the B300 at the centre ({net:.0%} without the model's "
             f"{lean - 1:.0%} optimism for it on their public runs); the B300 breaks even at "
             f"${5.5 * usd[MI] / usd[B300]:,.2f}/GPU-h.") in flat
     assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (14 figures" in flat
@@ -367,8 +371,8 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     assert slow[MI] < slow[B300] and a < b
     # newcomer 15: where the centre cannot decide, the pick before measuring (the one cheaper at both slow edges)
     # (why the slow edges pick it is said where they pick the one the centre did not)
-    assert (f"The lower-risk pick: the MI355X, cheaper at both slow edges too (${slow[MI]:,.2f} vs "
-            f"${slow[B300]:,.2f}/M).") in flat
+    assert (f"measure both. The lower-risk pick: the MI355X, cheaper at both slow edges (${slow[MI]:,.2f} vs "
+            f"${slow[B300]:,.2f}/M). The MI355X is") in flat
     big = " ".join(x.strip() for x in quote.quote_lines(decision.decide(
         "kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50))))
     assert "The B300 is 8% cheaper than the MI355X at the centre" in big and \
