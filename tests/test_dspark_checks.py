@@ -4,6 +4,7 @@ source's run without DSpark, their measured gain against the model's at each run
 
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -120,3 +121,21 @@ def test_predict_prints_the_check_under_the_verdict_only_outside_the_speed_fit()
     doc = json.loads(runs["json"].stdout)
     got = {(r["dspark_id"], r["without_dspark_id"]) for r in doc["natural_text_checks"]}
     assert got == {(c.dspark.id, c.plain.id) for c in dspark_checks.gain_checks("nvidia-blackwell")}
+
+
+def test_no_slow_edge_is_said_where_no_band_holds():
+    """Seen while answering newcomer 20's Q3: with --max-tpot, DSpark at natural-text acceptance printed 'c6 (119
+    tok/s) at the band's slow edge' above 'No band holds here (the table prints none)'. Outside the validated domain
+    there is no band, so no edge either, in text and JSON; inside it the edge stays."""
+    base = [sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len", "8192",
+            "--output-len", "1024", "--spec", "dspark", "--max-tpot", "50"]
+    text = subprocess.run(base, capture_output=True, text=True, cwd=REPO_ROOT, timeout=300).stdout
+    assert ("none (outside the model's validated domain: no band there) at the band's slow edge" in text
+            and "outside its domain" in text)
+    doc = json.loads(subprocess.run(base + ["--json"], capture_output=True, text=True, cwd=REPO_ROOT,
+                                    timeout=300).stdout)
+    assert doc["slo_slow_edge_concurrency"] is None and doc["speed_in_validated_domain"] is False
+    inside = subprocess.run(base + ["--accept-len", "6.4"], capture_output=True, text=True, cwd=REPO_ROOT,
+                            timeout=300).stdout
+    assert "outside the model's validated domain: no band there" not in inside
+    assert re.search(r"; c\d+ \([\d,]+ tok/s\) at the band's slow edge", inside)

@@ -207,6 +207,14 @@ def _your_setting(cfg, dep, variants, args, engine: Engine, dspark: bool, p: Pre
     return out
 
 
+def slow_outside(op, target: SLO) -> bool:
+    """Whether an operating point's slow edge lies outside the model's validated domain for a metric
+    the target limits: a slow edge is the band's, and there the table prints no band, so neither is
+    an edge said (it read "c6 at the band's slow edge" above "No band holds here")."""
+    return op is not None and op.slow is not None and bool(
+        op.slow.gaps("output_tok_s") or (target.max_ttft_ms is not None and op.slow.gaps("ttft_ms")))
+
+
 def slo_lines(p: Prediction, target: SLO, op=None) -> list[str]:
     """What the latency target says of ``p``: met or missed, and (``op``, an operating point) the
     highest concurrency that meets it, at the model's value and at its band's slow edge."""
@@ -217,7 +225,8 @@ def slo_lines(p: Prediction, target: SLO, op=None) -> list[str]:
                                                       f"missed ({'; '.join(miss)})")]
     if op is not None:
         best = "none" if op.point is None else f"c{op.point.concurrency:,}"
-        edge = (f"c{op.slow.concurrency:,} ({op.slow_tok_s:,.0f} tok/s)" if op.slow is not None
+        edge = ("none (outside the model's validated domain: no band there)" if slow_outside(op, target) else
+                f"c{op.slow.concurrency:,} ({op.slow_tok_s:,.0f} tok/s)" if op.slow is not None
                 else f"none ({op.slow_why})")
         out.append(f"  highest concurrency that meets it: {best} at the model's value; {edge} at the band's slow edge")
     return out
@@ -371,7 +380,8 @@ def cli_main(argv: list[str] | None = None) -> int:
     if args.json:
         text = json_text({**p.as_dict(), "slo": target.as_dict(), "slo_met": not target.misses(p),
                            "slo_concurrency": None if op is None or op.point is None else op.point.concurrency,
-                           "slo_slow_edge_concurrency": None if op is None or op.slow is None else op.slow.concurrency,
+                           "slo_slow_edge_concurrency": None if op is None or op.slow is None
+                           or slow_outside(op, target) else op.slow.concurrency,
                            "setting_traps": traps,
                            "your_setting": _your_setting(cfg, dep, variants, args, engine, spec.on, p) if yours
                            else None,
