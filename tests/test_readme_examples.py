@@ -72,7 +72,11 @@ def test_readme_answers_whether_speculative_decoding_still_crashes():
     """Q5 names the releases (from the release matrix: the crash in 0.5.16, fixed in 0.5.17), the branch
     images' NameError, the backend flag, and that a K3 image needs --force."""
     para = _section(_readme(), "Does speculative decoding still crash on ROCm?")
-    assert "**The crash is gone from sglang 0.5.17**" in para and "NameError: name 'top_k_renorm_prob' is not defined" in para
+    # newcomer 20: the lead said 0.5.17 (the crash) and then 0.5.19 (K3): a skimmer stopped at the first; the
+    # release to run comes first, the crash's own release after it
+    assert "The crash alone is gone from sglang 0.5.17 (PR #32641)." in " ".join(para.split())
+    assert "NameError: name 'top_k_renorm_prob' is not defined" in para
+    assert " ".join(para.split()).index("**For K3 on ROCm: at least 0.5.19") < " ".join(para.split()).index("0.5.17")
     # newcomer 7: "which release?" leads with one line each for the crash and for serving K3 with no patch;
     # newcomer 10: "with no patch" beside "from 0.5.19 no patch" read as two answers: the lead names 0.5.22 for
     # serving, then why (no patch, and sglang's own padded prefill) and what 0.5.19-0.5.21 lack
