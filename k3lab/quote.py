@@ -179,23 +179,13 @@ def _spare(a: dict, r) -> str:
 
     lay, vs = _row_layout(r)
     cfg, ctx = load_model(a["model"]), a["context_tokens"]
-    p = memory.plan(cfg, lay.gpu, lay.num_gpus, lay.tp, a["mem_fraction"], a["kv_dtype"], pp=lay.pp,
-                    context_tokens=ctx, variants=vs)
-    if r.get("priced_with"):
-        m = -(-int(r["model_concurrency"]) // p.replicas)  # the --max-running-requests the row names
-        f = memory.fit(cfg, lay, a["mem_fraction"], a["kv_dtype"], context_tokens=ctx, variants=vs,
-                       disable_radix_cache=True, max_running_requests=m)
-        tokens, held = f.max_kv_tokens, f.max_full_context_requests
-    elif p.best_option is not None:
-        tokens, held = p.best_option.max_total_num_tokens, p.best_option.full_context_requests
-    else:
+    pool = _pool(a, r)
+    if pool is None:
         return ""
+    tokens, held = pool
     spare = tokens - ctx * max(1, held)
     if spare >= ctx // 10:  # room for any start-up overhead worth naming: nothing to size
         return ""
-    # newcomer 15: can my requests run while a full-context one does? Here, not one of them
-    beside = (f"; beside a {ctx:,}-token request none of yours runs" if spare < a["input_len"] + a["output_len"]
-              else "")
     from .findings.startup_logs import implied_init_overhead
     from .specs import GiB
 
@@ -206,9 +196,58 @@ def _spare(a: dict, r) -> str:
         variants=vs, init_overhead_bytes=int(round(seen * GiB))).best_option
     value = None if there is None else there.flags.split()[-1] if there.flags.startswith(
         "--mamba-full-memory-ratio") else there.flags
-    told = (f"; {value} at the {seen:.1f} GiB a public log implies" if value else
+    told = (f"; {value} at a public log's {seen:.1f} GiB" if value else
             f"; a public log implies {seen:.1f} GiB" if seen else "")
-    return f"{spare:,} tokens spare at 0 GiB start-up overhead{told}{beside}"
+    # how little is left is the head's "yours running beside it: none" (newcomer 21); here the overhead it assumes
+    return f"at 0 GiB start-up overhead{told}"
+
+
+def _pool(a: dict, r) -> tuple[int, int] | None:
+    """(KV tokens, full-context requests held) of a row under the setting it is priced with: its
+    ``priced_with`` (the radix cache off at its --max-running-requests), else, where it needs a
+    state-pool setting to hold the request, :attr:`k3lab.memory.Plan.best_option` (the largest
+    ratio that holds it), else sglang's defaults (the row's own pool); None where nothing holds it."""
+    from . import memory
+
+    lay, vs = _row_layout(r)
+    cfg, ctx = load_model(a["model"]), a["context_tokens"]
+    if r["fits_with"] == "defaults" and not r.get("priced_with"):
+        return int(r["max_kv_tokens"]), int(r["full_context_requests"])
+    p = memory.plan(cfg, lay.gpu, lay.num_gpus, lay.tp, a["mem_fraction"], a["kv_dtype"], pp=lay.pp,
+                    context_tokens=ctx, variants=vs)
+    if r.get("priced_with"):
+        m = -(-int(r["model_concurrency"]) // p.replicas)  # the --max-running-requests the row names
+        f = memory.fit(cfg, lay, a["mem_fraction"], a["kv_dtype"], context_tokens=ctx, variants=vs,
+                       disable_radix_cache=True, max_running_requests=m)
+        return f.max_kv_tokens, f.max_full_context_requests
+    if p.best_option is not None:
+        return p.best_option.max_total_num_tokens, p.best_option.full_context_requests
+    return None
+
+
+def beside(a: dict, r) -> int | None:
+    """How many of the user's requests (input + output tokens each) run beside one full-context
+    request on a row's deployment under the setting it is priced with (newcomers 15, 20, 21: "holds a
+    1M request" and "c121" do not happen at once): the KV tokens one full-context request leaves,
+    in whole requests, and never more than the requests the row's pools admit less that one. None
+    where nothing holds it."""
+    from .serving.predict import admission
+
+    lay, vs = _row_layout(r)
+    if lay.num_gpus > lay.tp * lay.pp:  # several replicas: the others run yours whole; not said in one number
+        return None
+    pool = _pool(a, r)
+    if pool is None or pool[1] < 1:
+        return None
+    n = a["input_len"] + a["output_len"]
+    kv = max(0, (pool[0] - a["context_tokens"]) // n)
+    if r["fits_with"] == "defaults" and not r.get("priced_with"):
+        slots = admission(load_model(a["model"]), lay, n, variants=vs, kv_dtype=a["kv_dtype"],
+                          mem_fraction=a["mem_fraction"]).requests
+        kv = min(kv, max(0, slots - 1))
+    elif r.get("priced_with"):  # its --max-running-requests per replica, one of them the full-context request
+        kv = min(kv, max(0, int(r["priced_with"].split()[-1]) - 1))
+    return int(kv)
 
 
 def _with_cache(r, overrides: dict, one_token: bool = False) -> str:
@@ -297,10 +336,15 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     target = d.slo
     # the peak is the prefix-cached setting's (newcomer 16: a looser target came out cheaper than the "peak": a
     # target prices without the cache where it admits too few; the README's key and docs/cli.md say so)
+    rows = best_rows(df, gpus)
+    # newcomers 15, 20, 21: does a full-context request leave room for mine? Said per GPU beside "holds"
+    room = [(g, beside(a, r)) for g, r in rows.items() if r is not None]
+    room = ", ".join(f"{g.upper()} {'none' if n == 0 else f'{n:,}'}" for g, n in room if n is not None)
     head = _wrap(f"quote {a['model']} (model, no DSpark): holds a {a['context_tokens']:,}-token request; "
                  f"{a['input_len']:,} in / {a['output_len']:,} out at "
                  + (target.label() if target.active else "each layout's cached peak"))
-    rows = best_rows(df, gpus)
+    # its own line, filled where the screen has room (the head stays one line: the measure line outranks it)
+    room = [_wrap(f"yours running beside a {a['context_tokens']:,}-token request: {room}")] if room else []
     body = [_cells(df, r, overrides) for r in rows.values() if r is not None]
     cost_head = "$/M output (band; slow edge)" if overrides else "$/M output, independent prices"
     heads = ["GPU", "cheapest layout that holds it", "c", "TPOT", "TTFT", "tok/s/GPU", cost_head]
@@ -405,9 +449,9 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     loose = ([] if target.active else
              [_wrap("latency: none asked, so each layout at its peak, at the TPOT its row shows; --max-tpot MS prices "
                     "each at yours")])
-    order = [*settings, *notes, *capped, *said, *trap, *recipe, *loose, *more]
+    order = [*room, *settings, *notes, *capped, *said, *trap, *recipe, *loose, *more]
     groups = []
-    for g in [*said, *settings, *trap, *notes, *capped, *recipe, *loose, *more]:
+    for g in [*said, *settings, *trap, *notes, *capped, *recipe, *room, *loose, *more]:
         if sum(map(len, kept + groups)) + len(g) <= MAX_LINES:
             groups = [y for y in order if any(y is z for z in groups) or y is g]
     return [x for g in kept + groups for x in g]

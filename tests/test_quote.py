@@ -530,8 +530,13 @@ def test_the_named_state_pool_setting_says_how_little_room_it_leaves():
     assert running(0) == 110 and running(2.8) > 98 >= running(2.9)
     ratio = max(r / 1000 for r in range(500, 796) if memory.fit(
         cfg, dep, 0.9, "bf16", mamba_full_memory_ratio=r / 1000, init_overhead_bytes=int(round(2.9 * 2**30))).fits)
-    assert (f"B300 --mamba-full-memory-ratio 0.795 ({room:,} tokens spare at 0 GiB start-up overhead; {ratio:.3f} at "
-            "the 2.9 GiB a public log implies; beside a 1,048,576-token request none of yours runs)") in flat
+    assert (f"B300 --mamba-full-memory-ratio 0.795 (at 0 GiB start-up overhead; {ratio:.3f} at a public log's "
+            "2.9 GiB)") in flat
+    # how little room it leaves is the head's (newcomers 20, 21: said for every GPU, not the B300 alone): none of
+    # yours beside the full-context request on the B300; on the MI355X what its KV cache leaves, in whole requests
+    mi = memory.fit(cfg, specs.parse_layout("8xmi355x tp8"), 0.9, "bf16", variants=("aiter-k3-opt",)).max_kv_tokens
+    assert (f"yours running beside a 1,048,576-token request: MI355X {(mi - 1_048_576) // (8192 + 1024)}, B300 none "
+            "settings:") in flat
     # with a GiB held before the weights load, 0.795 no longer holds it
     assert not memory.fit(cfg, dep, 0.9, "bf16", mamba_full_memory_ratio=0.795, init_overhead_bytes=2**30).fits
 
@@ -615,17 +620,20 @@ def test_attack_5_the_measure_line_names_the_verdicts_two_and_comes_back_when_it
     it names the verdict's two, and a group dropped first returns once a longer one has gone. (Newcomer 15: the
     band line, how sure, outranks it: at 1,024 / 400 with three GPUs there is no room for both, and the band
     line stays; at 8,192 / 1,024 the band line does not fit beside the verdict and the measure line does.)"""
-    for il, ol, fits in ((8192, 1024, True), (1024, 400, False)):
-        d = decision.decide("kimi-k3", input_len=il, output_len=ol,
-                            overrides={"mi355x": 3.0, "b300": 5.5, "b200": 4.0}, slo=SLO(max_tpot_ms=50))
-        lines = quote.quote_lines(d)
-        assert len(lines) <= quote.MAX_LINES
-        rows = d.comparison.set_index("layout")
-        assert ((f"measure: python -m k3lab bench --base-url URL --input-len {il} --output-len {ol} --concurrency "
-                 f"{int(rows.loc[MI, 'model_concurrency'])} (MI355X), {int(rows.loc[B300, 'model_concurrency'])} "
-                 "(B300)") in lines) == fits
-        # (at 8,192 / 1,024 the verdict takes four lines and the three GPUs' band line three: no room for it)
-        assert any(x.startswith("band (9 in 10 unseen public runs inside)") for x in lines) != fits
+    # (newcomer 21's shorter B300 setting clause left room for the band line at 8,192 / 1,024 too: with three GPUs
+    # the band line stays and the measure line, ranked after it, has no room at either workload; with two it does)
+    for il, ol in ((8192, 1024), (1024, 400)):
+        rows = None
+        for over, fits in (({"mi355x": 3.0, "b300": 5.5, "b200": 4.0}, False), ({"mi355x": 3.0, "b300": 5.5}, True)):
+            d = decision.decide("kimi-k3", input_len=il, output_len=ol, overrides=over, slo=SLO(max_tpot_ms=50))
+            lines = quote.quote_lines(d)
+            assert len(lines) <= quote.MAX_LINES
+            rows = d.comparison.set_index("layout")
+            assert ((f"measure: python -m k3lab bench --base-url URL --input-len {il} --output-len {ol} --concurrency "
+                     f"{int(rows.loc[MI, 'model_concurrency'])} (MI355X), {int(rows.loc[B300, 'model_concurrency'])} "
+                     "(B300)") in lines) == fits
+            assert any(x.startswith("band (9 in 10 unseen public runs inside)") for x in lines)
+            assert fits or len(lines) == quote.MAX_LINES   # dropped for want of room, never while it fitted
         assert "cheaper than the MI355X at the centre" in " ".join(x.strip() for x in lines) or \
             "cheaper than the B300 at the centre" in " ".join(x.strip() for x in lines)
 
@@ -769,3 +777,24 @@ def test_a_cheaper_gpu_outside_the_validated_domain_is_named_in_the_verdict():
     assert "16xmi355x tp16 is cheaper still at the model's centre ($" in peak
     assert "cheaper still" not in " ".join(quote.quote_lines(decision.decide(
         "kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50))))
+
+
+def test_the_head_says_how_many_of_yours_run_beside_a_full_context_request():
+    """Newcomers 20, 21 (Q1): 'holds a 1M request' and 'c121' read as one state: how much of the user's traffic
+    runs beside a live full-context request was said for the B300 only. At 1,024 / 400 the KV cache leaves room
+    for more than the pools' request slots on both: the slots bind, less the full-context request's own."""
+    from k3lab.serving.predict import admission
+
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5},
+                        slo=SLO(max_tpot_ms=50))
+    cfg = specs.load_model("kimi-k3")
+    rows = d.comparison.set_index("layout")
+    slots = admission(cfg, specs.parse_layout("8xmi355x tp8"), 1424, variants=("aiter-k3-opt",)).requests
+    kv = (int(rows.loc[MI, "max_kv_tokens"]) - 1_048_576) // 1424
+    assert kv > slots - 1          # here the slots bind
+    # the B300 is priced without the radix cache at --max-running-requests 111: 110 beside it
+    assert rows.loc[B300, "priced_with"] == "--disable-radix-cache --max-running-requests 111"
+    lines = quote.quote_lines(d)
+    assert f"yours running beside a 1,048,576-token request: MI355X {slots - 1}, B300 110" in lines
+    # the head stays one line (the measure line outranks this one: it is filled where the screen has room)
+    assert not lines[1].startswith("  ") and any(x.startswith("measure: ") for x in lines)
