@@ -132,7 +132,7 @@ def test_the_text_explains_the_groups_and_names_the_break_even(runs):
             + (f"(from {1 - x0:.0%} slower to {x1 - 1:.0%} faster)" if x1 > 1 else "(slower across it)")) in flat
     # ... with its caveat in the same sentence: 2 lies outside the acceptance the speed fit saw (no band there)
     assert (f"By the model's extrapolation (no band: its DSpark runs accepted {seen[0]:g}-{seen[-1]:g}, not {low:g}; "
-            "checked on natural text: next line).") in flat
+            "checked on natural text: below).") in flat
     assert (f"at the higher group's {groups[-1]['median']:g}: x{hi.output_tok_s / plain.output_tok_s:.2f} "
             f"({hi.output_tok_s:,.0f} tok/s, TPOT {hi.tpot_ms:,.1f} ms)") in flat
     assert flat.index("does DSpark help here?") < flat.index("DSpark acceptance:")

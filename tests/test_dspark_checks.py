@@ -99,9 +99,10 @@ def test_predict_prints_the_check_under_the_verdict_only_outside_the_speed_fit()
             for k, a in {"natural": [], "high": ["--accept-len", "6.4"], "json": ["--json"]}.items()}
     flat = " ".join(runs["natural"].stdout.split())
     assert runs["natural"].returncode == 0
-    assert flat.index("does DSpark help here?") < flat.index("checked on natural text, in public runs") < flat.index(
-        "plan on:")
-    assert "checked on natural text: next line" in flat
+    # newcomer 21: what to expect under whether DSpark helps, the evidence after them, the setting trap after that
+    assert flat.index("does DSpark help here?") < flat.index("plan on:") < flat.index(
+        "checked on natural text, in public runs") < flat.index("a setting that changes the answer")
+    assert "checked on natural text: below" in flat
     # beside the checked runs, the model's gain on the question itself at their median acceptance (2.2, 2.24, 2.28)
     b300 = Deployment("b300", 8, 8)
     work = Workload(8192, 1024, 32)

@@ -174,10 +174,11 @@ def _checked_fragments(block: str) -> list[str]:
     pr = next(c for c in data.load("upstream_changes").changes if c.pr == 32641)
     opened = datetime.date.fromisoformat(str(pr.opened))
     checks = gain_checks("nvidia-blackwell")
+    assert all(c.dspark.deployment.num_nodes == 2 for c in checks)   # "two-node", said in the prose
     gains = sorted(c.measured_gain for c in checks)
     within = max(abs(math.log(c.model_gain / c.measured_gain)) for c in checks)
     return [
-        f"checked on natural-text runs ({checks[0].dspark.deployment.num_gpus}×{checks[0].dspark.gpu.upper()}: DSpark "
+        f"(on two-node {checks[0].dspark.deployment.num_gpus}×{checks[0].dspark.gpu.upper()} runs natural text paid "
         f"x{gains[0]:.2f}–{gains[-1]:.2f}; the model's gain within {math.exp(within) - 1:.0%})",
         f"{count_params(cfg).total_without_mtp / 1e12:.2f}T-parameter",
         f"K3's {per_rank} heads per rank", f"{per_rank} heads padded to {padded}",

@@ -393,11 +393,13 @@ def cli_main(argv: list[str] | None = None) -> int:
         after = [] if ds is None else dspark_answer.acceptance_lines(p, ds)
         stated = set() if ds is None else dspark_answer.named_runs(p)
         lines = format_prediction(p, accept_note, flags, after, stated).split("\n")  # the target and the traps under the workload line
+        # newcomer 21: the DSpark answer came after a four-line setting trap: it comes first, under the target
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
+                         + ([] if ds is None else dspark_answer.lines(p, ds))
                          + [f"  a setting that changes the answer: {t}" for t in traps]
                          + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]
                             if yours else [])  # the user's own state-pool setting: what it does
                          + ([] if backends is None else attention_backend.lines(backends, args.attention_backend or "aiter"))
-                         + ([] if ds is None else dspark_answer.lines(p, ds)) + lines[2:])
+                         + lines[2:])
     print(text)  # a closed pipe (`| head`) is k3lab.cli.QuietStdout's
     return 0

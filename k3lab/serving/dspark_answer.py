@@ -144,7 +144,7 @@ def verdict(p: Prediction, a: DSparkAnswer) -> str:
     caveat = ""
     if a.speed_fit and not a.speed_fit[0] <= p.accept_len <= a.speed_fit[-1]:  # the caveat where the answer is
         caveat = (f" By the model's extrapolation (no band: its DSpark runs accepted {a.speed_fit[0]:g}-"
-                  f"{a.speed_fit[-1]:g}, not {p.accept_len:g}" + ("; checked on natural text: next line)." if a.checks
+                  f"{a.speed_fit[-1]:g}, not {p.accept_len:g}" + ("; checked on natural text: below)." if a.checks
                                                                   else ")."))
     elif p.band_of("output_tok_s") is None:  # DSpark not validated on this family at all
         caveat = f" By the model alone (no band: DSpark is not validated on {p.family})."
@@ -245,11 +245,11 @@ def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
     measured (:func:`nearest_dspark_run`): the answer, under the question (the acceptance groups
     behind it, :func:`acceptance_lines`, come after the table: newcomer 15 found the headline buried)."""
     out = textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
+    plan = plan_on(p, a)
+    if plan:  # what to expect, right under whether DSpark helps (the renter's two questions), then the evidence
+        out += textwrap.wrap(plan, width=width, initial_indent="  ", subsequent_indent="    ")
     if a.checks:
         out += textwrap.wrap(a.checks, width=width, initial_indent="  ", subsequent_indent="    ")
-    plan = plan_on(p, a)
-    if plan:
-        out += textwrap.wrap(plan, width=width, initial_indent="  ", subsequent_indent="    ")
     seen = nearest_dspark_run(p)
     if seen:
         out += textwrap.wrap(seen, width=width, initial_indent="  ", subsequent_indent="    ")
