@@ -140,3 +140,32 @@ def test_no_slow_edge_is_said_where_no_band_holds():
                             timeout=300).stdout
     assert "outside the model's validated domain: no band there" not in inside
     assert re.search(r"; c\d+ \([\d,]+ tok/s\) at the band's slow edge", inside)
+
+
+def test_the_dspark_answer_opens_with_what_to_plan_on_and_whether_it_pays():
+    """Newcomers 21, 22 (Q3, B and C+): the answer took ~25 lines of caveats to assemble. It opens with one sentence:
+    what to plan on (without DSpark where DSpark's speed is an extrapolation, with its validated band), whether DSpark
+    pays at the acceptance asked, across its group and on the other group's prompts."""
+    b300, work = Deployment("b300", 8, 8), Workload(8192, 1024, 32)
+    plain = predict(CFG, b300, work)
+    at = {a: predict(CFG, b300, work, Spec("dspark", a)) for a in (1.18, 2.0, 2.28, 6.4)}
+    lo, hi = plain.interval("output_tok_s")
+    base = [sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len", "8192",
+            "--output-len", "1024", "--concurrency", "32", "--spec", "dspark"]
+    out = subprocess.run(base, capture_output=True, text=True, cwd=REPO_ROOT, timeout=300).stdout
+    lines = out.splitlines()
+    assert lines[2].startswith("  in short: ")     # right under the header, before any reason
+    flat = " ".join(out.split())
+    x = lambda a: at[a].output_tok_s / plain.output_tok_s  # noqa: E731
+    assert (f"in short: plan on {plain.output_tok_s:,.0f} output tok/s (band {lo:,.0f}-{hi:,.0f}) and TPOT "
+            f"{plain.tpot_ms:,.1f} ms without DSpark; DSpark does not pay here: x{x(2.0):.2f} at 2 tokens a step, "
+            f"x{x(1.18):.2f}-{x(2.28):.2f} across 1.18-2.28; x{x(6.4):.2f} on repetitive prompts (6.4) (the model's "
+            "extrapolation: below).") in flat
+    assert flat.index("in short:") < flat.index("does DSpark help here?")
+    # inside what the speed fit saw, the plan is DSpark's own, with its band
+    high = " ".join(subprocess.run(base + ["--accept-len", "6.4"], capture_output=True, text=True, cwd=REPO_ROOT,
+                                   timeout=300).stdout.split())
+    lo6, hi6 = at[6.4].interval("output_tok_s")
+    assert (f"in short: plan on {at[6.4].output_tok_s:,.0f} output tok/s (band {lo6:,.0f}-{hi6:,.0f}) and TPOT "
+            f"{at[6.4].tpot_ms:,.1f} ms with DSpark; DSpark pays here: x{x(6.4):.2f} at 6.4 tokens a step") in high
+    assert f"x{x(2.0):.2f} on natural text (2)." in high

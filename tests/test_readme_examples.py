@@ -8,7 +8,6 @@ the new output). The decision sentences under it are ``k3lab.decision.headline``
 
 from __future__ import annotations
 
-import math
 import re
 import shlex
 import subprocess
@@ -162,7 +161,6 @@ def _checked_fragments(block: str) -> list[str]:
     from k3lab import attention, claims, data, specs
     from k3lab.findings import f3_prefill
     from k3lab.model.inventory import count_params
-    from k3lab.serving.dspark_checks import gain_checks
     from k3lab.serving.field import accept_groups
 
     cfg = specs.load_model("kimi-k3")
@@ -173,13 +171,7 @@ def _checked_fragments(block: str) -> list[str]:
     n = list(pad.index)[1:]   # 8,192, the article's, the longest
     pr = next(c for c in data.load("upstream_changes").changes if c.pr == 32641)
     opened = datetime.date.fromisoformat(str(pr.opened))
-    checks = gain_checks("nvidia-blackwell")
-    assert all(c.dspark.deployment.num_nodes == 2 for c in checks)   # "two-node", said in the prose
-    gains = sorted(c.measured_gain for c in checks)
-    within = max(abs(math.log(c.model_gain / c.measured_gain)) for c in checks)
     return [
-        f"(on two-node {checks[0].dspark.deployment.num_gpus}×{checks[0].dspark.gpu.upper()} runs natural text paid "
-        f"x{gains[0]:.2f}–{gains[-1]:.2f}; the model's gain within {math.exp(within) - 1:.0%})",
         f"{count_params(cfg).total_without_mtp / 1e12:.2f}T-parameter",
         f"K3's {per_rank} heads per rank", f"{per_rank} heads padded to {padded}",
         f"## Is the {per_rank}→{padded} head padding", f"The cost is the {padded - per_rank} extra heads: "

@@ -239,12 +239,40 @@ def nearest_dspark_run(p: Prediction) -> str:
             f"at {fit}{lean}")
 
 
+def summary(p: Prediction, a: DSparkAnswer) -> str:
+    """The answer in one sentence, before its reasons (newcomers 21, 22: the answer took 25 lines of
+    caveats to assemble): what to plan on — without DSpark where DSpark's speed here is an
+    extrapolation (:func:`plan_on`), else with it — and whether DSpark pays, at the acceptance asked,
+    across its group and on the other group's prompts."""
+    pl = a.plain
+    ratio = p.output_tok_s / pl.output_tok_s
+    pays = ("breaks even" if abs(ratio - 1) < EQUAL else "pays" if ratio > 1 else "does not pay")
+    extra = plan_on(p, a) != ""
+    q = pl if extra else p
+    iv = q.interval("output_tok_s")
+    band = "" if iv is None or (not extra and p.outside) else f" (band {iv[0]:,.0f}-{iv[1]:,.0f})"
+    s = (f"in short: plan on {q.output_tok_s:,.0f} output tok/s{band} and TPOT {q.tpot_ms:,.1f} ms "
+         + ("without DSpark" if extra else "with DSpark") + f"; DSpark {pays} here: x{ratio:.2f} at "
+         f"{p.accept_len:g} tokens a step")
+    if a.span and len(a.groups) > 1:
+        g, lo, hi = a.span
+        s += (f", x{lo.output_tok_s / pl.output_tok_s:.2f}-{hi.output_tok_s / pl.output_tok_s:.2f} across "
+              f"{lo.accept_len:g}-{hi.accept_len:g}")
+    others = [(g, q2) for g, q2 in zip(a.groups, a.at_groups) if not g["low"] <= p.accept_len <= g["high"]]
+    if len(a.groups) > 1 and others:
+        g, q2 = others[-1]
+        kind = "repetitive prompts" if g is a.groups[-1] else "natural text"
+        s += f"; x{q2.output_tok_s / pl.output_tok_s:.2f} on {kind} ({q2.accept_len:g})"
+    return s + (" (the model's extrapolation: below)." if extra else ".")
+
+
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
     """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: whether DSpark helps
     (:func:`verdict`), what to plan on (:func:`plan_on`) and what the nearest public DSpark run
     measured (:func:`nearest_dspark_run`): the answer, under the question (the acceptance groups
     behind it, :func:`acceptance_lines`, come after the table: newcomer 15 found the headline buried)."""
-    out = textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
+    out = textwrap.wrap(summary(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
+    out += textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
     plan = plan_on(p, a)
     if plan:  # what to expect, right under whether DSpark helps (the renter's two questions), then the evidence
         out += textwrap.wrap(plan, width=width, initial_indent="  ", subsequent_indent="    ")
