@@ -171,7 +171,18 @@ def _checked_fragments(block: str) -> list[str]:
     n = list(pad.index)[1:]   # 8,192, the article's, the longest
     pr = next(c for c in data.load("upstream_changes").changes if c.pr == 32641)
     opened = datetime.date.fromisoformat(str(pr.opened))
+    # the renter's own workload beside the README's 8,192 / 1,024 screen (newcomers 20-22: the two point different
+    # ways at the centre): each GPU's cheapest row at 1,024 / 400, $3.00 and $5.50, TPOT <= 50 ms
+    from k3lab import decision, quote
+    from k3lab.serving.slo import SLO
+
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5},
+                        slo=SLO(max_tpot_ms=50))
+    best = quote.best_rows(d.comparison, ["mi355x", "b300"])
+    usd = {g: best[g]["usd_per_million_tokens[override]"] for g in best}
+    assert usd["mi355x"] < usd["b300"]
     return [
+        f"(at 1,024 in / 400 out the MI355X is first: ${usd['mi355x']:,.2f} vs ${usd['b300']:,.2f}/M)",
         f"{count_params(cfg).total_without_mtp / 1e12:.2f}T-parameter",
         f"K3's {per_rank} heads per rank", f"{per_rank} heads padded to {padded}",
         f"## Is the {per_rank}→{padded} head padding", f"The cost is the {padded - per_rank} extra heads: "
