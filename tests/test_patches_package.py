@@ -444,3 +444,19 @@ def test_status_all_is_the_release_matrix_in_one_table():
     assert "--attention-backend aiter" in flat and all(len(x) <= 118 for x in lines[-4:])
     bad = _cli("status", "--all", "--version", "0.5.16")
     assert bad.returncode == 2 and bad.stderr.strip() == "k3lab_patches status: error: --all lists every release: drop --version"
+
+
+def test_status_by_version_needs_no_torch():
+    """Newcomer 23: `pip install --no-deps` of the wheel into a bare venv (a laptop checking an image's version, as
+    docs/operators.md suggests), then `status --version 0.5.17`, died with ModuleNotFoundError: torch. The patches'
+    torch code is imported on first use; status reads versions only. Here torch is made unimportable."""
+    code = ("import runpy, sys; sys.modules['torch'] = None; "
+            "sys.argv = ['k3lab_patches', 'status', '--version', '0.5.17']; "
+            "runpy.run_module('k3lab_patches', run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "aiter_head_pad: needed, untested (apply with --force)" in r.stdout and "Traceback" not in r.stderr
+    # and the lazy names still reach the real functions where torch is there
+    from k3lab_patches import aiter_head_pad, topk_renorm
+
+    assert callable(topk_renorm.sampling.top_k_renorm_prob) and aiter_head_pad.A.padded_heads(12) == 16

@@ -34,8 +34,11 @@ from __future__ import annotations
 import functools
 
 from . import check_version
-from . import head_padding as A
+from .lazy import LazyModule
 from .preconditions import signature_gap
+
+#: the padding itself, imported on first use: it imports torch, which `status --version X` never needs
+A = LazyModule(__package__ + ".head_padding")
 
 _MODULE = "sglang.srt.layers.attention.aiter_backend"
 _CLASS = "AiterAttnBackend"

@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import importlib
 
-from . import check_version, sampling
+from . import check_version
+from .lazy import LazyModule
 from .preconditions import signature_gap
+
+#: the renormalisation itself, imported on first call: it imports torch, which `status --version X` never needs
+sampling = LazyModule(__package__ + ".sampling")
 
 _MISSING = object()
 
