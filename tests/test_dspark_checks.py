@@ -80,8 +80,9 @@ def test_a_family_whose_acceptance_is_one_group_has_no_natural_text_check():
 def test_the_line_says_what_was_measured_and_what_the_model_says():
     cs = dspark_checks.gain_checks("nvidia-blackwell")
     line = dspark_checks.check_line("nvidia-blackwell", "b300", "8×B300 TP8")
-    assert line.startswith("checked on natural text, in public runs the fit leaves out for their rough lengths: on "
-                           "16×B200 TP16 EP (kernelore_gcp_b200, 1,523-token prompts, acceptance 2.2-2.28) DSpark measured")
+    assert line.startswith("checked on natural text: the model's DSpark gain, on public runs the fit leaves out for "
+                           "their rough lengths: on 16×B200 TP16 EP (kernelore_gcp_b200, 1,523-token prompts, "
+                           "acceptance 2.2-2.28) DSpark measured")
     assert ", ".join(f"x{c.measured_gain:.2f}" for c in cs) in line
     assert ", ".join(f"x{c.model_gain:.2f}" for c in cs) in line
     worst = max(abs(math.log(c.model_gain / c.measured_gain)) for c in cs)
@@ -101,13 +102,13 @@ def test_predict_prints_the_check_under_the_verdict_only_outside_the_speed_fit()
     assert runs["natural"].returncode == 0
     # newcomer 21: what to expect under whether DSpark helps, the evidence after them, the setting trap after that
     assert flat.index("does DSpark help here?") < flat.index("plan on:") < flat.index(
-        "checked on natural text, in public runs") < flat.index("a setting that changes the answer")
+        "checked on natural text: the model's DSpark gain") < flat.index("a setting that changes the answer")
     assert "checked on natural text: below" in flat
     # beside the checked runs, the model's gain on the question itself at their median acceptance (2.2, 2.24, 2.28)
     b300 = Deployment("b300", 8, 8)
     work = Workload(8192, 1024, 32)
     gain = predict(CFG, b300, work, Spec("dspark", 2.24)).output_tok_s / predict(CFG, b300, work).output_tok_s
-    assert f"At their acceptance (2.24) the model gives yours x{gain:.2f}, less: " in flat
+    assert f"Those runs gain more than yours (the model gives yours x{gain:.2f} at their 2.24): " in flat
     # ... and why, by the model's own step: the share of a plain step that is fixed per pass, there and here
     from k3lab.serving.model import step_fixed_share
     fam = committed.fitted("nvidia-blackwell")[0]
