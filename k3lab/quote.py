@@ -338,13 +338,16 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     # target prices without the cache where it admits too few; the README's key and docs/cli.md say so)
     rows = best_rows(df, gpus)
     # newcomers 15, 20, 21: does a full-context request leave room for mine? Said per GPU beside "holds"
-    room = [(g, beside(a, r)) for g, r in rows.items() if r is not None]
-    room = ", ".join(f"{g.upper()} {'none' if n == 0 else f'{n:,}'}" for g, n in room if n is not None)
+    # each under its row's setting: § where that is the radix-cache-off one (newcomer 23: "B300 110" here against
+    # the README's "none of your requests runs beside it" at --mamba-full-memory-ratio 0.795 read as two answers)
+    room = [(g, beside(a, r), "§" if r.get("priced_with") else "") for g, r in rows.items() if r is not None]
+    room = ", ".join(f"{g.upper()} {'none' if n == 0 else f'{n:,}'}{mark}" for g, n, mark in room if n is not None)
     head = _wrap(f"quote {a['model']} (model, no DSpark): holds a {a['context_tokens']:,}-token request; "
                  f"{a['input_len']:,} in / {a['output_len']:,} out at "
                  + (target.label() if target.active else "each layout's cached peak"))
     # its own line, filled where the screen has room (the head stays one line: the measure line outranks it)
-    room = [_wrap(f"yours running beside a {a['context_tokens']:,}-token request: {room}")] if room else []
+    room = [_wrap(f"yours running beside a {a['context_tokens']:,}-token request, each with its row's setting: "
+                  f"{room}")] if room else []
     body = [_cells(df, r, overrides) for r in rows.values() if r is not None]
     cost_head = "$/M output (band; slow edge)" if overrides else "$/M output, independent prices"
     heads = ["GPU", "cheapest layout that holds it", "c", "TPOT", "TTFT", "tok/s/GPU", cost_head]

@@ -535,8 +535,8 @@ def test_the_named_state_pool_setting_says_how_little_room_it_leaves():
     # how little room it leaves is the head's (newcomers 20, 21: said for every GPU, not the B300 alone): none of
     # yours beside the full-context request on the B300; on the MI355X what its KV cache leaves, in whole requests
     mi = memory.fit(cfg, specs.parse_layout("8xmi355x tp8"), 0.9, "bf16", variants=("aiter-k3-opt",)).max_kv_tokens
-    assert (f"yours running beside a 1,048,576-token request: MI355X {(mi - 1_048_576) // (8192 + 1024)}, B300 none "
-            "settings:") in flat
+    assert (f"yours running beside a 1,048,576-token request, each with its row's setting: MI355X "
+            f"{(mi - 1_048_576) // (8192 + 1024)}, B300 none settings:") in flat
     # with a GiB held before the weights load, 0.795 no longer holds it
     assert not memory.fit(cfg, dep, 0.9, "bf16", mamba_full_memory_ratio=0.795, init_overhead_bytes=2**30).fits
 
@@ -795,6 +795,8 @@ def test_the_head_says_how_many_of_yours_run_beside_a_full_context_request():
     # the B300 is priced without the radix cache at --max-running-requests 111: 110 beside it
     assert rows.loc[B300, "priced_with"] == "--disable-radix-cache --max-running-requests 111"
     lines = quote.quote_lines(d)
-    assert f"yours running beside a 1,048,576-token request: MI355X {slots - 1}, B300 110" in lines
+    # (the B300's under its § setting, the radix cache off: the README's "none" is at --mamba-full-memory-ratio 0.795)
+    assert (f"yours running beside a 1,048,576-token request, each with its row's setting: MI355X {slots - 1}, "
+            "B300 110§") in lines
     # the head stays one line (the measure line outranks this one: it is filled where the screen has room)
     assert not lines[1].startswith("  ") and any(x.startswith("measure: ") for x in lines)
