@@ -162,14 +162,22 @@ def test_where_dspark_is_extrapolated_the_answer_says_what_to_plan_on(runs):
     tok = (plain.output_tok_s * math.exp(-b), plain.output_tok_s * math.exp(b))
     tpot = (plain.tpot_ms * math.exp(-b), plain.tpot_ms * math.exp(b))
     assert at.ttft_ms == pytest.approx(plain.ttft_ms)
-    assert (f"plan on: {plain.output_tok_s:,.0f} output tok/s ({tok[0]:,.0f}-{tok[1]:,.0f}) and TPOT "
-            f"{plain.tpot_ms:,.1f} ms ({tpot[0]:,.1f}-{tpot[1]:,.1f}), the question without DSpark, whose band is "
-            f"validated; DSpark at {low:g} tokens per step moves them by x{at.output_tok_s / plain.output_tok_s:.2f} if "
-            f"it behaves as the model extrapolates (no band); TTFT {plain.ttft_ms / 1000:,.1f} s either way (not "
-            "validated; the model prices the prefill without the draft's own pass over the prompt).") in flat
-    assert flat.index("does DSpark help here?") < flat.index("plan on: ") < flat.index("measured: ")
+    plan = dspark_answer.plan_on(at, dspark_answer.answer(CFG, B300, WORK, Spec("dspark", low)))
+    assert plan == (f"plan on: {plain.output_tok_s:,.0f} output tok/s ({tok[0]:,.0f}-{tok[1]:,.0f}) and TPOT "
+                    f"{plain.tpot_ms:,.1f} ms ({tpot[0]:,.1f}-{tpot[1]:,.1f}), the question without DSpark, whose band is "
+                    f"validated; DSpark at {low:g} tokens per step moves them by "
+                    f"x{at.output_tok_s / plain.output_tok_s:.2f} if it behaves as the model extrapolates (no band); TTFT "
+                    f"{plain.ttft_ms / 1000:,.1f} s either way (not validated; the model prices the prefill without the "
+                    "draft's own pass over the prompt).")
+    # newcomer 24 ("plan on 969" three times): the CLI says it as the summary table's first row, with the same bands
+    assert (f"plan on the first row, without it (DSpark at {low:g} has no validated band): output tok/s TPOT ms TTFT s "
+            f"vs without without DSpark {plain.output_tok_s:,.0f} ({tok[0]:,.0f}-{tok[1]:,.0f}) {plain.tpot_ms:,.1f} "
+            f"({tpot[0]:,.1f}-{tpot[1]:,.1f}) {plain.ttft_ms / 1000:,.1f} DSpark at {low:g} (natural text) "
+            f"{at.output_tok_s:,.0f} {at.tpot_ms:,.1f}") in flat
+    assert flat.index("in short:") < flat.index("does DSpark help here?") < flat.index("measured: ")
     high, _ = runs["high"]
-    assert "plan on: " not in high   # 6.4: inside what the speed fit saw, DSpark's own band
+    # 6.4: inside what the speed fit saw, DSpark's own band: the plan is DSpark's
+    assert "plan on: " not in high and "in short: DSpark pays here; plan on DSpark at 6.4:" in high
 
 
 def test_json_says_validated_only_where_the_band_holds(runs):
@@ -262,7 +270,7 @@ def test_the_answer_names_what_the_nearest_public_dspark_run_measured():
     assert flat.index("does DSpark help here?") < flat.index("measured: the nearest public DSpark run") < flat.index(
         "DSpark acceptance:")
     # newcomer 15: the answer first (help? plan on, measured), the acceptance groups behind it after the table
-    assert flat.index("plan on:") < flat.index("output tok/s, deployment") < flat.index("DSpark acceptance:")
+    assert flat.index("in short:") < flat.index("output tok/s, deployment") < flat.index("DSpark acceptance:")
     # the run the measured line states is not listed again below (each of its figures is in that line already)
     assert "nearest public measurements" not in flat and first["id"] not in out
     # none listed: no sentence

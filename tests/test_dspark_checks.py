@@ -101,7 +101,7 @@ def test_predict_prints_the_check_under_the_verdict_only_outside_the_speed_fit()
     flat = " ".join(runs["natural"].stdout.split())
     assert runs["natural"].returncode == 0
     # newcomer 21: what to expect under whether DSpark helps, the evidence after them, the setting trap after that
-    assert flat.index("does DSpark help here?") < flat.index("plan on:") < flat.index(
+    assert flat.index("in short:") < flat.index("does DSpark help here?") < flat.index(
         "checked on natural text: the model's DSpark gain") < flat.index("a setting that changes the answer")
     assert "checked on natural text: below" in flat
     # beside the checked runs, the model's gain on the question itself at their median acceptance (2.2, 2.24, 2.28)
@@ -121,6 +121,8 @@ def test_predict_prints_the_check_under_the_verdict_only_outside_the_speed_fit()
     # 6.4 lies inside what the speed fit saw: DSpark's own band, no check line
     assert "checked on natural text" not in runs["high"].stdout
     doc = json.loads(runs["json"].stdout)
+    # the plan in a sentence, for a program (the text says it as the summary table's first row)
+    assert doc["plan_on"].startswith(f"plan on: {doc['without_dspark']['output_tok_s']:,.0f} output tok/s (")
     got = {(r["dspark_id"], r["without_dspark_id"]) for r in doc["natural_text_checks"]}
     assert got == {(c.dspark.id, c.plain.id) for c in dspark_checks.gain_checks("nvidia-blackwell")}
 
@@ -144,29 +146,35 @@ def test_no_slow_edge_is_said_where_no_band_holds():
 
 
 def test_the_dspark_answer_opens_with_what_to_plan_on_and_whether_it_pays():
-    """Newcomers 21, 22 (Q3, B and C+): the answer took ~25 lines of caveats to assemble. It opens with one sentence:
-    what to plan on (without DSpark where DSpark's speed is an extrapolation, with its validated band), whether DSpark
-    pays at the acceptance asked, across its group and on the other group's prompts."""
+    """Newcomers 21-24 (Q3, B to C+): the answer took 25-40 lines to assemble; newcomer 24 asked for "one small
+    table: tok/s, TPOT, TTFT without DSpark, with it at 2 and at 6.4". It opens with one: whether DSpark pays and which
+    row to plan on, then a row without DSpark (its validated band), one at the acceptance asked (no band outside the
+    speed fit), the ends of its group, and the other group's median (its band, inside the speed fit)."""
     b300, work = Deployment("b300", 8, 8), Workload(8192, 1024, 32)
     plain = predict(CFG, b300, work)
     at = {a: predict(CFG, b300, work, Spec("dspark", a)) for a in (1.18, 2.0, 2.28, 6.4)}
-    lo, hi = plain.interval("output_tok_s")
+    x = lambda a: at[a].output_tok_s / plain.output_tok_s  # noqa: E731
     base = [sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len", "8192",
             "--output-len", "1024", "--concurrency", "32", "--spec", "dspark"]
     out = subprocess.run(base, capture_output=True, text=True, cwd=REPO_ROOT, timeout=300).stdout
     lines = out.splitlines()
-    assert lines[2].startswith("  in short: ")     # right under the header, before any reason
-    flat = " ".join(out.split())
-    x = lambda a: at[a].output_tok_s / plain.output_tok_s  # noqa: E731
-    assert (f"in short: plan on {plain.output_tok_s:,.0f} output tok/s (band {lo:,.0f}-{hi:,.0f}) and TPOT "
-            f"{plain.tpot_ms:,.1f} ms without DSpark; DSpark does not pay here: x{x(2.0):.2f} at 2 tokens a step, "
-            f"x{x(1.18):.2f}-{x(2.28):.2f} across 1.18-2.28; x{x(6.4):.2f} on repetitive prompts (6.4) (the model's "
-            "extrapolation: below).") in flat
-    assert flat.index("in short:") < flat.index("does DSpark help here?")
-    # inside what the speed fit saw, the plan is DSpark's own, with its band
-    high = " ".join(subprocess.run(base + ["--accept-len", "6.4"], capture_output=True, text=True, cwd=REPO_ROOT,
-                                   timeout=300).stdout.split())
-    lo6, hi6 = at[6.4].interval("output_tok_s")
-    assert (f"in short: plan on {at[6.4].output_tok_s:,.0f} output tok/s (band {lo6:,.0f}-{hi6:,.0f}) and TPOT "
-            f"{at[6.4].tpot_ms:,.1f} ms with DSpark; DSpark pays here: x{x(6.4):.2f} at 6.4 tokens a step") in high
-    assert f"x{x(2.0):.2f} on natural text (2)." in high
+    assert lines[2] == "  in short: DSpark does not pay here; plan on the first row, without it (DSpark at 2 has no " \
+                       "validated band):"
+    rows = {" ".join(x.split()[:4]): x.split() for x in lines[4:8]}
+    lo, hi = plain.interval("output_tok_s")
+    tlo, thi = plain.interval("tpot_ms")
+    assert " ".join(lines[4].split()) == (f"without DSpark {plain.output_tok_s:,.0f} ({lo:,.0f}-{hi:,.0f}) "
+                                          f"{plain.tpot_ms:,.1f} ({tlo:,.1f}-{thi:,.1f}) {plain.ttft_ms / 1000:,.1f}")
+    assert " ".join(lines[5].split()) == (f"DSpark at 2 (natural text) {at[2.0].output_tok_s:,.0f} {at[2.0].tpot_ms:,.1f} "
+                                          f"{at[2.0].ttft_ms / 1000:,.1f} x{x(2.0):.2f}")
+    assert " ".join(lines[6].split()) == (f"across 1.18-2.28 {at[1.18].output_tok_s:,.0f}-{at[2.28].output_tok_s:,.0f} "
+                                          f"{at[2.28].tpot_ms:,.1f}-{at[1.18].tpot_ms:,.1f} x{x(1.18):.2f}-{x(2.28):.2f}")
+    l6, h6 = at[6.4].interval("output_tok_s")
+    assert " ".join(lines[7].split()).startswith(f"DSpark at 6.4 (repetitive prompts) {at[6.4].output_tok_s:,.0f} "
+                                                 f"({l6:,.0f}-{h6:,.0f}) ")
+    assert lines[7].rstrip().endswith(f"x{x(6.4):.2f}") and rows
+    assert all(len(x) <= 118 for x in lines[2:8])
+    # inside what the speed fit saw, the plan is DSpark's own
+    high = subprocess.run(base + ["--accept-len", "6.4"], capture_output=True, text=True, cwd=REPO_ROOT,
+                          timeout=300).stdout.splitlines()
+    assert high[2] == "  in short: DSpark pays here; plan on DSpark at 6.4:"

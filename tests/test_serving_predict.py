@@ -476,7 +476,7 @@ CLI_KEYS = {"slo", "slo_met", "slo_concurrency", "slo_slow_edge_concurrency", "s
 #: ... and with DSpark: the answer without it, the break-even acceptance, the field's acceptance groups, the
 #: natural-text checks (k3lab.serving.dspark_checks; empty where the acceptance lies inside the speed fit)
 DSPARK_KEYS = {"without_dspark", "accept_len_breakeven", "accept_len_groups", "accept_len_speed_fit",
-               "natural_text_checks"}
+               "natural_text_checks", "plan_on"}
 
 
 def _same(got: dict, p: P.Prediction):

@@ -387,7 +387,7 @@ def cli_main(argv: list[str] | None = None) -> int:
                            else None,
                            "attention_backend": None if backends is None else {
                                "priced": args.attention_backend or "aiter", **backends.as_dict()},
-                           **({} if ds is None else ds.as_dict())})
+                           **({} if ds is None else {**ds.as_dict(), "plan_on": dspark_answer.plan_on(p, ds)})})
     else:
         flags = (engine.state_pool_flags(),) if engine.state_pool_flags() else ()
         after = [] if ds is None else dspark_answer.acceptance_lines(p, ds)

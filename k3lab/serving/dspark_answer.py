@@ -239,31 +239,55 @@ def nearest_dspark_run(p: Prediction) -> str:
             f"at {fit}{lean}")
 
 
-def summary(p: Prediction, a: DSparkAnswer) -> str:
-    """The answer in one sentence, before its reasons (newcomers 21, 22: the answer took 25 lines of
-    caveats to assemble): what to plan on — without DSpark where DSpark's speed here is an
-    extrapolation (:func:`plan_on`), else with it — and whether DSpark pays, at the acceptance asked,
-    across its group and on the other group's prompts."""
+def summary(p: Prediction, a: DSparkAnswer) -> list[str]:
+    """The answer as a small table before its reasons (newcomers 21-24: the answer took 25-40 lines
+    to assemble; "one small table: tok/s, TPOT, TTFT without DSpark, with it at 2 and at 6.4"): a
+    head line saying whether DSpark pays here and which row to plan on — the question without
+    DSpark where DSpark's speed here is an extrapolation (:func:`plan_on`), else DSpark's — then one
+    row without DSpark, one at the acceptance asked, the ends of its group, and each other group's
+    median; each with output tok/s, TPOT, TTFT and its factor against no DSpark, a band where one
+    holds for that row (lines, unindented)."""
     pl = a.plain
     ratio = p.output_tok_s / pl.output_tok_s
     pays = ("breaks even" if abs(ratio - 1) < EQUAL else "pays" if ratio > 1 else "does not pay")
     extra = plan_on(p, a) != ""
-    q = pl if extra else p
-    iv = q.interval("output_tok_s")
-    band = "" if iv is None or (not extra and p.outside) else f" (band {iv[0]:,.0f}-{iv[1]:,.0f})"
-    s = (f"in short: plan on {q.output_tok_s:,.0f} output tok/s{band} and TPOT {q.tpot_ms:,.1f} ms "
-         + ("without DSpark" if extra else "with DSpark") + f"; DSpark {pays} here: x{ratio:.2f} at "
-         f"{p.accept_len:g} tokens a step")
-    if a.span and len(a.groups) > 1:
+    grouped = len(a.groups) > 1
+
+    def kind(g):
+        return ("" if not grouped else " (natural text)" if g is a.groups[0] else " (repetitive prompts)")
+
+    def cell(q, k, fmt):
+        v, iv = getattr(q, k), q.interval(k)
+        held = iv is not None and q.validated(k) and not q.gaps(k)
+        return fmt.format(v) + (f" ({fmt.format(iv[0])}-{fmt.format(iv[1])})" if held else "")
+
+    mine = next((g for g in a.groups if g["low"] <= p.accept_len <= g["high"]), None)
+    rows = [("without DSpark", pl, "")]
+    rows.append((f"DSpark at {p.accept_len:g}{kind(mine) if mine is not None else ''}", p, f"x{ratio:.2f}"))
+    if a.span:
         g, lo, hi = a.span
-        s += (f", x{lo.output_tok_s / pl.output_tok_s:.2f}-{hi.output_tok_s / pl.output_tok_s:.2f} across "
-              f"{lo.accept_len:g}-{hi.accept_len:g}")
-    others = [(g, q2) for g, q2 in zip(a.groups, a.at_groups) if not g["low"] <= p.accept_len <= g["high"]]
-    if len(a.groups) > 1 and others:
-        g, q2 = others[-1]
-        kind = "repetitive prompts" if g is a.groups[-1] else "natural text"
-        s += f"; x{q2.output_tok_s / pl.output_tok_s:.2f} on {kind} ({q2.accept_len:g})"
-    return s + (" (the model's extrapolation: below)." if extra else ".")
+        rows.append((f"  across {lo.accept_len:g}-{hi.accept_len:g}", None,
+                     f"x{lo.output_tok_s / pl.output_tok_s:.2f}-{hi.output_tok_s / pl.output_tok_s:.2f}", lo, hi))
+    for g, q in zip(a.groups, a.at_groups):
+        if g is not mine and grouped:
+            rows.append((f"DSpark at {q.accept_len:g}{kind(g)}", q, f"x{q.output_tok_s / pl.output_tok_s:.2f}"))
+    table = []
+    for r in rows:
+        name, q, x = r[0], r[1], r[2]
+        if q is None:
+            lo, hi = r[3], r[4]
+            tok = f"{lo.output_tok_s:,.0f}-{hi.output_tok_s:,.0f}"
+            tpot = f"{hi.tpot_ms:,.1f}-{lo.tpot_ms:,.1f}"
+            ttft = ""
+        else:
+            tok, tpot = cell(q, "output_tok_s", "{:,.0f}"), cell(q, "tpot_ms", "{:,.1f}")
+            ttft = f"{q.ttft_ms / 1000:,.1f}"
+        table.append(f"    {name:<36}{tok:>17}  {tpot:>17}  {ttft:>6}  {x:>10}".rstrip())
+    head = (f"in short: DSpark {pays} here; plan on "
+            + (f"the first row, without it (DSpark at {p.accept_len:g} has no validated band)" if extra
+               else f"DSpark at {p.accept_len:g}") + ":")
+    cols = f"    {'':<36}{'output tok/s':>17}  {'TPOT ms':>17}  {'TTFT s':>6}  {'vs without':>10}"
+    return [head, cols, *table]
 
 
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
@@ -271,11 +295,11 @@ def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
     (:func:`verdict`), what to plan on (:func:`plan_on`) and what the nearest public DSpark run
     measured (:func:`nearest_dspark_run`): the answer, under the question (the acceptance groups
     behind it, :func:`acceptance_lines`, come after the table: newcomer 15 found the headline buried)."""
-    out = textwrap.wrap(summary(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
+    first, *rest = summary(p, a)
+    out = textwrap.wrap(first, width=width, initial_indent="  ", subsequent_indent="    ") + rest
     out += textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
-    plan = plan_on(p, a)
-    if plan:  # what to expect, right under whether DSpark helps (the renter's two questions), then the evidence
-        out += textwrap.wrap(plan, width=width, initial_indent="  ", subsequent_indent="    ")
+    # (the "plan on:" sentence is the table's first row now: newcomer 24 found "plan on 969" three times; it stays
+    # in --json and plan_on() for a program)
     if a.checks:
         out += textwrap.wrap(a.checks, width=width, initial_indent="  ", subsequent_indent="    ")
     seen = nearest_dspark_run(p)
