@@ -178,3 +178,37 @@ def test_the_dspark_answer_opens_with_what_to_plan_on_and_whether_it_pays():
     high = subprocess.run(base + ["--accept-len", "6.4"], capture_output=True, text=True, cwd=REPO_ROOT,
                           timeout=300).stdout.splitlines()
     assert high[2] == "  in short: DSpark pays here; plan on DSpark at 6.4:"
+
+
+def test_predict_prices_the_answer_at_your_gpu_price():
+    """Newcomers 23-25 (Q3): quote refuses DSpark and predict took no price, so DSpark's $/M was the reader's own
+    arithmetic. predict takes --usd-per-gpu-hour GPU=PRICE as quote does: a $/M column in the DSpark table, a price
+    line without DSpark (the same $/M as quote's row), in JSON too; a price for another GPU is refused in one line."""
+    from k3lab import decision, quote
+    from k3lab.serving.slo import SLO
+
+    b300, work = Deployment("b300", 8, 8), Workload(8192, 1024, 32)
+    plain, at2 = predict(CFG, b300, work), predict(CFG, b300, work, Spec("dspark", 2.0))
+    per_m = lambda tok_s: 5.5 * 8 * 1e6 / (tok_s * 3600)  # noqa: E731  ($/GPU-h x GPUs / tokens an hour, per million)
+    base = [sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len", "8192",
+            "--output-len", "1024", "--concurrency", "32", "--spec", "dspark", "--usd-per-gpu-hour", "b300=5.5"]
+    lines = subprocess.run(base, capture_output=True, text=True, cwd=REPO_ROOT, timeout=300).stdout.splitlines()
+    assert lines[3].rstrip().endswith("$/M at $5.50")
+    assert lines[4].rstrip().endswith(f"${per_m(plain.output_tok_s):,.2f}")
+    assert lines[5].rstrip().endswith(f"${per_m(at2.output_tok_s):,.2f}")
+    # without DSpark: the same $/M as quote's row at the same question (1,024 / 400, TPOT <= 50 ms, $3.00)
+    q = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0}, slo=SLO(max_tpot_ms=50))
+    row = quote.best_rows(q.comparison, ["mi355x"])["mi355x"]
+    text = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xmi355x tp8 [aiter-k3-opt]",
+                           "--input-len", "1024", "--output-len", "400", "--max-tpot", "50", "--usd-per-gpu-hour",
+                           "mi355x=3"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300).stdout
+    assert (f"  price: ${row['usd_per_million_tokens[override]']:,.2f}/M output tokens at $3.00/GPU-h (band "
+            f"${row['usd_per_million_tokens_low[override]']:,.2f}-${row['usd_per_million_tokens_high[override]']:,.2f})"
+            ) in text.splitlines()
+    doc = json.loads(subprocess.run(base + ["--json"], capture_output=True, text=True, cwd=REPO_ROOT,
+                                    timeout=300).stdout)
+    assert doc["usd_per_gpu_hour"] == 5.5 and doc["usd_per_million_output_tokens"] == pytest.approx(
+        per_m(at2.output_tok_s), rel=1e-9)
+    bad = subprocess.run(base[:-1] + ["mi355x=3"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.strip().splitlines() == [
+        "k3lab predict: error: --usd-per-gpu-hour prices MI355X, but this layout's GPU is B300: give b300=PRICE"]

@@ -99,8 +99,28 @@ def _parser() -> OneLineParser:
     ap.add_argument("--range-ratio", type=arg("range_ratio", "--range-ratio"), default=None,
                     help=help_text("with --lengths uniform: the low end as a share of the stated length (e.g. 0.8)",
                                    "range_ratio"))
+    ap.add_argument("--usd-per-gpu-hour", action="append", default=[], metavar="GPU=PRICE",
+                    help="your $/GPU-hour for the layout's GPU (as quote and compare take it): adds $/M output tokens "
+                         "beside the tok/s (and to the DSpark summary table)")
     ap.add_argument("--json", action="store_true", help="print JSON")
     return ap
+
+
+def usd_per_million(usd_per_gpu_hour: float, num_gpus: int, tok_s: float) -> float:
+    """$ per million output tokens of a deployment of ``num_gpus`` GPUs at ``usd_per_gpu_hour`` each
+    serving ``tok_s`` output tok/s (per deployment)."""
+    return usd_per_gpu_hour * num_gpus * 1e6 / (tok_s * 3600.0)
+
+
+def price_line(p: Prediction, usd: float) -> str:
+    """'  price: $5.04/M output tokens at $3.00/GPU-h (band $3.90-$6.51)': the prediction's cost, with
+    the band where its tok/s has one that holds here."""
+    iv = p.interval("output_tok_s")
+    held = iv is not None and p.validated("output_tok_s") and not p.gaps("output_tok_s")
+    band = (f" (band ${usd_per_million(usd, p.num_gpus, iv[1]):,.2f}-${usd_per_million(usd, p.num_gpus, iv[0]):,.2f})"
+            if held else " (no band here)")
+    return (f"  price: ${usd_per_million(usd, p.num_gpus, p.output_tok_s):,.2f}/M output tokens at ${usd:,.2f}/GPU-h"
+            + band + (" with DSpark" if p.spec_on else ""))
 
 
 def _deployment(args) -> tuple[Deployment, tuple]:
@@ -339,6 +359,17 @@ def cli_main(argv: list[str] | None = None) -> int:
             raise ValueError(f"unknown variant(s) {unknown}{did_you_mean(unknown[0], VARIANTS)}; known: "
                              f"{', '.join(VARIANTS)}")
         spec, accept, accept_note = _spec(args, dep.gpu)
+        from ..compare_view import _overrides
+        from ..prices import price_warnings
+
+        priced = _overrides(args.usd_per_gpu_hour)
+        other = sorted(set(priced) - {dep.gpu})
+        if other:
+            raise ValueError(f"--usd-per-gpu-hour prices {other[0].upper()}, but this layout's GPU is "
+                             f"{dep.gpu.upper()}: give {dep.gpu}=PRICE")
+        usd = priced.get(dep.gpu)
+        for w in price_warnings(priced):
+            print(f"k3lab predict: warning: {w}", file=sys.stderr)
         # Engine refuses a state-pool flag beside another engine, and sglang's pool sizing
         # (k3lab.model.pool_settings.StatePoolSettings) a ratio its branch ignores
         engine = Engine(args.engine, args.max_running_requests, args.max_batched_tokens, args.mem_fraction,
@@ -387,7 +418,9 @@ def cli_main(argv: list[str] | None = None) -> int:
                            else None,
                            "attention_backend": None if backends is None else {
                                "priced": args.attention_backend or "aiter", **backends.as_dict()},
-                           **({} if ds is None else {**ds.as_dict(), "plan_on": dspark_answer.plan_on(p, ds)})})
+                           **({} if ds is None else {**ds.as_dict(), "plan_on": dspark_answer.plan_on(p, ds)}),
+                           **({} if usd is None else {"usd_per_gpu_hour": usd, "usd_per_million_output_tokens":
+                                                      usd_per_million(usd, p.num_gpus, p.output_tok_s)})})
     else:
         flags = (engine.state_pool_flags(),) if engine.state_pool_flags() else ()
         after = [] if ds is None else dspark_answer.acceptance_lines(p, ds)
@@ -395,7 +428,8 @@ def cli_main(argv: list[str] | None = None) -> int:
         lines = format_prediction(p, accept_note, flags, after, stated).split("\n")  # the target and the traps under the workload line
         # newcomer 21: the DSpark answer came after a four-line setting trap: it comes first, under the target
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
-                         + ([] if ds is None else dspark_answer.lines(p, ds))
+                         + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd))
+                         + ([price_line(p, usd)] if usd is not None and ds is None else [])
                          + [f"  a setting that changes the answer: {t}" for t in traps]
                          + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]
                             if yours else [])  # the user's own state-pool setting: what it does

@@ -239,14 +239,14 @@ def nearest_dspark_run(p: Prediction) -> str:
             f"at {fit}{lean}")
 
 
-def summary(p: Prediction, a: DSparkAnswer) -> list[str]:
+def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None) -> list[str]:
     """The answer as a small table before its reasons (newcomers 21-24: the answer took 25-40 lines
     to assemble; "one small table: tok/s, TPOT, TTFT without DSpark, with it at 2 and at 6.4"): a
     head line saying whether DSpark pays here and which row to plan on — the question without
     DSpark where DSpark's speed here is an extrapolation (:func:`plan_on`), else DSpark's — then one
     row without DSpark, one at the acceptance asked, the ends of its group, and each other group's
     median; each with output tok/s, TPOT, TTFT and its factor against no DSpark, a band where one
-    holds for that row (lines, unindented)."""
+    holds for that row (lines, unindented); ``usd`` ($/GPU-hour): a $/M output column too."""
     pl = a.plain
     ratio = p.output_tok_s / pl.output_tok_s
     pays = ("breaks even" if abs(ratio - 1) < EQUAL else "pays" if ratio > 1 else "does not pay")
@@ -271,6 +271,9 @@ def summary(p: Prediction, a: DSparkAnswer) -> list[str]:
     for g, q in zip(a.groups, a.at_groups):
         if g is not mine and grouped:
             rows.append((f"DSpark at {q.accept_len:g}{kind(g)}", q, f"x{q.output_tok_s / pl.output_tok_s:.2f}"))
+    def cost(q):
+        return usd * q.num_gpus * 1e6 / (q.output_tok_s * 3600.0)
+
     table = []
     for r in rows:
         name, q, x = r[0], r[1], r[2]
@@ -279,23 +282,27 @@ def summary(p: Prediction, a: DSparkAnswer) -> list[str]:
             tok = f"{lo.output_tok_s:,.0f}-{hi.output_tok_s:,.0f}"
             tpot = f"{hi.tpot_ms:,.1f}-{lo.tpot_ms:,.1f}"
             ttft = ""
+            usd_m = f"${cost(hi):,.2f}-${cost(lo):,.2f}" if usd is not None else ""
         else:
             tok, tpot = cell(q, "output_tok_s", "{:,.0f}"), cell(q, "tpot_ms", "{:,.1f}")
             ttft = f"{q.ttft_ms / 1000:,.1f}"
-        table.append(f"    {name:<36}{tok:>17}  {tpot:>17}  {ttft:>6}  {x:>10}".rstrip())
+            usd_m = f"${cost(q):,.2f}" if usd is not None else ""
+        table.append((f"    {name:<36}{tok:>17}  {tpot:>17}  {ttft:>6}  {x:>10}"
+                      + (f"  {usd_m:>13}" if usd is not None else "")).rstrip())
     head = (f"in short: DSpark {pays} here; plan on "
             + (f"the first row, without it (DSpark at {p.accept_len:g} has no validated band)" if extra
                else f"DSpark at {p.accept_len:g}") + ":")
-    cols = f"    {'':<36}{'output tok/s':>17}  {'TPOT ms':>17}  {'TTFT s':>6}  {'vs without':>10}"
+    cols = (f"    {'':<36}{'output tok/s':>17}  {'TPOT ms':>17}  {'TTFT s':>6}  {'vs without':>10}"
+            + (f"  {f'$/M at ${usd:,.2f}':>13}" if usd is not None else ""))
     return [head, cols, *table]
 
 
-def lines(p: Prediction, a: DSparkAnswer, width: int = 118) -> list[str]:
+def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = None) -> list[str]:
     """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: whether DSpark helps
     (:func:`verdict`), what to plan on (:func:`plan_on`) and what the nearest public DSpark run
     measured (:func:`nearest_dspark_run`): the answer, under the question (the acceptance groups
     behind it, :func:`acceptance_lines`, come after the table: newcomer 15 found the headline buried)."""
-    first, *rest = summary(p, a)
+    first, *rest = summary(p, a, usd)
     out = textwrap.wrap(first, width=width, initial_indent="  ", subsequent_indent="    ") + rest
     out += textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
     # (the "plan on:" sentence is the table's first row now: newcomer 24 found "plan on 969" three times; it stays
