@@ -212,3 +212,43 @@ def test_predict_prices_the_answer_at_your_gpu_price():
     bad = subprocess.run(base[:-1] + ["mi355x=3"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
     assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.strip().splitlines() == [
         "k3lab predict: error: --usd-per-gpu-hour prices MI355X, but this layout's GPU is B300: give b300=PRICE"]
+
+
+def test_no_nan_slow_edge_where_dspark_has_no_band():
+    """Attack 7: DSpark on the MI355X (not validated on amd-cdna4) with --max-ttft printed 'c23 (nan tok/s) at the
+    band's slow edge'. Where the speed has no band, no edge is said."""
+    out = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xmi355x tp8 [aiter-k3-opt]", "--spec",
+                          "dspark", "--input-len", "1024", "--output-len", "400", "--max-ttft", "2000"],
+                         capture_output=True, text=True, cwd=REPO_ROOT, timeout=300).stdout
+    assert "nan" not in out and "none (no validated band here) at the band's slow edge" in out
+
+
+def test_the_row_to_plan_on_is_never_the_slower_one_nor_one_that_misses_the_target():
+    """Attack 7: 'plan on ... with DSpark; DSpark does not pay here: x0.57' where the run without DSpark had no band
+    either (16xB200 TP16, c256); and under --max-tpot 12 on the MI355X 'plan on 50 tok/s ... TPOT 19.4 ms without
+    DSpark' at the concurrency only DSpark meets the target at."""
+    def head(*args):
+        out = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--spec", "dspark", *args], capture_output=True,
+                             text=True, cwd=REPO_ROOT, timeout=300).stdout.splitlines()
+        return " ".join(" ".join(out[i] for i in range(len(out)) if out[i].lstrip().startswith("in short") or (
+            i > 0 and out[i - 1].lstrip().startswith("in short") and out[i].startswith("    ") and "output tok/s"
+            not in out[i])).split())
+
+    slow = head("--layout", "16xb200 tp16", "--input-len", "1024", "--output-len", "400", "--concurrency", "256")
+    dep, work = Deployment("b200", 16, 16), Workload(1024, 400, 256)
+    assert predict(CFG, dep, work, Spec("dspark", 2.0)).output_tok_s < predict(CFG, dep, work).output_tok_s
+    assert slow == "in short: DSpark does not pay here; plan on the first row, without it:"
+    aimed = head("--layout", "8xmi355x tp8 [aiter-k3-opt]", "--input-len", "1024", "--output-len", "400",
+                 "--max-tpot", "12")
+    assert aimed.startswith("in short: DSpark pays here; plan on DSpark at 2.63, the only row that meets your TPOT ≤ "
+                            "12 ms at this concurrency")
+
+
+def test_an_acceptance_just_over_the_block_is_named_as_typed():
+    """Attack 7: '--accept-len 3.0000001 --block-size 2' was refused as '--accept-len 3 is more than ... allows: at
+    most 3 tokens' (rounded: 3 is not more than 3)."""
+    r = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len", "1024",
+                        "--output-len", "400", "--concurrency", "8", "--spec", "dspark", "--accept-len", "3.0000001",
+                        "--block-size", "2"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert r.returncode == 2 and r.stderr.startswith("k3lab predict: error: --accept-len 3.0000001 is more than "
+                                                     "--block-size 2 allows: a verify step emits at most 3 tokens")

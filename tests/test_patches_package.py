@@ -460,3 +460,14 @@ def test_status_by_version_needs_no_torch():
     from k3lab_patches import aiter_head_pad, topk_renorm
 
     assert callable(topk_renorm.sampling.top_k_renorm_prob) and aiter_head_pad.A.padded_heads(12) == 16
+
+
+def test_verify_without_torch_is_one_line():
+    """Attack 7: `verify` in a bare venv (the wheel installed --no-deps, no torch) died with a traceback. It says in
+    one line that it runs in the image, exit 2."""
+    code = ("import runpy, sys; sys.modules['torch'] = None; sys.argv = ['k3lab_patches', 'verify']; "
+            "runpy.run_module('k3lab_patches', run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == ["k3lab_patches verify: error: verify needs torch (and sglang): run it in "
+                                             "the image that serves Kimi K3, where both are installed"]

@@ -178,7 +178,7 @@ def _spec(args, gpu: str) -> tuple[Spec, tuple | None, str]:
     top = None if block is None else block + 1  # a verify step emits the accepted drafts and one bonus token
     if args.accept_len is not None:
         if top is not None and args.accept_len > top:
-            raise ValueError(f"--accept-len {args.accept_len:g} is more than --block-size {block} allows: a verify "
+            raise ValueError(f"--accept-len {args.accept_len:.10g} is more than --block-size {block} allows: a verify "
                              f"step emits at most {top} tokens ({block} drafts + the bonus token)")
         return (Spec(args.spec, args.accept_len, block), None, f"{args.accept_len:g} tokens per verify step (--accept-len)")
     fam = family_of(gpu)
@@ -231,8 +231,10 @@ def slow_outside(op, target: SLO) -> bool:
     """Whether an operating point's slow edge lies outside the model's validated domain for a metric
     the target limits: a slow edge is the band's, and there the table prints no band, so neither is
     an edge said (it read "c6 at the band's slow edge" above "No band holds here")."""
+    # (or no band at all for the speed: DSpark on a family where it is not validated printed "nan tok/s": attack 7)
     return op is not None and op.slow is not None and bool(
-        op.slow.gaps("output_tok_s") or (target.max_ttft_ms is not None and op.slow.gaps("ttft_ms")))
+        op.slow.gaps("output_tok_s") or (target.max_ttft_ms is not None and op.slow.gaps("ttft_ms"))
+        or op.slow.interval("output_tok_s") is None)
 
 
 def slo_lines(p: Prediction, target: SLO, op=None) -> list[str]:
@@ -245,7 +247,8 @@ def slo_lines(p: Prediction, target: SLO, op=None) -> list[str]:
                                                       f"missed ({'; '.join(miss)})")]
     if op is not None:
         best = "none" if op.point is None else f"c{op.point.concurrency:,}"
-        edge = ("none (outside the model's validated domain: no band there)" if slow_outside(op, target) else
+        edge = (("none (no validated band here)" if op.slow.interval("output_tok_s") is None else
+                 "none (outside the model's validated domain: no band there)") if slow_outside(op, target) else
                 f"c{op.slow.concurrency:,} ({op.slow_tok_s:,.0f} tok/s)" if op.slow is not None
                 else f"none ({op.slow_why})")
         out.append(f"  highest concurrency that meets it: {best} at the model's value; {edge} at the band's slow edge")
@@ -428,7 +431,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         lines = format_prediction(p, accept_note, flags, after, stated).split("\n")  # the target and the traps under the workload line
         # newcomer 21: the DSpark answer came after a four-line setting trap: it comes first, under the target
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
-                         + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd))
+                         + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target))
                          + ([price_line(p, usd)] if usd is not None and ds is None else [])
                          + [f"  a setting that changes the answer: {t}" for t in traps]
                          + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]

@@ -239,14 +239,18 @@ def nearest_dspark_run(p: Prediction) -> str:
             f"at {fit}{lean}")
 
 
-def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None) -> list[str]:
+def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=None) -> list[str]:
     """The answer as a small table before its reasons (newcomers 21-24: the answer took 25-40 lines
     to assemble; "one small table: tok/s, TPOT, TTFT without DSpark, with it at 2 and at 6.4"): a
     head line saying whether DSpark pays here and which row to plan on — the question without
     DSpark where DSpark's speed here is an extrapolation (:func:`plan_on`), else DSpark's — then one
     row without DSpark, one at the acceptance asked, the ends of its group, and each other group's
     median; each with output tok/s, TPOT, TTFT and its factor against no DSpark, a band where one
-    holds for that row (lines, unindented); ``usd`` ($/GPU-hour): a $/M output column too."""
+    holds for that row (lines, unindented); ``usd`` ($/GPU-hour): a $/M output column too. The row
+    to plan on: DSpark's where it is the only one that meets the latency ``target``
+    (:class:`k3lab.serving.slo.SLO`) at this concurrency; else the one without DSpark where DSpark's
+    speed is an extrapolation or DSpark is slower (attack 7: "plan on ... with DSpark; DSpark does not
+    pay"); else DSpark's."""
     pl = a.plain
     ratio = p.output_tok_s / pl.output_tok_s
     pays = ("breaks even" if abs(ratio - 1) < EQUAL else "pays" if ratio > 1 else "does not pay")
@@ -289,20 +293,28 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None) -> list[st
             usd_m = f"${cost(q):,.2f}" if usd is not None else ""
         table.append((f"    {name:<36}{tok:>17}  {tpot:>17}  {ttft:>6}  {x:>10}"
                       + (f"  {usd_m:>13}" if usd is not None else "")).rstrip())
-    head = (f"in short: DSpark {pays} here; plan on "
-            + (f"the first row, without it (DSpark at {p.accept_len:g} has no validated band)" if extra
-               else f"DSpark at {p.accept_len:g}") + ":")
+    aimed = target is not None and target.active
+    only = aimed and bool(target.misses(pl)) and not target.misses(p)   # only DSpark meets the target here
+    nob = f" (DSpark at {p.accept_len:g} has no validated band)" if extra else ""
+    if only:
+        plan = (f"DSpark at {p.accept_len:g}, the only row that meets your {target.label()} at this concurrency"
+                + ("; it has no validated band" if extra else ""))
+    elif extra or ratio < 1 - EQUAL:
+        plan = "the first row, without it" + nob
+    else:
+        plan = f"DSpark at {p.accept_len:g}"
+    head = f"in short: DSpark {pays} here; plan on {plan}:"
     cols = (f"    {'':<36}{'output tok/s':>17}  {'TPOT ms':>17}  {'TTFT s':>6}  {'vs without':>10}"
             + (f"  {f'$/M at ${usd:,.2f}':>13}" if usd is not None else ""))
     return [head, cols, *table]
 
 
-def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = None) -> list[str]:
+def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = None, target=None) -> list[str]:
     """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: whether DSpark helps
     (:func:`verdict`), what to plan on (:func:`plan_on`) and what the nearest public DSpark run
     measured (:func:`nearest_dspark_run`): the answer, under the question (the acceptance groups
     behind it, :func:`acceptance_lines`, come after the table: newcomer 15 found the headline buried)."""
-    first, *rest = summary(p, a, usd)
+    first, *rest = summary(p, a, usd, target)
     out = textwrap.wrap(first, width=width, initial_indent="  ", subsequent_indent="    ") + rest
     out += textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
     # (the "plan on:" sentence is the table's first row now: newcomer 24 found "plan on 969" three times; it stays

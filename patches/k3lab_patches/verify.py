@@ -127,8 +127,13 @@ def verify(vocab: int = DEFAULT_VOCAB, device: str = "cpu", force: bool = False)
 
 def usable_device(text: str) -> str:
     """``text`` when torch can put a tensor on that device here; ValueError in one line otherwise
-    (``cuda`` on a build or a machine without one: torch's own answer is an AssertionError)."""
-    import torch
+    (``cuda`` on a build or a machine without one: torch's own answer is an AssertionError; no torch
+    at all, a bare venv with the wheel installed --no-deps: attack 7 met a traceback there)."""
+    try:
+        import torch
+    except ImportError:
+        raise ValueError("verify needs torch (and sglang): run it in the image that serves Kimi K3, where both are "
+                         "installed") from None
 
     try:
         dev = torch.device(text)
