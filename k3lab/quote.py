@@ -407,6 +407,9 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
         # the centre (attack 6: a third price's $0.66/M left out of the verdict)
         o = next((x.get("cheaper_outside") for x in compare_answers.answers(df) if x["tier"] == prices.OVERRIDE_TIER),
                  None)
+        # (not a row the verdict already judges: attack 7 met "8xb300 tp8 is cheaper still" about the B300's own row)
+        if o and o["layout"] in (u["first"], u["second"]):
+            o = None
         if o:  # the GPU where it is a third one, else its layout (16xmi355x beside 8xmi355x)
             name = compare_view.gpu_name(o["layout"])
             name = (f"The {name}" if name not in (compare_view.gpu_name(u["first"]), compare_view.gpu_name(u["second"]))

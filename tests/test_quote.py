@@ -800,3 +800,15 @@ def test_the_head_says_how_many_of_yours_run_beside_a_full_context_request():
             "B300 110§") in lines
     # the head stays one line (the measure line outranks this one: it is filled where the screen has room)
     assert not lines[1].startswith("  ") and any(x.startswith("measure: ") for x in lines)
+
+
+def test_attack_7_the_verdict_never_names_its_own_row_as_cheaper_still():
+    """Attack 7: with the B300 row itself outside the validated domain, the verdict judged it against the MI355X and
+    then added '8xb300 tp8 is cheaper still at the model's centre ($152.88/M) but outside its validated domain': the
+    same row. A row the verdict already judges is not named again."""
+    r = _run("quote", "--usd-per-gpu-hour", "b200=2", "--usd-per-gpu-hour", "mi355x=12", "--usd-per-gpu-hour",
+             "b300=2", "--usd-per-gpu-hour", "h200=0.01", "--input-len", "100000", "--output-len", "100",
+             "--max-tpot", "100", "--kv-dtype", "fp8")
+    flat = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "the B300 is 93% cheaper per token than the MI355X" in flat
+    assert "8xb300 tp8 is cheaper still" not in flat
