@@ -171,6 +171,10 @@ def _reason(p: memory.Plan, ctx: int) -> str:
     if not p.weights_fit:
         return (f"weights do not fit: {p.weights_bytes_per_gpu / GiB:.1f} GiB per GPU leave no KV pool in "
                 f"{p.capacity_bytes_per_gpu / GiB:.1f} GiB usable at mem_fraction {p.mem_fraction:g}")
+    if not p.fits and p.verdict == "fits only with a setting":
+        # newcomer 26: "no request fits" beside "fits with --mamba-full-memory-ratio 0.795" read as a contradiction
+        return (f"at sglang's defaults no {ctx:,}-token request fits (the KV pool holds {p.max_kv_tokens:,} tokens); "
+                "the setting under 'fits with' holds it")
     if not p.fits:
         return f"no {ctx:,}-token request fits: the KV pool holds {p.max_kv_tokens:,} tokens"
     return ""

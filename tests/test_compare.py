@@ -902,3 +902,18 @@ def test_attack_5_the_answer_line_names_the_setting_a_row_is_priced_with():
     said = compare_view.sensitivity(u)
     assert "the model" not in said and "the tok/s it is priced at overrate the MI355X" in said
     assert said.endswith("your --tok-s carry no band: the answer holds as far as they do.")
+
+
+def test_a_row_that_holds_with_a_setting_says_so_in_its_reason():
+    """Newcomer 26: `compare --gpu b300 --all` at 8,192 / 1,024 printed 'no 1,048,576-token request fits: the KV pool
+    holds 990,592 tokens' as the reason of the 8xb300 row whose 'fits with' column names --mamba-full-memory-ratio
+    0.795. The reason says the defaults do not hold it and the setting does."""
+    from k3lab import memory, specs
+
+    cfg = specs.load_model("kimi-k3")
+    p = memory.plan(cfg, "b300", 8, 8, 0.9, "bf16", context_tokens=1_048_576)
+    assert p.verdict == "fits only with a setting" and not p.fits
+    df = compare.compare_rows(cfg, gpus=["b300"], input_len=8192, output_len=1024).set_index("layout")
+    assert df.loc["8xb300 tp8", "reason"] == (
+        f"at sglang's defaults no 1,048,576-token request fits (the KV pool holds {p.max_kv_tokens:,} tokens); the "
+        "setting under 'fits with' holds it")
