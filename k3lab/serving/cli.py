@@ -17,6 +17,7 @@ from ..limits import arg, help_text
 from ..model.sharding import VARIANTS
 from ..setting_traps import full_context_setting, setting_traps
 from ..spelling import did_you_mean
+from ..throughput import usd_per_million_tokens
 from ..specs import Deployment, known_gpus, load_model, parse_layout
 from . import attention_backend, dspark_answer, field, slo
 from .engines import ARRIVALS, ENGINES, LENGTHS, Engine, Harness, admission
@@ -106,20 +107,13 @@ def _parser() -> OneLineParser:
     return ap
 
 
-def usd_per_million(usd_per_gpu_hour: float, num_gpus: int, tok_s: float) -> float:
-    """$ per million output tokens of a deployment of ``num_gpus`` GPUs at ``usd_per_gpu_hour`` each
-    serving ``tok_s`` output tok/s (per deployment)."""
-    return usd_per_gpu_hour * num_gpus * 1e6 / (tok_s * 3600.0)
-
-
 def price_line(p: Prediction, usd: float) -> str:
     """'  price: $5.04/M output tokens at $3.00/GPU-h (band $3.90-$6.51)': the prediction's cost, with
     the band where its tok/s has one that holds here."""
     iv = p.interval("output_tok_s")
-    held = iv is not None and p.validated("output_tok_s") and not p.gaps("output_tok_s")
-    band = (f" (band ${usd_per_million(usd, p.num_gpus, iv[1]):,.2f}-${usd_per_million(usd, p.num_gpus, iv[0]):,.2f})"
-            if held else " (no band here)")
-    return (f"  price: ${usd_per_million(usd, p.num_gpus, p.output_tok_s):,.2f}/M output tokens at ${usd:,.2f}/GPU-h"
+    band = (f" (band ${usd_per_million_tokens(iv[1], p.num_gpus, usd):,.2f}-"
+            f"${usd_per_million_tokens(iv[0], p.num_gpus, usd):,.2f})" if p.band_holds() else " (no band here)")
+    return (f"  price: ${usd_per_million_tokens(p.output_tok_s, p.num_gpus, usd):,.2f}/M output tokens at ${usd:,.2f}/GPU-h"
             + band + (" with DSpark" if p.spec_on else ""))
 
 
@@ -423,7 +417,7 @@ def cli_main(argv: list[str] | None = None) -> int:
                                "priced": args.attention_backend or "aiter", **backends.as_dict()},
                            **({} if ds is None else {**ds.as_dict(), "plan_on": dspark_answer.plan_on(p, ds)}),
                            **({} if usd is None else {"usd_per_gpu_hour": usd, "usd_per_million_output_tokens":
-                                                      usd_per_million(usd, p.num_gpus, p.output_tok_s)})})
+                                                      usd_per_million_tokens(p.output_tok_s, p.num_gpus, usd)})})
     else:
         flags = (engine.state_pool_flags(),) if engine.state_pool_flags() else ()
         after = [] if ds is None else dspark_answer.acceptance_lines(p, ds)

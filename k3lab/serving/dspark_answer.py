@@ -14,6 +14,7 @@ import textwrap
 from dataclasses import dataclass
 
 from ..specs import Deployment, ModelConfig
+from ..throughput import usd_per_million_tokens
 from . import committed, dspark_checks, field
 from .engines import SGLANG, Engine, Harness
 from .model import NO_SPEC, Spec, Workload
@@ -119,8 +120,7 @@ def plan_on(p: Prediction, a: DSparkAnswer) -> str:
     tok, tpot = pl.interval("output_tok_s"), pl.interval("tpot_ms")
     # DSpark's own figures with a band of their own need no stand-in; without one (an acceptance the speed fit
     # never saw, or a family whose DSpark is not validated at all) the question without DSpark is what holds
-    held = lambda q: q.validated("output_tok_s") and not q.gaps("output_tok_s")  # noqa: E731  (a band that holds here)
-    if held(p) or not held(pl) or tok is None or tpot is None or not pl.decodes:
+    if p.band_holds() or not pl.band_holds() or tok is None or tpot is None or not pl.decodes:
         return ""
     how = ("extrapolates" if a.speed_fit and not a.speed_fit[0] <= p.accept_len <= a.speed_fit[-1] else "says")
     same = abs(p.ttft_ms - pl.ttft_ms) <= EQUAL * pl.ttft_ms
@@ -262,8 +262,7 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
 
     def cell(q, k, fmt):
         v, iv = getattr(q, k), q.interval(k)
-        held = iv is not None and q.validated(k) and not q.gaps(k)
-        return fmt.format(v) + (f" ({fmt.format(iv[0])}-{fmt.format(iv[1])})" if held else "")
+        return fmt.format(v) + (f" ({fmt.format(iv[0])}-{fmt.format(iv[1])})" if q.band_holds(k) else "")
 
     mine = next((g for g in a.groups if g["low"] <= p.accept_len <= g["high"]), None)
     rows = [("without DSpark", pl, "")]
@@ -276,7 +275,7 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
         if g is not mine and grouped:
             rows.append((f"DSpark at {q.accept_len:g}{kind(g)}", q, f"x{q.output_tok_s / pl.output_tok_s:.2f}"))
     def cost(q):
-        return usd * q.num_gpus * 1e6 / (q.output_tok_s * 3600.0)
+        return usd_per_million_tokens(q.output_tok_s, q.num_gpus, usd)
 
     table = []
     for r in rows:

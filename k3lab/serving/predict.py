@@ -139,6 +139,11 @@ class Prediction:
     def validated(self, kind: str = "output_tok_s") -> bool:
         return self.band_of(kind) is not None
 
+    def band_holds(self, kind: str = "output_tok_s") -> bool:
+        """Whether output ``kind``'s printed band holds for this question: its metric's band is
+        validated and the question lies inside that metric's domain (JSON's ``validated``)."""
+        return self.validated(kind) and not self.gaps(kind)
+
     def not_validated(self, kind: str) -> list[str]:
         """Why output ``kind``'s band does not hold for this question: its metric's band is not
         validated for the family (the committed fit's reason), and where the question leaves the
@@ -180,7 +185,7 @@ class Prediction:
              # one truth: "validated" means the band printed beside the value holds for this question — the
              # family's band of its metric is validated AND the question lies inside that metric's domain
              "band_validated": {k: self.validated(k) for k in self.KINDS},
-             "validated": {k: self.validated(k) and not self.gaps(k) for k in self.KINDS},
+             "validated": {k: self.band_holds(k) for k in self.KINDS},
              "in_validated_domain": not self.not_validated("output_tok_s") and not self.not_validated("ttft_ms"),
              "speed_in_validated_domain": not self.not_validated("output_tok_s"),
              "ttft_in_validated_domain": not self.not_validated("ttft_ms"),

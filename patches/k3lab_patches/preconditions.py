@@ -27,4 +27,3 @@ def signature_gap(owner: str, fn, params: tuple[str, ...], leading: bool = True)
         return None
     want = f"({', '.join(params)}, …)" if leading else f"parameters {', '.join(params)}"
     return f"{owner} takes ({', '.join(have)}), not {want}"
-
