@@ -293,6 +293,29 @@ def _past_the_cache(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fra
     return {**alt, **out}
 
 
+def full_context_pricing(cfg, dep: Deployment, variants=(), input_len: int = 1024, output_len: int = 400,
+                         kv_dtype: str = "bf16", mem_fraction: float = 0.9, slo=None) -> dict | None:
+    """How ``compare`` and ``quote`` price ``dep`` for a request of the model's full context beside
+    the workload under ``slo`` (their row's own computation: the setting the fit names,
+    :func:`state_pool_cap`, then :func:`_past_the_cache`) → ``{"flags": the sglang state-pool flags
+    ("" where sglang's defaults hold it), "concurrency": requests in flight (whole deployment),
+    "tpot_ms": the model's TPOT there}``; None where nothing holds such a request or the model
+    prices no concurrency. What ``predict`` at sglang's defaults points at, so that its price and
+    the quote's can be told apart (newcomer 26: $6.77 at c87 without the request, $5.96 at c111
+    with it)."""
+    p = memory.plan(cfg, dep.gpu, dep.num_gpus, dep.tp, mem_fraction, kv_dtype, pp=dep.pp,
+                    context_tokens=cfg.max_position_embeddings, variants=tuple(sorted(set(variants))))
+    if p.verdict not in LISTED_VERDICTS or not p.weights_fit:
+        return None
+    vs = tuple(sorted(set(variants)))
+    row = _throughput(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction, state_pool_cap(p), slo)
+    row.update(_past_the_cache(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction, slo, p, row))
+    if not row.get("model_concurrency"):
+        return None
+    flags = row["priced_with"] or (p.best_option.flags if p.verdict == "fits only with a setting" else "")
+    return {"flags": flags, "concurrency": int(row["model_concurrency"]), "tpot_ms": float(row["model_tpot_ms"])}
+
+
 def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, variants=(), tiers=None,
                  overrides=None, include_all=False, gpus=None, usd_per_kwh=None, input_len=None, output_len=None,
                  tok_s=None, sort="gpus", top=None, slo=None):

@@ -267,11 +267,12 @@ def _with_cache(r, overrides: dict, one_token: bool = False) -> str:
 def quote_verdict(u: dict) -> str:
     """The quote's verdict on your prices (:func:`k3lab.compare_answers.user_verdict` ``u``), in the
     order a renter reads it: the reading at your $/GPU-hour ("too close to call", with its
-    :func:`k3lab.compare_view.leaning`); how much cheaper the first is at the model's centre (1 − its
-    $/M ÷ the runner-up's: 1 − 1/flip, the flip of :func:`k3lab.compare_view.sensitivity`); which GPU
-    the fit favours on their own public runs and by how much (``fitted_lean``: how much of that margin
-    is already spent); what the two bands allow together; and, under a latency target, which GPU holds
-    it cheaper with both at their band's slow edge, with why where its band is the narrower. The $/M of
+    :func:`k3lab.compare_view.leaning`); under a latency target, which GPU holds it cheaper with both
+    at their band's slow edge (the pick before measuring), with why where its band is the narrower;
+    then, where the bands decide nothing, :func:`how_sure` (how much cheaper the centre's pick is:
+    1 − its $/M ÷ the runner-up's = 1 − 1/flip, the flip of :func:`k3lab.compare_view.sensitivity`;
+    the flip net of the fit's lean; which band allows it) and the runner-up's break-even price; where
+    the bands decide, the margin and which GPU the fit favours on their own public runs. The $/M of
     each are the table's, right above; the bands' factors the band line's."""
     be, r = u["breakeven"], u["price_ratio"]
     a, b = compare_view.gpu_name(u["first"]), compare_view.gpu_name(u["second"])
@@ -287,7 +288,6 @@ def quote_verdict(u: dict) -> str:
     # cheaper one (its lead is partly the lean)
     spent = ("" if lean is None or abs(lean - 1) < 0.005 else
              f"{', but' if lean > 1 else ', and'} {compare_view.favours(lean, a, b)}")
-    net = _net_of_lean(cheaper, lean, a, b)
     level = f"; the {b} breaks even at ${u['second_usd_per_gpu_hour'] / need:,.2f}/GPU-h"
     if be["low"] is None:
         return (f"{at} the {a} is {cheaper:.0%} cheaper per token than the {b} at the model's centre{spent}; how "
@@ -297,30 +297,52 @@ def quote_verdict(u: dict) -> str:
         out = (f"{at}: the {a}, cheaper per token even at the bands' worst ({cheaper:.0%} cheaper than the {b} at "
                f"the centre{spent}; the bands allow x{allow:.2f}).")
     else:  # newcomer 15: "15% cheaper ..., but the model favours it by 9%": is ~6% the real lead? Said: the
-        # margin without that lean, and the runner-up's price at which the centre breaks even
+        # flip without that lean (how_sure), and the runner-up's price at which the centre breaks even
         lean_to = compare_view.leaning(u)
         # newcomer 20: "I can't tell you" came first and the pick last: the pick before measuring follows "measure
-        # both", the centre's numbers behind it
-        out = (f"{at}: too close to call{',' + lean_to if lean_to else ''} (bands allow x{allow:.2f}): measure "
-               f"both.{compare_view.slow_edges(u, leads=True)} The {a} is {cheaper:.0%} cheaper than the {b} at the centre"
-               f"{net or spent}{level}.")
+        # both"; then "how sure" as the question asks it (issue 38: "cheaper unless the model is X% off"), the
+        # centre's margin being the table's two $/M right above
+        # your prices are the table's, right above (the screen's room goes to "how sure")
+        out = (f"too close to call{',' + lean_to if lean_to else ''}: measure both."
+               f"{compare_view.slow_edges(u, leads=True)} {how_sure(u)}{level}.")
         return out
     out += compare_view.slow_edges(u)
     return out
 
 
-def _net_of_lean(cheaper: float, lean: float | None, a: str, b: str) -> str:
-    """' (8% without the model's 9% optimism for it on their public runs)': GPU ``a``'s margin at the
-    centre (``cheaper``: 1 − its $/M ÷ ``b``'s) once the fit's reading of the two GPUs' own public runs
-    (``lean``, a's over b's: :func:`k3lab.compare_answers.fitted_lean`) is taken out of it (a's $/M ×
-    lean against b's); "" where the lean is under half a percent or unknown."""
-    if lean is None or abs(lean - 1) < 0.005:
-        return ""
-    toward = f"the model's {max(lean, 1 / lean) - 1:.0%} optimism for {'it' if lean > 1 else 'the ' + b}"
-    r = (1 - cheaper) * lean   # a's $/M over b's, net of the lean
-    if r < 1:
-        return f" ({1 - r:.0%} without {toward} on their public runs)"
-    return f" (but the {b} is {1 - 1 / r:.0%} cheaper without {toward} on their public runs)"
+def how_sure(u: dict) -> str:
+    """'How sure: the MI355X's 15% lead at the centre turns if the model overrates it by 18% against the
+    B300 (9% net of its 9% optimism for the MI355X), within either GPU's band': the centre's
+    margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip) and the flip of
+    :func:`k3lab.compare_view.sensitivity` (break-even ÷ your price ratio, a speed ratio) in plain words
+    (issue 38: "cheaper unless the model is X% off"); the flip net of the fit's lean on the two GPUs'
+    own public runs (``fitted_lean``, the first's reading over the runner-up's: flip ÷ lean); and which
+    band allows it: either GPU's alone (``a_band``, ``b_band``, each its decode factor), the wider one's
+    alone, or only the two together (their product). For a verdict inside the bands (too close to
+    call); no closing full stop."""
+    be = u["breakeven"]
+    a, b = compare_view.gpu_name(u["first"]), compare_view.gpu_name(u["second"])
+    need, allow = be["ratio"] / u["price_ratio"], be["ratio"] / be["low"]
+    lean = u.get("fitted_lean")
+    # the flip net of the fit's lean (newcomer 15: "is 15% - 9% the real lead?"): a lean to the first spends part
+    # of it, a lean to the runner-up adds to it
+    net = None if lean is None or abs(lean - 1) < 0.005 else need / lean
+    toward = "" if net is None else f"its {max(lean, 1 / lean) - 1:.0%} optimism for the {a if lean > 1 else b}"
+    leans = ("" if net is None else f" ({net - 1:.0%} net of {toward})" if net >= 1
+             else f" (less than {toward} on their public runs)")
+    bands = {a: be.get("a_band"), b: be.get("b_band")}
+    if None in bands.values():
+        allows = f"within the bands together (x{allow:.2f})"
+    elif need <= min(bands.values()):
+        allows = "within either GPU's band"
+    elif need <= max(bands.values()):
+        allows = f"within the {max(bands, key=bands.get)}'s band"
+    else:
+        allows = f"only within both bands together (x{allow:.2f})"
+    # "lead at the centre": the slow edges' pick (said before it) may be the other GPU (at 8,192/1,024 "the MI355X
+    # wins instead" after "the lower-risk pick: the MI355X" read as a contradiction)
+    return (f"How sure: the {a}'s {1 - 1 / need:.0%} lead at the centre turns if the model overrates it by "
+            f"{need - 1:.0%} against the {b}{leans}, {allows}")
 
 
 def _wrap(text: str) -> list[str]:

@@ -73,9 +73,11 @@ def test_a_what_if_gives_one_number_on_the_box_the_notebook_the_cli_and_the_read
     assert c.returncode == 0 and f"your prices (--usd-per-gpu-hour), cheapest at the model's centre: {MI}, {want} output tokens" in c.stdout
     # the user's own prices are named as theirs, never "override" (the renter's Q2)
     assert "override" not in c.stdout
-    # the README shows this quote, verbatim (a test of the README's pasted outputs keeps it current)
-    assert f"$ python -m k3lab quote {' '.join(QUOTE_ARGS)}\n{q.stdout.strip()}\n```" in \
-        (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    # the README gives this what-if's two $/M beside its screen at 1,024 / 400 (newcomer 26: a headline at another
+    # workload than the renter's own); the B300's is the quote's other row
+    b300 = re.search(r"\n(?:B300 +8xb300 tp8) .*? \$([\d.]+) \(", q.stdout).group(1)
+    readme = " ".join((REPO_ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert float(b300) < float(want[1:-2]) and f"(at 8,192 in / 1,024 out the B300 is first: ${b300} vs {want})" in readme
 
 
 def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
@@ -92,25 +94,28 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
         assert f"${r['usd_per_million_tokens[override]']:,.2f} (" in text
     assert "SGLANG_AITER_K3_OPT=1" in text and "--mamba-full-memory-ratio 0.795" in text   # which setting it needs
     # newcomer 20: the pick before measuring right after "measure both", the centre's margin behind it
-    assert ("verdict: At $3.00 vs $5.50/GPU-h: too close to call (bands allow x2.43): measure both. The lower-risk "
-            "pick: the MI355X, cheaper at both slow edges ($") in flat and "/M). The MI355X is " in flat
+    assert ("verdict: too close to call: measure both. The lower-risk "
+            "pick: the MI355X, cheaper at both slow edges ($") in flat and "/M). How sure: the MI355X's " in flat
     # how far off the model is known to be, per GPU: its band, the repositories behind it, and which way the refits
     # blind to a run's repository missed that GPU's figures (newcomer 9: "which way does the B300 model err?")
     assert (f"band (9 in 10 unseen public runs inside): MI355X {_band_words('amd-cdna4', 'mi355x')}, "
             f"B300 {_band_words('nvidia-blackwell', 'b300')}") in flat
     # ... and the verdict says how much of its margin the fit already spends on the two GPUs' own public runs
     lean = _own_reading("mi355x", digits=None) / _own_reading("b300", digits=None)
-    # (newcomer 15: "is 15% - 9% the real lead?": the margin net of the lean, the MI355X's $/M x lean over the B300's)
+    # (newcomer 15: "is 15% - 9% the real lead?"; issue 38: "cheaper unless the model is X% off": how far the model
+    # must overrate the MI355X against the B300 for the centre to turn (the B300's $/M over the MI355X's), and that
+    # net of the lean)
     usd = {lay: rows.loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
-    net = 1 - usd[MI] / usd[B300] * lean
-    assert lean > 1.005 and (f"15% cheaper than the B300 at the centre ({net:.0%} without the model's {lean - 1:.0%} "
-                             "optimism for it on their public runs)") in flat
+    flip = usd[B300] / usd[MI]
+    assert lean > 1.005 and (f"How sure: the MI355X's 15% lead at the centre turns if the model overrates it by "
+                             f"{flip - 1:.0%} against the B300 ({flip / lean - 1:.0%} net of its {lean - 1:.0%} "
+                             "optimism for the MI355X), within either GPU's band;") in flat
     # ... named the same way where the other GPU is the cheaper (newcomer 14: "overrates" at one workload and
     # "underrates" at another read as two biases)
     big = " ".join(x.strip() for x in quote.quote_lines(decision.decide(
         "kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50))))
-    assert (f"cheaper than the MI355X at the centre (15% without the model's {lean - 1:.0%} optimism for the MI355X on "
-            "their public runs)") in big
+    assert (f"the B300's 8% lead at the centre turns if the model overrates it by 8% against the MI355X (18% net of "
+            f"its {lean - 1:.0%} optimism for the MI355X)") in big
     # ... and how the fit used here reads each GPU's own public runs (in sample: whether there is a lean to
     # correct), computed from the committed fit's rows, said only where it leans past x1.10 either way
     # (newcomer 7 read 'x1.08 (MI355X, 29), x0.99 (B300, 7)' as jargon with nothing to act on)
@@ -208,8 +213,8 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     assert compare_view.sensitivity(slow).endswith(
         "$6.00/GPU-h. The lower-risk pick: the MI355X, cheaper at both slow edges too ($9.04 vs $20.05/M).")
     # the quote says it before the centre's margin, without the "too" (that is the next sentence's)
-    assert (" measure both." + compare_view.slow_edges(slow).replace(" too (", " (") + " The MI355X is 33% cheaper"
-            ) in quote.quote_verdict(slow)
+    assert (" measure both." + compare_view.slow_edges(slow).replace(" too (", " (") + " How sure: the MI355X's 33% "
+            "lead") in quote.quote_verdict(slow)
     # a price ratio of 0.25: it flips only at 0.75 / 0.25 = x3.00 (200%), beyond the bands' x1.50: the answer holds
     far = compare_view.sensitivity(dict(u, price_ratio=0.25, second_usd_per_gpu_hour=12.0))
     assert far.startswith("The B300 wins instead if the model overrates the MI355X against it by 200% or more (x3.00; "
@@ -238,15 +243,21 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
                                     first_usd_per_million_tokens=(5.0, 4.0, 6.0),
                                     second_usd_per_million_tokens=(6.0, 3.0, 11.0)))
     # a flip at x1.50: its $/M is 1/1.5 of the B300's, which breaks even at $6.00 / 1.5
-    assert said == ("At $3.00 vs $6.00/GPU-h: too close to call, leaning to the MI355X (bands allow x1.50): measure "
-                    "both. The MI355X is 33% cheaper than the B300 at the centre; the B300 breaks even at $4.00/GPU-h.")
-    # with the fit's lean: the margin net of it, or the other's where the lean is larger than the margin
-    assert ("33% cheaper than the B300 at the centre (29% without the model's 6% optimism for it on their public runs); "
-            "the B300 breaks even") in quote.quote_verdict(dict(u, fitted_lean=1.06))     # 1 - (1/1.5) x 1.06
-    assert ("33% cheaper than the B300 at the centre (but the B300 is 25% cheaper without the model's 100% optimism "
-            "for it on their public runs)") in quote.quote_verdict(dict(u, fitted_lean=2.0))   # (1/1.5) x 2 = 4/3
-    assert ("33% cheaper than the B300 at the centre (40% without the model's 11% optimism for the B300 on their "
-            "public runs)") in quote.quote_verdict(dict(u, fitted_lean=0.9))                       # 1 - (1/1.5) x 0.9
+    # the flip (x1.50) is past each GPU's own band (x1.20, x1.25), inside their product
+    assert said == ("too close to call, leaning to the MI355X: measure both. How sure: the MI355X's 33% lead at the "
+                    "centre turns if the model overrates it by 50% against the B300, only within both bands together "
+                    "(x1.50); the B300 breaks even at $4.00/GPU-h.")
+    # which band allows the flip: x1.07 (a price ratio of 0.7) either GPU's; x1.22 (0.75 / 0.615) the B300's alone
+    assert ("by 7% against the B300, within either GPU's band; the B300 breaks even at $5.60/GPU-h."
+            in quote.quote_verdict(dict(u, price_ratio=0.7)))     # $6.00 / (0.75 / 0.7)
+    assert ("by 22% against the B300, within the B300's band;" in quote.quote_verdict(dict(u, price_ratio=0.615)))
+    # with the fit's lean: the flip net of it (flip / lean), or less than the lean where it is larger
+    assert ("by 50% against the B300 (42% net of its 6% optimism for the MI355X), only"
+            ) in quote.quote_verdict(dict(u, fitted_lean=1.06))                       # 1.5 / 1.06
+    assert ("by 50% against the B300 (less than its 100% optimism for the MI355X on their public runs), only"
+            ) in quote.quote_verdict(dict(u, fitted_lean=2.0))                        # 1.5 / 2 < 1
+    assert ("by 50% against the B300 (67% net of its 11% optimism for the B300), only"
+            ) in quote.quote_verdict(dict(u, fitted_lean=0.9))                        # 1.5 / 0.9
     # a pair one of whose rows has no band (outside the model's domain): the centre, and no verdict leaning on a band
     nob = quote.quote_verdict(dict(u, breakeven={"ratio": 0.75, "low": None, "high": None}, fitted_lean=1.06))
     assert nob == ("At $3.00 vs $6.00/GPU-h the MI355X is 33% cheaper per token than the B300 at the model's centre, but "
@@ -358,11 +369,11 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     # newcomer 12: "18% cheaper" was how much dearer the B300 is; cheaper is 1 - the MI355X's $/M over the B300's
     usd = {lay: rows.loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
     assert f"{1 - usd[MI] / usd[B300]:.0%}" == f"{1 - (3.0 / 5.5) / be:.0%}"
-    net = 1 - usd[MI] / usd[B300] * lean
-    assert (f"verdict: At $3.00 vs $5.50/GPU-h: too close to call (bands allow x{a * b:.2f}): measure both.") in flat
-    assert (f"The MI355X is {1 - usd[MI] / usd[B300]:.0%} cheaper than the B300 at the centre ({net:.0%} without the model's "
-            f"{lean - 1:.0%} optimism for it on their public runs); the B300 breaks even at "
-            f"${5.5 * usd[MI] / usd[B300]:,.2f}/GPU-h.") in flat
+    assert "verdict: too close to call: measure both." in flat
+    assert (f"How sure: the MI355X's {1 - usd[MI] / usd[B300]:.0%} lead at the centre turns if the model overrates it "
+            f"by {be / (3.0 / 5.5) - 1:.0%} against the B300 ({be / (3.0 / 5.5) / lean - 1:.0%} net of its "
+            f"{lean - 1:.0%} optimism for the MI355X), within either GPU's band; the B300 breaks even at "
+            f"${5.5 * usd[MI] / usd[B300]:,.2f}/GPU-h.") in flat and be / (3.0 / 5.5) <= min(a, b)
     assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (14 figures" in flat
     assert flat.index("band (") < flat.index("verdict: ")
     # the table's slow edges read: each GPU's $/M if its model is as slow as its band allows, at the target
@@ -372,10 +383,10 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     # newcomer 15: where the centre cannot decide, the pick before measuring (the one cheaper at both slow edges)
     # (why the slow edges pick it is said where they pick the one the centre did not)
     assert (f"measure both. The lower-risk pick: the MI355X, cheaper at both slow edges (${slow[MI]:,.2f} vs "
-            f"${slow[B300]:,.2f}/M). The MI355X is") in flat
+            f"${slow[B300]:,.2f}/M). How sure:") in flat
     big = " ".join(x.strip() for x in quote.quote_lines(decision.decide(
         "kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50))))
-    assert "The B300 is 8% cheaper than the MI355X at the centre" in big and \
+    assert "How sure: the B300's 8% lead at the centre turns" in big and \
         "The lower-risk pick: the MI355X, cheaper at both slow edges ($" in big and "the B300's band is wider)." in big
     # without a target there are no slow edges, and no such sentence
     plain = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})
@@ -542,9 +553,9 @@ def test_the_named_state_pool_setting_says_how_little_room_it_leaves():
 
 
 def test_the_readme_says_the_centre_turns_with_the_workload_and_the_slow_edges_do_not():
-    """Newcomer 7, Q2: the README's quote (8,192 / 1,024 at $3.00 vs $5.50, TPOT <= 50 ms) puts the B300's centre
-    first while the renter's 1,024 / 400 puts the MI355X's: a skimmer took away "B300". The README now says the
-    centre turns with the workload and the slow edges do not; both halves are computed here."""
+    """Newcomer 7, Q2: the README's quote (then 8,192 / 1,024 at $3.00 vs $5.50, TPOT <= 50 ms) put the B300's
+    centre first while the renter's 1,024 / 400 puts the MI355X's: a skimmer took away "B300". The README (its quote
+    now at 1,024 / 400) says the centre turns with the workload and the slow edges do not; both halves computed here."""
     first, slow_first = {}, {}
     for lens in ((8192, 1024), (1024, 400)):
         u = decision.decide("kimi-k3", input_len=lens[0], output_len=lens[1], overrides={"mi355x": 3.0, "b300": 5.5},
@@ -555,7 +566,7 @@ def test_the_readme_says_the_centre_turns_with_the_workload_and_the_slow_edges_d
     assert first == {(8192, 1024): "b300", (1024, 400): "mi355x"}
     assert set(slow_first.values()) == {"mi355x"}
     flat = " ".join((REPO_ROOT / "README.md").read_text(encoding="utf-8").split())
-    assert ("the cheaper centre turns with the workload (at 1,024 in / 400 out the MI355X is first: $") in flat
+    assert ("The cheaper centre turns with the workload (at 8,192 in / 1,024 out the B300 is first: $") in flat
     assert "/M); at both slow edges the MI355X stays ahead" in flat
 
 
@@ -634,8 +645,7 @@ def test_attack_5_the_measure_line_names_the_verdicts_two_and_comes_back_when_it
                      "(B300)") in lines) == fits
             assert any(x.startswith("band (9 in 10 unseen public runs inside)") for x in lines)
             assert fits or len(lines) == quote.MAX_LINES   # dropped for want of room, never while it fitted
-        assert "cheaper than the MI355X at the centre" in " ".join(x.strip() for x in lines) or \
-            "cheaper than the B300 at the centre" in " ".join(x.strip() for x in lines)
+        assert re.search(r"How sure: the (MI355X|B300)'s \d+% lead at the centre", " ".join(x.strip() for x in lines))
 
 
 def test_attack_5_long_prices_keep_the_screen_width():
@@ -812,3 +822,27 @@ def test_attack_7_the_verdict_never_names_its_own_row_as_cheaper_still():
     flat = " ".join(r.stdout.split())
     assert r.returncode == 0 and "the B300 is 93% cheaper per token than the MI355X" in flat
     assert "8xb300 tp8 is cheaper still" not in flat
+
+
+def test_predict_at_the_defaults_points_at_the_setting_the_quote_prices_and_gives_its_price():
+    """Newcomer 26: three B300 prices for one question: quote's $/M (radix cache off, a full-context request
+    held), its bracket's (with prefix caching) and predict's at sglang's defaults (which hold no such request),
+    none saying which. predict at the defaults names the flags and concurrency quote's row is priced at, and
+    predict with those flags gives the quote's $/M to the cent."""
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5},
+                        slo=SLO(max_tpot_ms=50))
+    r = d.comparison.set_index("layout").loc[B300]
+    flags, c = r["priced_with"], int(r["model_concurrency"])
+    assert flags.startswith("--disable-radix-cache --max-running-requests ")
+    ask = ["predict", "--layout", B300, "--input-len", "1024", "--output-len", "400", "--max-tpot", "50",
+           "--usd-per-gpu-hour", "b300=5.5"]
+    plain = _run(*ask)
+    assert plain.returncode == 0 and (
+        f"`quote` and `compare` price 8×B300 TP8 for a 1,048,576-token request beside yours at TPOT ≤ 50 ms with "
+        f"{flags}: c{c} (add those flags here for its numbers)") in plain.stdout
+    same = _run(*ask, *flags.split())
+    assert same.returncode == 0 and f"price: ${r['usd_per_million_tokens[override]']:,.2f}/M output tokens" in same.stdout
+    assert "`quote` and `compare` price" not in same.stdout   # the user's own flags: nothing to point at
+    # a layout whose defaults hold the request (the MI355X with the article's setting) has no such line
+    mi = _run("predict", "--layout", MI, "--input-len", "1024", "--output-len", "400", "--max-tpot", "50")
+    assert mi.returncode == 0 and "`quote` and `compare` price" not in mi.stdout
