@@ -360,7 +360,8 @@ def slow_edges(u: dict, leads: bool = False) -> str:
     edges pick the one the centre did not (the other's band is wider); where only one holds the
     target at its slow edge, which. One sentence with its leading space; "" without a target or a band
     (quote and compare say the same). ``leads``: said before the centre's margin (the quote), so no
-    "too" (the centre's agreement is the next sentence's)."""
+    "too" (the centre's agreement is the next sentence's), and without the two $/M (the quote's table
+    has them in its slow-edge column)."""
     be, r = u["breakeven"], u["price_ratio"]
     slow = u.get("slow_usd_per_million_tokens") or (None, None)
     if r >= be["ratio"] or be["low"] is None or slow == (None, None) or list(slow) == [None, None]:
@@ -379,6 +380,8 @@ def slow_edges(u: dict, leads: bool = False) -> str:
     # (newcomer 16: "lower-risk pick" at one workload and "to pick before measuring" at another read as two)
     lead = (f" At both slow edges the {names[w]} holds your latency cheaper" if need > allow else
             f" The lower-risk pick: the {names[w]}, cheaper at both slow edges" + (" too" if w == 0 and not leads else ""))
+    if leads:  # the quote: its table's slow-edge column holds the two $/M; its screen's room goes to "how sure"
+        return f"{lead}{' (' + why[2:] + ')' if why else ''}."
     return f"{lead} (${slow[w]:,.2f} vs ${slow[o]:,.2f}/M{why})."
 
 

@@ -311,38 +311,36 @@ def quote_verdict(u: dict) -> str:
 
 
 def how_sure(u: dict) -> str:
-    """'How sure: the MI355X's 15% lead at the centre turns if the model overrates it by 18% against the
-    B300 (9% net of its 9% optimism for the MI355X), within either GPU's band': the centre's
-    margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip) and the flip of
+    """'How sure: not very: the MI355X's 15% lead turns if the model overrates it against the B300 by
+    18%, an error either GPU's band alone allows (on their public runs it already favours the MI355X by
+    9%)': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip) and the flip of
     :func:`k3lab.compare_view.sensitivity` (break-even ÷ your price ratio, a speed ratio) in plain words
-    (issue 38: "cheaper unless the model is X% off"); the flip net of the fit's lean on the two GPUs'
-    own public runs (``fitted_lean``, the first's reading over the runner-up's: flip ÷ lean); and which
-    band allows it: either GPU's alone (``a_band``, ``b_band``, each its decode factor), the wider one's
-    alone, or only the two together (their product). For a verdict inside the bands (too close to
-    call); no closing full stop."""
+    (issue 38: "cheaper unless the model is X% off"); which band allows that error, said as a word a
+    manager reads ("not very": either GPU's band alone; "somewhat": only the wider one's; "fairly": only
+    the two together, their product); and which way the fit already leans on the two GPUs' own public
+    runs (``fitted_lean``, the first's reading over the runner-up's), the reader's to weigh (newcomer 27:
+    "9% net of its 9% optimism" was hard to parse). For a verdict inside the bands (too close to call);
+    no closing full stop."""
     be = u["breakeven"]
     a, b = compare_view.gpu_name(u["first"]), compare_view.gpu_name(u["second"])
     need, allow = be["ratio"] / u["price_ratio"], be["ratio"] / be["low"]
     lean = u.get("fitted_lean")
-    # the flip net of the fit's lean (newcomer 15: "is 15% - 9% the real lead?"): a lean to the first spends part
-    # of it, a lean to the runner-up adds to it
-    net = None if lean is None or abs(lean - 1) < 0.005 else need / lean
-    toward = "" if net is None else f"its {max(lean, 1 / lean) - 1:.0%} optimism for the {a if lean > 1 else b}"
-    leans = ("" if net is None else f" ({net - 1:.0%} net of {toward})" if net >= 1
-             else f" (less than {toward} on their public runs)")
+    leans = ("" if lean is None or abs(lean - 1) < 0.005 else
+             f" (on their public runs it {'already ' if lean > 1 else ''}favours the {a if lean > 1 else b} by "
+             f"{max(lean, 1 / lean) - 1:.0%})")
     bands = {a: be.get("a_band"), b: be.get("b_band")}
     if None in bands.values():
-        allows = f"within the bands together (x{allow:.2f})"
+        word, allows = "not very", f"an error the bands together allow (x{allow:.2f})"
     elif need <= min(bands.values()):
-        allows = "within either GPU's band"
+        word, allows = "not very", "an error either GPU's band alone allows"
     elif need <= max(bands.values()):
-        allows = f"within the {max(bands, key=bands.get)}'s band"
+        word, allows = "somewhat", f"an error only the {max(bands, key=bands.get)}'s band allows"
     else:
-        allows = f"only within both bands together (x{allow:.2f})"
-    # "lead at the centre": the slow edges' pick (said before it) may be the other GPU (at 8,192/1,024 "the MI355X
+        word, allows = "fairly", f"an error only both bands together allow (x{allow:.2f})"
+    # "lead": the centre's (the slow edges' pick, said before it, may be the other GPU: at 8,192/1,024 "the MI355X
     # wins instead" after "the lower-risk pick: the MI355X" read as a contradiction)
-    return (f"How sure: the {a}'s {1 - 1 / need:.0%} lead at the centre turns if the model overrates it by "
-            f"{need - 1:.0%} against the {b}{leans}, {allows}")
+    return (f"How sure: {word}: the {a}'s {1 - 1 / need:.0%} lead turns if the model overrates it against the {b} by "
+            f"{need - 1:.0%}, {allows}{leans}")
 
 
 def _wrap(text: str) -> list[str]:
@@ -466,8 +464,12 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     pair = set() if u is None else {parse_layout(u[k].split(" [")[0]).gpu for k in ("first", "second")}
     c = {g: int(r["model_concurrency"]) for g, r in rows.items()   # the verdict's two: "measure both"
          if r is not None and g in pair and r["model_concurrency"] > 0}
+    # pasteable (newcomer 27: "--concurrency 76 (MI355X), 111 (B300)" is not a command): the first GPU's, the
+    # other's in a shell comment
+    (g1, n1), *others = c.items() if c else [(None, None)]
     recipe = ([_wrap(f"measure: python -m k3lab bench --base-url URL --input-len {a['input_len']} --output-len "
-                     f"{a['output_len']} --concurrency " + ", ".join(f"{n} ({g.upper()})" for g, n in c.items()))]
+                     f"{a['output_len']} --concurrency {n1}  # {str(g1).upper()}; "
+                     + ", ".join(f"{g.upper()}: {n}" for g, n in others))]
               if u is not None and "measure both" in verdict and len(c) >= 2 else [])
     # the groups in the order a renter reads them, each kept whole or left out; filled most important first while
     # the screen has room (a short one may still fit where a longer one did not): the verdict, the settings, the

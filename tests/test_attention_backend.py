@@ -117,3 +117,26 @@ def test_the_gain_ratio_says_what_it_rests_on_and_the_nearest_public_fallback_ru
     # at 172k as at that run): x3.44 x 24.0 / 33.0
     assert line.endswith(f"; were the Triton TTFT as far over here as there, the gain would be "
                          f"x{ratio * near['value'] / near['fitted']:.2f}")
+
+
+def test_a_triton_ttft_past_the_latency_cap_is_never_printed():
+    """Newcomer 28: at 172,000 in with 32 clients (7 admitted, the rest queue) predict printed Triton's TTFT as
+    1,702,414 ms, past the 600,000 ms cap k3lab states for every latency it reads (predict refuses the priced
+    backend's there). The other backend's is said as past the cap, its ratio only as the bound the cap gives, and
+    JSON carries null with the reason."""
+    from k3lab.limits import CAPS
+
+    work = Workload(172_000, 1024, 32)
+    c = ab.compare(CFG, MI355X, work, variants=OPT)
+    cap = CAPS["latency_ms"].high
+    assert c.triton.ttft_ms > cap >= c.aiter.ttft_ms     # the case: only the other backend's passes it
+    text = "\n".join(ab.lines(c, "aiter"))
+    assert f"{c.triton.ttft_ms:,.0f}" not in text and f"x{c.triton.ttft_ms / c.aiter.ttft_ms:.2f}" not in text
+    assert (f"more than {cap:,.0f} ms with triton (past k3lab's latency cap: {CAPS['latency_ms'].why}) (triton takes "
+            f"more than x{cap / c.aiter.ttft_ms:.2f} aiter's)") in text
+    tri = c.as_dict()["triton"]
+    assert tri["ttft_ms"] is None and "beyond 600,000 ms" in tri["ttft_over_cap"]
+    assert c.as_dict()["aiter"]["ttft_ms"] == pytest.approx(c.aiter.ttft_ms) and c.as_dict()["aiter"]["ttft_over_cap"] is None
+    # under the cap the number is said, with its ratio
+    short = ab.compare(CFG, MI355X, COLD, variants=OPT)
+    assert f"{short.triton.ttft_ms:,.0f} ms with triton" in "\n".join(ab.lines(short, "aiter"))

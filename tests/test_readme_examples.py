@@ -71,19 +71,15 @@ def test_readme_answers_whether_speculative_decoding_still_crashes():
     """Q5 names the releases (from the release matrix: the crash in 0.5.16, fixed in 0.5.17), the branch
     images' NameError, the backend flag, and that a K3 image needs --force."""
     para = _section(_readme(), "Does speculative decoding still crash on ROCm?")
-    # newcomer 20: the lead said 0.5.17 (the crash) and then 0.5.19 (K3): a skimmer stopped at the first; the
-    # release to run comes first, the crash's own release after it
-    assert "The crash alone is gone from sglang 0.5.17 (PR #32641)." in " ".join(para.split())
+    # newcomer 20: the lead said 0.5.17 (the crash) and then 0.5.19 (K3): a skimmer stopped at the first; newcomers
+    # 27-28: with 0.5.19 first, the literal answer (the crash's release) was the third sentence. Both in one bold
+    # lead, each labelled with the question it answers; then the release to run (newcomer 11: "one plain line like
+    # 'minimum sglang: 0.5.19; recommended: 0.5.22'")
+    flat = " ".join(para.split())
+    assert flat.startswith("**The crash: fixed from sglang 0.5.17 (PR #32641). K3 on ROCm with no patch at all: 0.5.19; "
+                           "recommended: 0.5.22 or later (0.5.23 here) with `--attention-backend aiter` and "
+                           "`SGLANG_AITER_K3_OPT=1`**, for sglang's own padded fp8 prefill")
     assert "NameError: name 'top_k_renorm_prob' is not defined" in para
-    assert " ".join(para.split()).index("**For K3 on ROCm: at least 0.5.19") < " ".join(para.split()).index("0.5.17")
-    # newcomer 7: "which release?" leads with one line each for the crash and for serving K3 with no patch;
-    # newcomer 10: "with no patch" beside "from 0.5.19 no patch" read as two answers: the lead names 0.5.22 for
-    # serving, then why (no patch, and sglang's own padded prefill) and what 0.5.19-0.5.21 lack
-    first = " ".join(para.split())[:330]
-    # newcomer 11: "one plain line like 'minimum sglang: 0.5.19; recommended: 0.5.22'"
-    assert ("**For K3 on ROCm: at least 0.5.19, where neither of the article's bugs needs a patch; recommended 0.5.22 "
-            "or later (0.5.23 here) with `--attention-backend aiter` and `SGLANG_AITER_K3_OPT=1`**, for sglang's own "
-            "padded fp8 prefill") in first
     # ... and the article's own images are where the patch is least tested: said
     assert "tested for 0.5.16's code, not on those images, where `status` says unknown" in " ".join(para.split())
     assert "--force" in para and "--attention-backend aiter" in para and "k3lab_patches status" in para
@@ -194,21 +190,22 @@ def _checked_fragments(block: str) -> list[str]:
     assert there.flags.startswith("--mamba-full-memory-ratio ")
     return [
         f"{there.flags.split()[-1]} at a public start-up log's {seen:.1f} GiB",
-        f"at {n[0]:,} tokens no gain to speak of",
         f"(at 8,192 in / 1,024 out the B300 is\nfirst: ${usd['b300']:,.2f} vs ${usd['mi355x']:,.2f}/M)",
         f"{count_params(cfg).total_without_mtp / 1e12:.2f}T-parameter",
-        f"K3's {per_rank} heads per rank", f"{per_rank} heads padded to {padded}",
+        f"K3 has {per_rank} per rank", f"{per_rank} heads padded to {padded}",
         f"## Is the {per_rank}→{padded} head padding", f"The cost is the {padded - per_rank} extra heads: "
         f"{padded}/{per_rank} = {padded / per_rank:.2f}×",
         f"a {cfg.max_position_embeddings // 2 ** 20}M-token request",
         f"accept a median {groups[0]['median']:.1f} tokens per step on natural\n  text and agent traces, "
         f"{groups[-1]['median']:.1f} on synthetic repeated prompts",
-        f"grow only ×{pad.loc[n[0], 'padded_flops_x']:.3f} at {n[0]:,} tokens, ×{pad.loc[n[1], 'padded_flops_x']:.2f} "
-        f"at the article's {n[1]:,} and ×{pad.loc[n[2], 'padded_flops_x']:.2f}\nat {n[2]:,}",
-        f"zero heads at +{pad.loc[n[0], 'zero_heads_pct']:.1f}%, +{pad.loc[n[1], 'zero_heads_pct']:.0f}% and "
-        f"+{pad.loc[n[2], 'zero_heads_pct']:.0f}%",
-        f"gain over Triton of ×{pad.loc[n[0], 'gain_x']:.2f}, ×{pad.loc[n[1], 'gain_x']:.1f} and (past what public "
-        f"Triton runs validate) ×{pad.loc[n[2], 'gain_x']:.1f}",
+        # the head padding's table (newcomers 27-28: its cost and gain in one sentence took a re-read): per prompt
+        # length, a prefill's FLOPs with the zero heads, their share of the fast kernel's TTFT, its gain over Triton
+        f"| {n[0]:,} | ×{pad.loc[n[0], 'padded_flops_x']:.3f} | +{pad.loc[n[0], 'zero_heads_pct']:.1f}% | "
+        f"×{pad.loc[n[0], 'gain_x']:.2f} | no gain to speak of |",
+        f"| {n[1]:,} (the article's) | ×{pad.loc[n[1], 'padded_flops_x']:.2f} | "
+        f"+{pad.loc[n[1], 'zero_heads_pct']:.0f}% | ×{pad.loc[n[1], 'gain_x']:.1f} | a real gain",
+        f"| {n[2]:,} | ×{pad.loc[n[2], 'padded_flops_x']:.2f} | +{pad.loc[n[2], 'zero_heads_pct']:.0f}% | "
+        f"×{pad.loc[n[2], 'gain_x']:.1f}, past what public Triton runs validate |",
         f"late {calendar.month_name[opened.month]} {opened.year}" if opened.day > 20 else "(the fix opened early)",
         "the {}–{}× TTFT".format(*claims.get("P6").claimed.split("-"))]
 

@@ -64,8 +64,12 @@ class BackendComparison:
     zero_heads_tpot_ms: float
 
     def as_dict(self) -> dict:
+        """The comparison as JSON; a TTFT past k3lab's latency cap is null with ``ttft_over_cap`` saying
+        why (the cap's rule: such a latency is never printed)."""
         def one(p):
-            return {"ttft_ms": p.ttft_ms, "tpot_ms": p.tpot_ms if p.decodes else None, "output_tok_s": p.output_tok_s,
+            over = p.over_latency_cap()
+            return {"ttft_ms": None if over else p.ttft_ms, "ttft_over_cap": over or None,
+                    "tpot_ms": p.tpot_ms if p.decodes else None, "output_tok_s": p.output_tok_s,
                     "ttft_validated": not p.not_validated("ttft_ms"),
                     "ttft_not_validated_why": p.not_validated("ttft_ms")}
         return {"aiter": one(self.aiter), "triton": one(self.triton), "rocm_default": ROCM_DEFAULT,
@@ -115,17 +119,28 @@ def lines(c: BackendComparison, priced: str) -> list[str]:
     standing (each TTFT's band, the ratio only the fit's central estimate) beside the nearest public
     Triton-fallback TTFT run with the model's value for it (:func:`nearest_fallback_ttft`: its miss
     where a user can see it); and the padding's cost at most (``priced``: ``aiter`` or ``triton``)."""
+    from ..limits import CAPS
+
     a, t = c.aiter, c.triton
     mark = lambda p: " (not validated here)" if p.not_validated("ttft_ms") else ""  # noqa: E731
+    # newcomer 28: Triton's TTFT at 172,000 in and 32 clients printed as 1,702,414 ms, past the cap k3lab states for
+    # every latency it reads (predict refuses the priced backend's there): said as past the cap, its ratio a bound
+    cap = CAPS["latency_ms"].high
+    over = not t.ttft_ms <= cap
+    tri = (f"more than {cap:,.0f} ms with triton (past k3lab's latency cap: {CAPS['latency_ms'].why})" if over else
+           f"{t.ttft_ms:,.0f} ms with triton{mark(t)}")
     head = (f"  attention backend: {priced} priced (--attention-backend {priced}; sglang's ROCm default for K3 is "
-            f"{ROCM_DEFAULT}): TTFT {a.ttft_ms:,.0f} ms with aiter{mark(a)}, {t.ttft_ms:,.0f} ms with triton{mark(t)} "
-            f"(triton takes x{t.ttft_ms / a.ttft_ms:.2f} aiter's)")
+            f"{ROCM_DEFAULT}): TTFT {a.ttft_ms:,.0f} ms with aiter{mark(a)}, {tri} "
+            f"(triton takes {'more than ' if over else ''}x{min(t.ttft_ms, cap) / a.ttft_ms:.2f} aiter's)")
     if abs(t.tpot_ms - a.tpot_ms) > 0.05:
         why = ("the verify step runs the same kernel" if a.spec != "none" else
                "other requests' prefills run between decode steps")
         head += f"; TPOT {a.tpot_ms:,.1f} vs {t.tpot_ms:,.1f} ms ({why})"
     ratio, ba, bt = t.ttft_ms / a.ttft_ms, a.band_of("ttft_ms"), t.band_of("ttft_ms")
-    if ba is None or bt is None:
+    if over:
+        band = (f"  each TTFT {band_words(ba)}; triton's past the cap, only the bound x{cap / a.ttft_ms:.2f} is said"
+                if ba is not None else "  TTFT has no validated band here; triton's past the cap")
+    elif ba is None or bt is None:
         band = f"  TTFT has no validated band here: x{ratio:.2f} is the model's central estimate, unbanded"
     else:  # both TTFTs come from one fit: their errors are not independent, so the ratio has no band of its own
         both = math.exp(ba + bt)
@@ -136,7 +151,7 @@ def lines(c: BackendComparison, priced: str) -> list[str]:
         band += (f"; nearest public Triton-fallback TTFT: {near.id} ({near.input_len:,} in, c{near.concurrency}, "
                  f"{near.gpu.upper()}): measured {_ms(near.value)}, the model puts it at {_ms(near.fitted)} "
                  f"(x{near.fitted / near.value:.2f} the measurement)")
-        if near.fitted > near.value and a.ttft_ms and ratio > 1:
+        if near.fitted > near.value and a.ttft_ms and ratio > 1 and not over:
             # a reading, not a refit: were the model's Triton TTFT as high over this prompt as over that run
             band += (f"; were the Triton TTFT as far over here as there, the gain would be "
                      f"x{ratio * near.value / near.fitted:.2f}")
