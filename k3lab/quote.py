@@ -142,13 +142,15 @@ def band_line(rows: dict) -> str:
             if seen and repos > 1:  # which way refits blind to each repository in turn erred on this GPU
                 read_as = "high" if 2 * fast >= seen else "low"
                 # (newcomer 16: "read it as high": read what?)
-                how = f"{n} repos; blind to each, {way} on {max(fast, seen - fast)} of {seen}: its tok/s likely {read_as}"
+                # (newcomers 27-30: "blind to each" read as jargon)
+                how = f"{n} repos; {way} on {max(fast, seen - fast)} of {seen} runs it had not seen: tok/s likely {read_as}"
             elif seen:  # all the GPU's runs from one repository: how this fit reads them, and how one without them did
                 # (a fit that never saw the GPU's only repository knew it from its family's others: its miss is why
                 # the band is wide, not a lean of the fit used here)
                 read = own_runs_reading(r["gpu"])[0]
-                how = (f"{seen} figures, all from 1 repo" + (f": this fit reads its runs at x{read:.2f}" if read else "")
-                       + f"; a fit without it missed by x{miss:.2f}")
+                # (newcomer 29: "missed by x1.74" without its direction; docs/cli.md had it)
+                how = (f"{seen} figures from 1 repo" + (f", read at x{read:.2f}" if read else "")
+                       + f"; a fit without it: x{miss:.2f} {way}")
             else:
                 how = f"{n} repo{'' if n == 1 else 's'}, median miss x{ev['median_error']:.2f}"
             parts.append(f"{r['gpu'].upper()} x{ev['factor']:.2f} ({how})")
@@ -311,23 +313,25 @@ def quote_verdict(u: dict) -> str:
 
 
 def how_sure(u: dict) -> str:
-    """'How sure: not very: the MI355X's 15% lead turns if the model overrates it against the B300 by
-    18%, an error either GPU's band alone allows (on their public runs it already favours the MI355X by
-    9%)': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip) and the flip of
+    """'How sure: not very: the MI355X's 15% lead (8% net of the model's 9% optimism for it on their
+    public runs) turns if the model overrates it against the B300 by 18%, an error either GPU's band
+    alone allows': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip) and the flip of
     :func:`k3lab.compare_view.sensitivity` (break-even ÷ your price ratio, a speed ratio) in plain words
     (issue 38: "cheaper unless the model is X% off"); which band allows that error, said as a word a
     manager reads ("not very": either GPU's band alone; "somewhat": only the wider one's; "fairly": only
-    the two together, their product); and which way the fit already leans on the two GPUs' own public
-    runs (``fitted_lean``, the first's reading over the runner-up's), the reader's to weigh (newcomer 27:
-    "9% net of its 9% optimism" was hard to parse). For a verdict inside the bands (too close to call);
-    no closing full stop."""
+    the two together, their product); and the margin net of the fit's lean on the two GPUs' own public
+    runs (``fitted_lean``, the first's reading over the runner-up's: 1 − its $/M × lean ÷ the
+    runner-up's). For a verdict inside the bands (too close to call); no closing full stop."""
     be = u["breakeven"]
     a, b = compare_view.gpu_name(u["first"]), compare_view.gpu_name(u["second"])
     need, allow = be["ratio"] / u["price_ratio"], be["ratio"] / be["low"]
     lean = u.get("fitted_lean")
-    leans = ("" if lean is None or abs(lean - 1) < 0.005 else
-             f" (on their public runs it {'already ' if lean > 1 else ''}favours the {a if lean > 1 else b} by "
-             f"{max(lean, 1 / lean) - 1:.0%})")
+    # the lead net of the fit's lean on the two GPUs' own public runs (newcomers 15, 30: "net of the known bias, the
+    # lead is about X%" is the reading a renter wants, said, not left to them): a's $/M x lean against b's
+    ratio = None if lean is None or abs(lean - 1) < 0.005 else lean / need   # a's $/M over b's, net of the lean
+    toward = "" if ratio is None else f"the model's {max(lean, 1 / lean) - 1:.0%} optimism for {'it' if lean > 1 else 'the ' + b}"
+    leans = ("" if ratio is None else f" ({1 - ratio:.0%} net of {toward} on their public runs)" if ratio < 1 else
+             f" (none net of {toward} on their public runs: the {b} leads by {1 - 1 / ratio:.0%})")
     bands = {a: be.get("a_band"), b: be.get("b_band")}
     if None in bands.values():
         word, allows = "not very", f"an error the bands together allow (x{allow:.2f})"
@@ -339,8 +343,8 @@ def how_sure(u: dict) -> str:
         word, allows = "fairly", f"an error only both bands together allow (x{allow:.2f})"
     # "lead": the centre's (the slow edges' pick, said before it, may be the other GPU: at 8,192/1,024 "the MI355X
     # wins instead" after "the lower-risk pick: the MI355X" read as a contradiction)
-    return (f"How sure: {word}: the {a}'s {1 - 1 / need:.0%} lead turns if the model overrates it against the {b} by "
-            f"{need - 1:.0%}, {allows}{leans}")
+    return (f"How sure: {word}: the {a}'s {1 - 1 / need:.0%} lead{leans} turns if the model overrates it against the "
+            f"{b} by {need - 1:.0%}, {allows}")
 
 
 def _wrap(text: str) -> list[str]:

@@ -80,17 +80,18 @@ def test_a_family_whose_acceptance_is_one_group_has_no_natural_text_check():
 def test_the_line_says_what_was_measured_and_what_the_model_says():
     cs = dspark_checks.gain_checks("nvidia-blackwell")
     line = dspark_checks.check_line("nvidia-blackwell", "b300", "8×B300 TP8")
-    assert line.startswith("checked on natural text: the model's DSpark gain, on public runs the fit leaves out for "
-                           "their rough lengths: on 16×B200 TP16 EP (kernelore_gcp_b200, 1,523-token prompts, "
-                           "acceptance 2.2-2.28) DSpark measured")
+    # what it is comes first (newcomers 29-30: "within 5%" beside "no validated band" read as a contradiction)
+    assert line.startswith("checked on natural text (a check, not a band: 3 runs on another GPU and layout): the "
+                           "model's DSpark gain, on public runs the fit leaves out for their rough lengths: on 16×B200 "
+                           "TP16 EP (kernelore_gcp_b200, 1,523-token prompts, acceptance 2.2-2.28) DSpark measured")
     assert ", ".join(f"x{c.measured_gain:.2f}" for c in cs) in line
     assert ", ".join(f"x{c.model_gain:.2f}" for c in cs) in line
     worst = max(abs(math.log(c.model_gain / c.measured_gain)) for c in cs)
     assert f"its gain within {math.exp(worst) - 1:.0%}" in line
-    assert line.endswith("A check, not a band: 3 runs on another GPU and layout.")
+    assert "A check, not a band" not in line   # said once, first
     # on the checked runs' own GPU and layout the line does not say "another"
     same = dspark_checks.check_line("nvidia-blackwell", cs[0].dspark.gpu, cs[0].dspark.deployment.label)
-    assert same.endswith("A check, not a band: 3 runs.")
+    assert same.startswith("checked on natural text (a check, not a band: 3 runs): ")
 
 
 def test_predict_prints_the_check_under_the_verdict_only_outside_the_speed_fit():
@@ -102,7 +103,7 @@ def test_predict_prints_the_check_under_the_verdict_only_outside_the_speed_fit()
     assert runs["natural"].returncode == 0
     # newcomer 21: what to expect under whether DSpark helps, the evidence after them, the setting trap after that
     assert flat.index("in short:") < flat.index("does DSpark help here?") < flat.index(
-        "checked on natural text: the model's DSpark gain") < flat.index("a setting that changes the answer")
+        "checked on natural text (a check, not a band") < flat.index("a setting that changes the answer")
     assert "checked on natural text: below" in flat
     # beside the checked runs, the model's gain on the question itself at their median acceptance (2.2, 2.24, 2.28)
     b300 = Deployment("b300", 8, 8)
@@ -167,7 +168,7 @@ def test_the_dspark_answer_opens_with_what_to_plan_on_and_whether_it_pays():
                                           f"{plain.tpot_ms:,.1f} ({tlo:,.1f}-{thi:,.1f}) {plain.ttft_ms / 1000:,.1f}")
     assert " ".join(lines[5].split()) == (f"DSpark at 2 (natural text) {at[2.0].output_tok_s:,.0f} {at[2.0].tpot_ms:,.1f} "
                                           f"{at[2.0].ttft_ms / 1000:,.1f} x{x(2.0):.2f}")
-    assert " ".join(lines[6].split()) == (f"across 1.18-2.28 {at[1.18].output_tok_s:,.0f}-{at[2.28].output_tok_s:,.0f} "
+    assert " ".join(lines[6].split()) == (f"acceptance 1.18-2.28, not a band {at[1.18].output_tok_s:,.0f}-{at[2.28].output_tok_s:,.0f} "
                                           f"{at[2.28].tpot_ms:,.1f}-{at[1.18].tpot_ms:,.1f} x{x(1.18):.2f}-{x(2.28):.2f}")
     l6, h6 = at[6.4].interval("output_tok_s")
     assert " ".join(lines[7].split()).startswith(f"DSpark at 6.4 (repetitive prompts) {at[6.4].output_tok_s:,.0f} "

@@ -269,7 +269,8 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     rows.append((f"DSpark at {p.accept_len:g}{kind(mine) if mine is not None else ''}", p, f"x{ratio:.2f}"))
     if a.span:
         g, lo, hi = a.span
-        rows.append((f"  across {lo.accept_len:g}-{hi.accept_len:g}", None,
+        # (newcomer 30: a range beside "no validated band" read as the band: it spans the acceptance, not the error)
+        rows.append((f"  acceptance {lo.accept_len:g}-{hi.accept_len:g}, not a band", None,
                      f"x{lo.output_tok_s / pl.output_tok_s:.2f}-{hi.output_tok_s / pl.output_tok_s:.2f}", lo, hi))
     for g, q in zip(a.groups, a.at_groups):
         if g is not mine and grouped:

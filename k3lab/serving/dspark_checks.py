@@ -167,6 +167,8 @@ def check_line(family: str, gpu: str | None = None, layout: str | None = None,
             mine += (f": {shares[0]:.0%} of a plain step there is fixed cost per pass (cross-node collectives, "
                      f"layer overhead), which a wider verify step does not add to; {shares[1]:.0%} of yours")
         mine += "."
-    return ("checked on natural text: the model's DSpark gain, on public runs the fit leaves out for their rough "
-            "lengths: " + "; ".join(parts) + "." + mine + " A check, not a band: "
-            + (f"{len(cs)} runs on another {' and '.join(other)}." if other else f"{len(cs)} runs."))
+    # "a check, not a band" first (newcomers 29-30: "its gain within 5%" beside "DSpark at 2 has no validated band"
+    # read as a contradiction until the last clause)
+    return (f"checked on natural text (a check, not a band: {len(cs)} runs"
+            + (f" on another {' and '.join(other)}" if other else "") + "): the model's DSpark gain, on public runs "
+            "the fit leaves out for their rough lengths: " + "; ".join(parts) + "." + mine)
