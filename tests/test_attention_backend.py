@@ -140,3 +140,12 @@ def test_a_triton_ttft_past_the_latency_cap_is_never_printed():
     # under the cap the number is said, with its ratio
     short = ab.compare(CFG, MI355X, COLD, variants=OPT)
     assert f"{short.triton.ttft_ms:,.0f} ms with triton" in "\n".join(ab.lines(short, "aiter"))
+
+
+def test_the_padding_line_says_the_flag_also_moves_decode():
+    """Newcomer 31: predict's "the decode kernel itself pays nothing for it" beside the ledger's P7, not decided
+    (the flag moves decode from Triton to AITER, untimed): the line says both."""
+    c = ab.compare(CFG, MI355X, Workload(8192, 1024, 32), variants=OPT)
+    cost = ab.lines(c, "aiter")[-1]
+    assert cost.endswith("; the decode kernel itself pays nothing for it, but --attention-backend aiter moves decode "
+                         "off Triton too, which no model here times (claim P7)")

@@ -268,7 +268,7 @@ def test_the_answer_names_what_the_nearest_public_dspark_run_measured():
                          text=True, cwd=REPO_ROOT, timeout=300).stdout
     flat = " ".join(x.strip() for x in out.splitlines())
     assert flat.index("does DSpark help here?") < flat.index("measured: the nearest public DSpark run") < flat.index(
-        "DSpark acceptance:")
+        "checked on natural text (") < flat.index("DSpark acceptance:")   # the measurement first (newcomer 29)
     # newcomer 15: the answer first (help? plan on, measured), the acceptance groups behind it after the table
     assert flat.index("in short:") < flat.index("output tok/s, deployment") < flat.index("DSpark acceptance:")
     # the run the measured line states is not listed again below (each of its figures is in that line already)

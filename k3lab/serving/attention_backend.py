@@ -159,5 +159,7 @@ def lines(c: BackendComparison, priced: str) -> list[str]:
             f"(+{c.zero_heads_ttft_ms / a.ttft_ms:.1%})"
             + (f" and {c.zero_heads_tpot_ms:,.1f} ms of TPOT (the prefills between decode steps)"
                if c.zero_heads_tpot_ms > 0.05 else "")
-            + "; the decode kernel itself pays nothing for it")
+            # (newcomer 31: "pays nothing" beside the ledger's undecided P7: the flag swaps the decode kernel too)
+            + "; the decode kernel itself pays nothing for it, but --attention-backend aiter moves decode off Triton "
+              "too, which no model here times (claim P7)")
     return [head, band, cost]

@@ -311,19 +311,20 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
 
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = None, target=None) -> list[str]:
     """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: whether DSpark helps
-    (:func:`verdict`), what to plan on (:func:`plan_on`) and what the nearest public DSpark run
-    measured (:func:`nearest_dspark_run`): the answer, under the question (the acceptance groups
+    (:func:`verdict`), what the nearest public DSpark run measured (:func:`nearest_dspark_run`), then the
+    natural-text check (``a.checks``): the answer, under the question (the acceptance groups
     behind it, :func:`acceptance_lines`, come after the table: newcomer 15 found the headline buried)."""
     first, *rest = summary(p, a, usd, target)
     out = textwrap.wrap(first, width=width, initial_indent="  ", subsequent_indent="    ") + rest
     out += textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
     # (the "plan on:" sentence is the table's first row now: newcomer 24 found "plan on 969" three times; it stays
     # in --json and plan_on() for a program)
-    if a.checks:
-        out += textwrap.wrap(a.checks, width=width, initial_indent="  ", subsequent_indent="    ")
+    # the measurement before the check (newcomer 29: "the useful real number is buried" under the check's six lines)
     seen = nearest_dspark_run(p)
     if seen:
         out += textwrap.wrap(seen, width=width, initial_indent="  ", subsequent_indent="    ")
+    if a.checks:
+        out += textwrap.wrap(a.checks, width=width, initial_indent="  ", subsequent_indent="    ")
     return out
 
 
