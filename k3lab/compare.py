@@ -303,11 +303,11 @@ def full_context_pricing(cfg, dep: Deployment, variants=(), input_len: int = 102
     prices no concurrency. What ``predict`` at sglang's defaults points at, so that its price and
     the quote's can be told apart (newcomer 26: $6.77 at c87 without the request, $5.96 at c111
     with it)."""
+    vs = tuple(sorted(set(variants)))
     p = memory.plan(cfg, dep.gpu, dep.num_gpus, dep.tp, mem_fraction, kv_dtype, pp=dep.pp,
-                    context_tokens=cfg.max_position_embeddings, variants=tuple(sorted(set(variants))))
+                    context_tokens=cfg.max_position_embeddings, variants=vs)
     if p.verdict not in LISTED_VERDICTS or not p.weights_fit:
         return None
-    vs = tuple(sorted(set(variants)))
     row = _throughput(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction, state_pool_cap(p), slo)
     row.update(_past_the_cache(cfg, dep, vs, input_len, output_len, kv_dtype, mem_fraction, slo, p, row))
     if not row.get("model_concurrency"):

@@ -302,9 +302,8 @@ def quote_verdict(u: dict) -> str:
         # flip without that lean (how_sure), and the runner-up's price at which the centre breaks even
         lean_to = compare_view.leaning(u)
         # newcomer 20: "I can't tell you" came first and the pick last: the pick before measuring follows "measure
-        # both"; then "how sure" as the question asks it (issue 38: "cheaper unless the model is X% off"), the
-        # centre's margin being the table's two $/M right above
-        # your prices are the table's, right above (the screen's room goes to "how sure")
+        # both"; then "how sure" as the question asks it (issue 38: "cheaper unless the model is X% off"); your
+        # prices and the two $/M are the table's, right above (the screen's room goes to "how sure")
         out = (f"too close to call{',' + lean_to if lean_to else ''}: measure both."
                f"{compare_view.slow_edges(u, leads=True)} {how_sure(u)}{level}.")
         return out
