@@ -40,13 +40,15 @@ class Outcome:
 
 
 def _outcome(cfg, dep, variants, kv_dtype, mem_fraction, input_len, output_len, slo, concurrency=None,
-             prefill_attention="fast", engine=None, context_tokens=None, spec=None) -> Outcome:
+             prefill_attention="fast", engine=None, context_tokens=None, spec=None, harness=None) -> Outcome:
     """At ``concurrency`` clients when given (the engine runs what this setting admits, the rest
     queue), else at the SLO's operating point (its peak without one); the prefill priced with
     ``prefill_attention``'s kernel (:data:`k3lab.serving.model.PREFILL_ATTENTION`); ``engine``: the
     question's (its state-pool flags; sglang's defaults when None); ``context_tokens``: the request
     that must fit (the model's full context when None); ``spec``: the question's speculative setting
-    (none when None), so that the numbers are its table's (attack 6: DSpark's table beside figures without it)."""
+    (none when None), so that the numbers are its table's (attack 6: DSpark's table beside figures without it);
+    ``harness``: the question's benchmark (its arrivals and lengths; the engine's usual one when None), for
+    the same reason (newcomer 33: "1,323" at the cohort's arrivals beside a ramped prediction of 1,268)."""
     from .serving.model import NO_SPEC, Workload
     from .serving.predict import NotCalibrated, predict
     from .serving.slo import operating_point
@@ -54,7 +56,7 @@ def _outcome(cfg, dep, variants, kv_dtype, mem_fraction, input_len, output_len, 
     p = memory.plan(cfg, dep.gpu, dep.num_gpus, dep.tp, mem_fraction, kv_dtype, pp=dep.pp,
                     context_tokens=context_tokens or cfg.max_position_embeddings, variants=variants)
     holds = p.verdict in ("fits with defaults", "fits only with a setting")
-    kw = {} if engine is None else {"engine": engine}
+    kw = ({} if engine is None else {"engine": engine}) | ({} if harness is None else {"harness": harness})
     spec = NO_SPEC if spec is None else spec
     try:
         pt = (predict(cfg, dep, Workload(input_len, output_len, concurrency), spec, variants=variants, kv_dtype=kv_dtype,
@@ -100,14 +102,15 @@ class Trap:
 
 def traps(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, variants=(),
           kv_dtype: str = "bf16", mem_fraction: float = 0.9, slo=None, concurrency: int | None = None,
-          prefill_attention: str = "fast", engine=None, context_tokens: int | None = None, spec=None) -> list[Trap]:
+          prefill_attention: str = "fast", engine=None, context_tokens: int | None = None, spec=None,
+          harness=None) -> list[Trap]:
     """:func:`setting_traps`' findings as :class:`Trap` (the same arguments; the same order)."""
     from .serving.slo import NO_SLO
 
     slo = NO_SLO if slo is None else slo
     variants = tuple(sorted(set(variants)))
     at = lambda vs, kv, c=concurrency: _outcome(cfg, dep, vs, kv, mem_fraction, input_len, output_len, slo, c,  # noqa: E731
-                                                prefill_attention, engine, context_tokens, spec)
+                                                prefill_attention, engine, context_tokens, spec, harness)
     base = at(variants, kv_dtype)
     where = (f" at {slo.label()} (each at its highest concurrency meeting it)" if slo.active else " at each one's peak")
     out = []
@@ -143,7 +146,7 @@ def traps(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, va
 def setting_traps(cfg: ModelConfig, dep: Deployment, input_len: int, output_len: int, variants=(),
                   kv_dtype: str = "bf16", mem_fraction: float = 0.9, slo=None, concurrency: int | None = None,
                   prefill_attention: str = "fast", engine=None, context_tokens: int | None = None,
-                  spec=None) -> list[str]:
+                  spec=None, harness=None) -> list[str]:
     """Sentences, one per alternative setting that moves the throughput by more than :data:`FACTOR`
     or changes whether a full-context request fits; empty when none does. The throughput is
     compared at ``concurrency`` clients when given (what ``predict --concurrency`` asks), and the
@@ -152,9 +155,9 @@ def setting_traps(cfg: ModelConfig, dep: Deployment, input_len: int, output_len:
     the prefill kernel the question prices (``predict --attention-backend``), and ``engine`` its
     engine (a user's state-pool flags), so that the numbers are the table's; ``context_tokens``: the
     request that must fit (``--context``; the model's full context when None); ``spec``: its speculative
-    setting (``predict --spec dspark``)."""
+    setting (``predict --spec dspark``); ``harness``: its benchmark (``--arrival``, ``--lengths``)."""
     return [t.sentence for t in traps(cfg, dep, input_len, output_len, variants, kv_dtype, mem_fraction, slo,
-                                      concurrency, prefill_attention, engine, context_tokens, spec)]
+                                      concurrency, prefill_attention, engine, context_tokens, spec, harness)]
 
 
 def full_context_setting(cfg: ModelConfig, dep: Deployment, variants=(), kv_dtype: str = "bf16",

@@ -765,3 +765,26 @@ def test_the_trap_says_about_the_same_only_where_it_is():
     line = next(x for x in out.stdout.splitlines() if "a setting that changes the answer" in x)
     assert (f"serves x{r:.2f} at your concurrency 32 ({at32[()]:,.0f} against {at32[('aiter-k3-opt',)]:,.0f} output "
             "tok/s) but") in line and "about the same" not in line, line
+
+
+def test_a_setting_trap_is_priced_on_the_questions_own_benchmark():
+    """Newcomer 33: with --arrival ramped the trap line said "557 output tok/s instead of 1,323" (the cohort
+    benchmark's figures) beside a table of 1,268: the trap is priced on the question's harness, so its "instead of"
+    is the table's number, and its ratio the two at that harness."""
+    from k3lab.serving.engines import ARRIVALS
+    from k3lab.setting_traps import setting_traps
+    from k3lab.specs import parse_layout
+
+    assert "ramped" in ARRIVALS
+    r = _predict_cli("--layout", "8xmi355x tp8 [aiter-k3-opt]", "--input-len", "1024", "--output-len", "400",
+                     "--concurrency", "76", "--arrival", "ramped", "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    ramped = f"instead of {got['output_tok_s']:,.0f} (x"
+    assert any(ramped in t for t in got["setting_traps"]), got["setting_traps"]
+    # the cohort's own figure differs here, so the test would fail on the old pricing
+    dep = parse_layout("8xmi355x tp8")
+    cohort = P.predict(CFG, dep, Workload(1024, 400, 76), variants=("aiter-k3-opt",)).output_tok_s
+    assert f"{cohort:,.0f}" != f"{got['output_tok_s']:,.0f}"
+    plain = setting_traps(CFG, dep, 1024, 400, ("aiter-k3-opt",), concurrency=76)
+    assert any(f"instead of {cohort:,.0f} (x" in t for t in plain)

@@ -409,7 +409,8 @@ def cli_main(argv: list[str] | None = None) -> int:
                     engine=engine, harness=harness, prefill_attention=kernel)
         beyond_latency_caps(p)
         traps = setting_traps(cfg, dep, args.input_len, args.output_len, variants, args.kv_dtype, slo=target,
-                              concurrency=args.concurrency, prefill_attention=kernel, engine=engine, spec=spec)
+                              concurrency=args.concurrency, prefill_attention=kernel, engine=engine, spec=spec,
+                              harness=harness)
         if not engine.state_pool_flags():
             pool = full_context_setting(cfg, dep, variants, args.kv_dtype, args.mem_fraction or 0.9, p.concurrency_asked,
                                         dspark=spec.on)
