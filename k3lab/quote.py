@@ -467,13 +467,14 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     pair = set() if u is None else {parse_layout(u[k].split(" [")[0]).gpu for k in ("first", "second")}
     c = {g: int(r["model_concurrency"]) for g, r in rows.items()   # the verdict's two: "measure both"
          if r is not None and g in pair and r["model_concurrency"] > 0}
-    # pasteable (newcomer 27: "--concurrency 76 (MI355X), 111 (B300)" is not a command): the first GPU's, the
-    # other's in a shell comment
-    (g1, n1), *others = c.items() if c else [(None, None)]
-    recipe = ([_wrap(f"measure: python -m k3lab bench --base-url URL --input-len {a['input_len']} --output-len "
-                     f"{a['output_len']} --concurrency {n1}  # {str(g1).upper()}; "
-                     + ", ".join(f"{g.upper()}: {n}" for g, n in others))]
-              if u is not None and "measure both" in verdict and len(c) >= 2 else [])
+    recipe = []
+    if u is not None and "measure both" in verdict and len(c) >= 2:
+        # pasteable (newcomer 27: "--concurrency 76 (MI355X), 111 (B300)" is not a command): the first GPU's, the
+        # other's in a shell comment
+        (g1, n1), *others = c.items()
+        recipe = [_wrap(f"measure: python -m k3lab bench --base-url URL --input-len {a['input_len']} --output-len "
+                        f"{a['output_len']} --concurrency {n1}  # {g1.upper()}; "
+                        + ", ".join(f"{g.upper()}: {n}" for g, n in others))]
     # the groups in the order a renter reads them, each kept whole or left out; filled most important first while
     # the screen has room (a short one may still fit where a longer one did not): the verdict, the settings, the
     # trap, the band line and the not-priced notes, the ‡ sentence, the measure line, then the pointer to compare

@@ -193,17 +193,18 @@ def _spec(args, gpu: str) -> tuple[Spec, tuple | None, str]:
             + (f", the top capped at what --block-size {block} allows" if capped else "") + "; --accept-len sets one")
 
 
-def quote_pricing(cfg, dep: Deployment, variants, args, target: SLO) -> str:
+def quote_pricing(cfg, dep: Deployment, variants, args, target: SLO) -> str | None:
     """Where sglang's defaults hold no full-context request but a setting does: the setting and
     concurrency ``quote`` and ``compare`` price this layout at under ``target``
     (:func:`k3lab.compare.full_context_pricing`), and how to get those numbers here (newcomer 26: three
-    B300 prices for one question, predict's at the defaults among them, none saying which)."""
+    B300 prices for one question, predict's at the defaults among them, none saying which); None where
+    they price it at sglang's defaults or not at all."""
     from ..compare import full_context_pricing
 
     fc = full_context_pricing(cfg, dep, variants, args.input_len, args.output_len, args.kv_dtype,
                               args.mem_fraction or 0.9, target)
     if fc is None or not fc["flags"]:
-        return ""
+        return None
     return (f"`quote` and `compare` price {dep.label} for a {cfg.max_position_embeddings:,}-token request beside "
             f"yours at {target.label()} with {fc['flags']}: c{fc['concurrency']:,} (add those flags here for its "
             "numbers)")
@@ -415,8 +416,9 @@ def cli_main(argv: list[str] | None = None) -> int:
             pool = full_context_setting(cfg, dep, variants, args.kv_dtype, args.mem_fraction or 0.9, p.concurrency_asked,
                                         dspark=spec.on)
             traps += [pool] if pool else []
-            if pool and target.active and args.concurrency is None and not spec.on:
-                traps += [t for t in [quote_pricing(cfg, dep, variants, args, target)] if t]
+            there = (quote_pricing(cfg, dep, variants, args, target)
+                     if pool and target.active and args.concurrency is None and not spec.on else None)
+            traps += [there] if there else []
         backends = attention_backend.compare(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction,
                                              accept, engine, harness)
         ds = (dspark_answer.answer(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction, kernel, engine,
