@@ -290,7 +290,6 @@ def quote_verdict(u: dict) -> str:
     # cheaper one (its lead is partly the lean)
     spent = ("" if lean is None or abs(lean - 1) < 0.005 else
              f"{', but' if lean > 1 else ', and'} {compare_view.favours(lean, a, b)}")
-    level = f"; the {b} breaks even at ${u['second_usd_per_gpu_hour'] / need:,.2f}/GPU-h"
     if be["low"] is None:
         return (f"{at} the {a} is {cheaper:.0%} cheaper per token than the {b} at the model's centre{spent}; how "
                 "wrong the model is for this pair is not validated (no band): measure before you commit.")
@@ -299,28 +298,32 @@ def quote_verdict(u: dict) -> str:
         out = (f"{at}: the {a}, cheaper per token even at the bands' worst ({cheaper:.0%} cheaper than the {b} at "
                f"the centre{spent}; the bands allow x{allow:.2f}).")
     else:  # newcomer 15: "15% cheaper ..., but the model favours it by 9%": is ~6% the real lead? Said: the
-        # flip without that lean (how_sure), and the runner-up's price at which the centre breaks even
+        # flip without that lean (how_sure), with the runner-up's price at which the centre breaks even
         lean_to = compare_view.leaning(u)
         # newcomer 20: "I can't tell you" came first and the pick last: the pick before measuring follows "measure
         # both"; then "how sure" as the question asks it (issue 38: "cheaper unless the model is X% off"); your
         # prices and the two $/M are the table's, right above (the screen's room goes to "how sure")
         out = (f"too close to call{',' + lean_to if lean_to else ''}: measure both."
-               f"{compare_view.slow_edges(u, leads=True)} {how_sure(u)}{level}.")
+               f"{compare_view.slow_edges(u, leads=True)} {how_sure(u)}.")
         return out
     out += compare_view.slow_edges(u)
     return out
 
 
 def how_sure(u: dict) -> str:
-    """'How sure: not very: the MI355X's 15% lead (8% net of the model's 9% optimism for it on their
-    public runs) turns if the model overrates it against the B300 by 18%, an error either GPU's band
-    alone allows': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip) and the flip of
-    :func:`k3lab.compare_view.sensitivity` (break-even ÷ your price ratio, a speed ratio) in plain words
-    (issue 38: "cheaper unless the model is X% off"); which band allows that error, said as a word a
-    manager reads ("not very": either GPU's band alone; "somewhat": only the wider one's; "fairly": only
-    the two together, their product); and the margin net of the fit's lean on the two GPUs' own public
-    runs (``fitted_lean``, the first's reading over the runner-up's: 1 − its $/M × lean ÷ the
-    runner-up's). For a verdict inside the bands (too close to call); no closing full stop."""
+    """'How sure: not very: the MI355X's 15% lead (8% net of the model's 9% optimism for it on their runs)
+    goes if the B300 serves over 1.83x the MI355X's tok/s/GPU (the table: 1.55x; an error either band alone
+    allows) or costs under $4.65/GPU-h': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip, the
+    flip of :func:`k3lab.compare_view.sensitivity`: break-even ÷ your price ratio) said as what a renter
+    can measure (newcomers 27-33 graded "how sure" down with nothing to act on): the runner-up's output
+    tok/s per GPU over the first's at which your prices break even (your $/GPU-hour ratio inverted;
+    $/GPU-hour is per GPU, so per GPU), beside the table's (the model's: the break-even ratio inverted),
+    their quotient the flip; which band allows that error, said as a word a manager reads ("not very":
+    either GPU's band alone; "somewhat": only the wider one's; "fairly": only the two together, their
+    product); the margin net of the fit's lean on the two GPUs' own public runs (``fitted_lean``, the
+    first's reading over the runner-up's: 1 − its $/M × lean ÷ the runner-up's); and the runner-up's
+    $/GPU-hour at which the centre breaks even (your price ÷ the flip). For a verdict inside the bands
+    (too close to call); no closing full stop."""
     be = u["breakeven"]
     a, b = compare_view.gpu_name(u["first"]), compare_view.gpu_name(u["second"])
     need, allow = be["ratio"] / u["price_ratio"], be["ratio"] / be["low"]
@@ -329,21 +332,22 @@ def how_sure(u: dict) -> str:
     # lead is about X%" is the reading a renter wants, said, not left to them): a's $/M x lean against b's
     ratio = None if lean is None or abs(lean - 1) < 0.005 else lean / need   # a's $/M over b's, net of the lean
     toward = "" if ratio is None else f"the model's {max(lean, 1 / lean) - 1:.0%} optimism for {'it' if lean > 1 else 'the ' + b}"
-    leans = ("" if ratio is None else f" ({1 - ratio:.0%} net of {toward} on their public runs)" if ratio < 1 else
-             f" (none net of {toward} on their public runs: the {b} leads by {1 - 1 / ratio:.0%})")
+    leans = ("" if ratio is None else f" ({1 - ratio:.0%} net of {toward} on their runs)" if ratio < 1 else
+             f" (none net of {toward} on their runs: the {b} leads by {1 - 1 / ratio:.0%})")
     bands = {a: be.get("a_band"), b: be.get("b_band")}
     if None in bands.values():
-        word, allows = "not very", f"an error the bands together allow (x{allow:.2f})"
+        word, allows = "not very", f"an error the bands together allow, x{allow:.2f}"
     elif need <= min(bands.values()):
-        word, allows = "not very", "an error either GPU's band alone allows"
+        word, allows = "not very", "an error either band alone allows"
     elif need <= max(bands.values()):
         word, allows = "somewhat", f"an error only the {max(bands, key=bands.get)}'s band allows"
     else:
-        word, allows = "fairly", f"an error only both bands together allow (x{allow:.2f})"
+        word, allows = "fairly", f"an error only both bands together allow, x{allow:.2f}"
     # "lead": the centre's (the slow edges' pick, said before it, may be the other GPU: at 8,192/1,024 "the MI355X
     # wins instead" after "the lower-risk pick: the MI355X" read as a contradiction)
-    return (f"How sure: {word}: the {a}'s {1 - 1 / need:.0%} lead{leans} turns if the model overrates it against the "
-            f"{b} by {need - 1:.0%}, {allows}")
+    return (f"How sure: {word}: the {a}'s {1 - 1 / need:.0%} lead{leans} goes if the {b} serves over "
+            f"{1 / u['price_ratio']:.2f}x the {a}'s tok/s/GPU (the table: {1 / be['ratio']:.2f}x; {allows}) or costs under "
+            f"${u['second_usd_per_gpu_hour'] / need:,.2f}/GPU-h")
 
 
 def _wrap(text: str) -> list[str]:

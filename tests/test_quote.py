@@ -109,18 +109,24 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     flip = usd[B300] / usd[MI]
     # (newcomer 30: "net of the known bias, the lead is X%", said: 1 - the MI355X's $/M x the lean over the B300's)
     net = 1 - usd[MI] / usd[B300] * lean
+    # (newcomers 27-33: "how sure: not very" with nothing to act on: said as what a renter measures, the B300's
+    # output tok/s per GPU over the MI355X's at which your prices break even, $5.50 / $3.00, beside the table's)
+    per = {lay: rows.loc[lay, "model_tok_s"] / rows.loc[lay, "num_gpus"] for lay in (MI, B300)}
+    assert f"{5.5 / 3.0 / (per[B300] / per[MI]):.2f}" == f"{flip:.2f}"   # the same error, as speeds or as $/M
     assert lean > 1.005 and (f"How sure: not very: the MI355X's 15% lead ({net:.0%} net of the model's {lean - 1:.0%} "
-                             f"optimism for it on their public runs) turns if the model overrates it against the B300 by "
-                             f"{flip - 1:.0%}, an error either GPU's band alone allows;") in flat
+                             f"optimism for it on their runs) goes if the B300 serves over 1.83x the MI355X's "
+                             f"tok/s/GPU (the table: {per[B300] / per[MI]:.2f}x; an error either band alone allows) "
+                             f"or costs under ${5.5 / flip:.2f}/GPU-h.") in flat
     # ... named the same way where the other GPU is the cheaper (newcomer 14: "overrates" at one workload and
     # "underrates" at another read as two biases)
     d8 = decision.decide("kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5},
                          slo=SLO(max_tpot_ms=50))
     big = " ".join(x.strip() for x in quote.quote_lines(d8))
     u8 = {lay: d8.comparison.set_index("layout").loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
+    p8 = {lay: d8.comparison.set_index("layout").loc[lay, "model_tok_s"] / 8 for lay in (MI, B300)}
     assert (f"the B300's 8% lead ({1 - u8[B300] / u8[MI] / lean:.0%} net of the model's {lean - 1:.0%} optimism for "
-            "the MI355X on their public runs) turns if the model overrates it against the MI355X by 8%, an error either "
-            "GPU's band alone allows") in big
+            f"the MI355X on their runs) goes if the MI355X serves over {3.0 / 5.5:.2f}x the B300's tok/s/GPU (the "
+            f"table: {p8[MI] / p8[B300]:.2f}x; an error either band alone allows)") in big
     # ... and how the fit used here reads each GPU's own public runs (in sample: whether there is a lean to
     # correct), computed from the committed fit's rows, said only where it leans past x1.10 either way
     # (newcomer 7 read 'x1.08 (MI355X, 29), x0.99 (B300, 7)' as jargon with nothing to act on)
@@ -252,23 +258,25 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
                                     second_usd_per_million_tokens=(6.0, 3.0, 11.0)))
     # a flip at x1.50: its $/M is 1/1.5 of the B300's, which breaks even at $6.00 / 1.5
     # the flip (x1.50) is past each GPU's own band (x1.20, x1.25), inside their product
+    # said as speeds a renter measures: the B300 needs $6.00 / $3.00 = 2.00x the MI355X's tok/s per GPU, the
+    # breakeven's 0.75 puts it at 1 / 0.75 = 1.33x
     assert said == ("too close to call, leaning to the MI355X: measure both. How sure: fairly: the MI355X's 33% lead "
-                    "turns if the model overrates it against the B300 by 50%, an error only both bands together allow "
-                    "(x1.50); the B300 breaks even at $4.00/GPU-h.")
+                    "goes if the B300 serves over 2.00x the MI355X's tok/s/GPU (the table: 1.33x; an error only both "
+                    "bands together allow, x1.50) or costs under $4.00/GPU-h.")
     # which band allows the flip: x1.07 (a price ratio of 0.7) either GPU's; x1.22 (0.75 / 0.615) the B300's alone
-    assert ("How sure: not very: the MI355X's 7% lead turns if the model overrates it against the B300 by 7%, an error "
-            "either GPU's band alone allows; the B300 breaks even at $5.60/GPU-h."
-            in quote.quote_verdict(dict(u, price_ratio=0.7)))     # $6.00 / (0.75 / 0.7)
-    assert ("How sure: somewhat: the MI355X's 18% lead turns if the model overrates it against the B300 by 22%, an "
-            "error only the B300's band allows;" in quote.quote_verdict(dict(u, price_ratio=0.615)))
+    assert ("How sure: not very: the MI355X's 7% lead goes if the B300 serves over 1.43x the MI355X's tok/s/GPU (the "
+            "table: 1.33x; an error either band alone allows) or costs under $5.60/GPU-h."
+            in quote.quote_verdict(dict(u, price_ratio=0.7)))     # 1 / 0.7; $6.00 / (0.75 / 0.7)
+    assert ("How sure: somewhat: the MI355X's 18% lead goes if the B300 serves over 1.63x the MI355X's tok/s/GPU (the "
+            "table: 1.33x; an error only the B300's band allows)" in quote.quote_verdict(dict(u, price_ratio=0.615)))
     # the lead net of the fit's lean on the two GPUs' own public runs, either way: 1 - (1/1.5) x lean; none left
     # where the lean is larger than the lead (the other then leads by 1 - 1.5 / lean)
-    assert ("the MI355X's 33% lead (29% net of the model's 6% optimism for it on their public runs) turns"
+    assert ("the MI355X's 33% lead (29% net of the model's 6% optimism for it on their runs) goes"
             ) in quote.quote_verdict(dict(u, fitted_lean=1.06))
-    assert ("the MI355X's 33% lead (40% net of the model's 11% optimism for the B300 on their public runs) turns"
+    assert ("the MI355X's 33% lead (40% net of the model's 11% optimism for the B300 on their runs) goes"
             ) in quote.quote_verdict(dict(u, fitted_lean=0.9))
-    assert ("the MI355X's 33% lead (none net of the model's 100% optimism for it on their public runs: the B300 leads "
-            "by 25%) turns") in quote.quote_verdict(dict(u, fitted_lean=2.0))         # 1 - 1.5 / 2
+    assert ("the MI355X's 33% lead (none net of the model's 100% optimism for it on their runs: the B300 leads "
+            "by 25%) goes") in quote.quote_verdict(dict(u, fitted_lean=2.0))         # 1 - 1.5 / 2
     # a pair one of whose rows has no band (outside the model's domain): the centre, and no verdict leaning on a band
     nob = quote.quote_verdict(dict(u, breakeven={"ratio": 0.75, "low": None, "high": None}, fitted_lean=1.06))
     assert nob == ("At $3.00 vs $6.00/GPU-h the MI355X is 33% cheaper per token than the B300 at the model's centre, but "
@@ -382,9 +390,9 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     assert f"{1 - usd[MI] / usd[B300]:.0%}" == f"{1 - (3.0 / 5.5) / be:.0%}"
     assert "verdict: too close to call: measure both." in flat
     assert (f"How sure: not very: the MI355X's {1 - usd[MI] / usd[B300]:.0%} lead ("
-            f"{1 - usd[MI] / usd[B300] * lean:.0%} net of the model's {lean - 1:.0%} optimism for it on their public "
-            f"runs) turns if the model overrates it against the B300 by {be / (3.0 / 5.5) - 1:.0%}, an error either "
-            f"GPU's band alone allows; the B300 breaks even at "
+            f"{1 - usd[MI] / usd[B300] * lean:.0%} net of the model's {lean - 1:.0%} optimism for it on their "
+            f"runs) goes if the B300 serves over {5.5 / 3.0:.2f}x the MI355X's tok/s/GPU (the table: {1 / be:.2f}x; "
+            f"an error either band alone allows) or costs under "
             f"${5.5 * usd[MI] / usd[B300]:,.2f}/GPU-h.") in flat and be / (3.0 / 5.5) <= min(a, b)
     assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (14 figures" in flat
     assert flat.index("band (") < flat.index("verdict: ")
