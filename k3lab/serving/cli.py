@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
+import textwrap
 
 from ..cli_parser import OneLineParser
 from ..io import json_text
@@ -19,9 +20,9 @@ from ..setting_traps import full_context_setting, setting_traps
 from ..spelling import did_you_mean
 from ..throughput import usd_per_million_tokens
 from ..specs import Deployment, known_gpus, load_model, parse_layout
-from . import attention_backend, dspark_answer, field, slo
+from . import attention_backend, dspark_answer, field, measured_floors, slo
 from .engines import ARRIVALS, ENGINES, LENGTHS, Engine, Harness, admission
-from .model import SPEC_ALGORITHMS, Spec, Workload
+from .model import SPEC_ALGORITHMS, Spec, Workload, block_tokens
 from .observations import family_of, metric_of
 from .predict import Prediction, band_words, differences, predict
 from .slo import SLO
@@ -423,6 +424,11 @@ def cli_main(argv: list[str] | None = None) -> int:
                                              accept, engine, harness)
         ds = (dspark_answer.answer(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction, kernel, engine,
                                    harness) if spec.on else None)
+        # what public runs on this very setup measured, as floors (newcomer 34: NVIDIA TTFT has no band, and "3.3 s"
+        # could be off either way; the same layout and lengths measured more at half the concurrency)
+        block = (spec.block or block_tokens()) if spec.on else None
+        floor_rows = [("", p)] if ds is None else [("without DSpark", ds.plain), ("with DSpark", p)]
+        floor = measured_floors.sentence(floor_rows, kernel, args.kv_dtype, block)
     except (ValueError, OverflowError) as e:
         print(f"k3lab predict: error: {e}", file=sys.stderr)
         return 2
@@ -434,6 +440,7 @@ def cli_main(argv: list[str] | None = None) -> int:
                            "setting_traps": traps,
                            "your_setting": _your_setting(cfg, dep, variants, args, engine, spec.on, p) if yours
                            else None,
+                           "measured_floors": measured_floors.as_dict(p, kernel, args.kv_dtype, block),
                            "attention_backend": None if backends is None else {
                                "priced": args.attention_backend or "aiter", **backends.as_dict()},
                            **({} if ds is None else {**ds.as_dict(), "plan_on": dspark_answer.plan_on(p, ds)}),
@@ -446,12 +453,14 @@ def cli_main(argv: list[str] | None = None) -> int:
         lines = format_prediction(p, accept_note, flags, after, stated).split("\n")  # the target and the traps under the workload line
         # newcomer 21: the DSpark answer came after a four-line setting trap: it comes first, under the target
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
-                         + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target))
+                         + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target, floor=floor))
                          + ([price_line(p, usd)] if usd is not None and ds is None else [])
                          + [f"  a setting that changes the answer: {t}" for t in traps]
                          + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]
                             if yours else [])  # the user's own state-pool setting: what it does
                          + ([] if backends is None else attention_backend.lines(backends, args.attention_backend or "aiter"))
+                         + (textwrap.wrap(floor, width=118, initial_indent="  ", subsequent_indent="    ")
+                            if floor and ds is None else [])
                          + lines[2:])
     print(text)  # a closed pipe (`| head`) is k3lab.cli.QuietStdout's
     return 0

@@ -220,7 +220,10 @@ def nearest_dspark_run(p: Prediction) -> str:
     same = [n for n in runs if (n["layout"], n["workload"]) == (first["layout"], first["workload"])
             and n["kind"] in _SEEN]
     seen = ", ".join(_SEEN[n["kind"]][0].format(n["value"] * _SEEN[n["kind"]][1]) for n in same)
-    fit = ", ".join(_SEEN[n["kind"]][0].format(n["fitted"] * _SEEN[n["kind"]][1]) for n in same)
+    # each figure with its own ratio (newcomer 34: "x1.37 too fast" on tok/s beside a TPOT 1.8x off and a TTFT
+    # off the other way, unsaid)
+    fit = ", ".join(_SEEN[n["kind"]][0].format(n["fitted"] * _SEEN[n["kind"]][1])
+                    + (f" (x{n['fitted'] / n['value']:.2f})" if n["value"] > 0 else "") for n in same)
     tok = next((n for n in same if n["kind"] == "output_tok_s"), None)
     tpot = next((n for n in same if n["kind"] == "tpot_ms"), None)
     # how much faster the model runs than the measurement: tok/s fit over measured, or TPOT measured over fit
@@ -309,13 +312,17 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     return [head, cols, *table]
 
 
-def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = None, target=None) -> list[str]:
-    """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: whether DSpark helps
-    (:func:`verdict`), what the nearest public DSpark run measured (:func:`nearest_dspark_run`), then the
-    natural-text check (``a.checks``): the answer, under the question (the acceptance groups
-    behind it, :func:`acceptance_lines`, come after the table: newcomer 15 found the headline buried)."""
+def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = None, target=None,
+          floor: str = "") -> list[str]:
+    """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: the summary table, right under it
+    ``floor`` (:func:`k3lab.serving.measured_floors.sentence`: what public runs on the same setup measured, the
+    table's TTFT having no band on some families), whether DSpark helps (:func:`verdict`), what the nearest
+    public DSpark run measured (:func:`nearest_dspark_run`), then the natural-text check (``a.checks``): the
+    answer, under the question (the acceptance groups behind it, :func:`acceptance_lines`, come after the
+    table: newcomer 15 found the headline buried)."""
     first, *rest = summary(p, a, usd, target)
     out = textwrap.wrap(first, width=width, initial_indent="  ", subsequent_indent="    ") + rest
+    out += textwrap.wrap(floor, width=width, initial_indent="  ", subsequent_indent="    ") if floor else []
     out += textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
     # (the "plan on:" sentence is the table's first row now: newcomer 24 found "plan on 969" three times; it stays
     # in --json and plan_on() for a program)
