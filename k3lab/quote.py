@@ -143,14 +143,16 @@ def band_line(rows: dict) -> str:
                 read_as = "high" if 2 * fast >= seen else "low"
                 # (newcomer 16: "read it as high": read what?)
                 # (newcomers 27-30: "blind to each" read as jargon)
-                how = f"{n} repos; {way} on {max(fast, seen - fast)} of {seen} runs it had not seen: tok/s likely {read_as}"
+                how = f"{n} repos; {way} on {max(fast, seen - fast)} of {seen} unseen runs: tok/s likely {read_as}"
             elif seen:  # all the GPU's runs from one repository: how this fit reads them, and how one without them did
                 # (a fit that never saw the GPU's only repository knew it from its family's others: its miss is why
                 # the band is wide, not a lean of the fit used here)
                 read = own_runs_reading(r["gpu"])[0]
                 # (newcomer 29: "missed by x1.74" without its direction; docs/cli.md had it)
-                how = (f"{seen} figures from 1 repo" + (f", read at x{read:.2f}" if read else "")
-                       + f"; a fit without it: x{miss:.2f} {way}")
+                # (newcomer 34: "read at x0.99; a fit without it" needed docs/cli.md to decode)
+                fits = "matches them" if read and 1 / LEAN <= read <= LEAN else "reads them at"
+                how = (f"{seen} figures, 1 repo: " + (f"this fit {fits} (x{read:.2f}), " if read else "")
+                       + f"one blind to it ran x{miss:.2f} {way}")
             else:
                 how = f"{n} repo{'' if n == 1 else 's'}, median miss x{ev['median_error']:.2f}"
             parts.append(f"{r['gpu'].upper()} x{ev['factor']:.2f} ({how})")
@@ -311,7 +313,7 @@ def quote_verdict(u: dict) -> str:
 
 
 def how_sure(u: dict) -> str:
-    """'How sure: not very: the MI355X's 15% lead (8% net of the model's 9% optimism for it on their runs)
+    """'How sure: not very: the MI355X's 15% lead (8% net of the 9% the model overrates it by on their runs)
     goes if the B300 serves over 1.83x the MI355X's tok/s/GPU (the table: 1.55x; an error either band alone
     allows) or costs under $4.65/GPU-h': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip, the
     flip of :func:`k3lab.compare_view.sensitivity`: break-even ÷ your price ratio) said as what a renter
@@ -331,7 +333,9 @@ def how_sure(u: dict) -> str:
     # the lead net of the fit's lean on the two GPUs' own public runs (newcomers 15, 30: "net of the known bias, the
     # lead is about X%" is the reading a renter wants, said, not left to them): a's $/M x lean against b's
     ratio = None if lean is None or abs(lean - 1) < 0.005 else lean / need   # a's $/M over b's, net of the lean
-    toward = "" if ratio is None else f"the model's {max(lean, 1 / lean) - 1:.0%} optimism for {'it' if lean > 1 else 'the ' + b}"
+    # (newcomer 34: "the model's 9% optimism for it" needed docs/cli.md to decode)
+    toward = ("" if ratio is None else
+              f"the {max(lean, 1 / lean) - 1:.0%} the model overrates {'it' if lean > 1 else 'the ' + b} by")
     leans = ("" if ratio is None else f" ({1 - ratio:.0%} net of {toward} on their runs)" if ratio < 1 else
              f" (none net of {toward} on their runs: the {b} leads by {1 - 1 / ratio:.0%})")
     bands = {a: be.get("a_band"), b: be.get("b_band")}
