@@ -83,14 +83,28 @@ def test_q3s_floors_are_the_same_layouts_published_runs_at_lower_concurrency():
     assert measured_floors.floors(dspark, "fast", "fp8", block_tokens()) == {}
 
 
-def test_the_floor_sentence_says_where_the_model_sits_under_one():
+def test_the_latency_to_plan_on_takes_the_band_raised_to_the_floor():
+    """Each latency with its band, its low edge raised to the floor where that is higher; a latency with no band,
+    or whose model value sits under its floor, said as "≥ floor" (newcomer 35: "one plan-on line with bounds for
+    both latencies")."""
     dspark, plain = _q3()
-    said = measured_floors.sentence([("without DSpark", plain), ("with DSpark", dspark)], "fast", "bf16", block_tokens())
-    assert plain.ttft_ms < 3539 and dspark.ttft_ms < 3942   # the model's TTFT at c32 is under both c16 measurements
-    assert said.startswith("measured floors for c32 (sglang_pr37878 on sglang v0.5.18 @ 71de97b2, at c16 on your "
-                           "layout and lengths with every request running;")
-    assert ("without DSpark TTFT 3.54 s, TPOT 19.5 ms; with DSpark TTFT 3.94 s, TPOT 9.9 ms (at 4.5 a step). "
-            f"The model's TTFT, {dspark.ttft_ms / 1000:.2f} s, is under them: read it as low.") in said
+    span = (27.0, 50.0)   # a stand-in acceptance range for DSpark's TPOT (the CLI passes its group's ends)
+    said = measured_floors.sentence([("without DSpark", plain), ("with DSpark at 2", dspark, span, " across it")],
+                                    "fast", "bf16", block_tokens())
+    lo, hi = plain.interval("tpot_ms")
+    assert lo < 19.47 < plain.tpot_ms and plain.ttft_ms < 3539 and dspark.ttft_ms < 3942 and not dspark.band_holds("tpot_ms")
+    assert said.startswith(f"latency to plan on at c32: without DSpark TPOT {plain.tpot_ms:.1f} ms (19.5-{hi:.1f}), "
+                           f"TTFT ≥ 3.54 s; with DSpark at 2 TPOT {dspark.tpot_ms:.1f} ms (27.0-50.0 across it), TTFT ≥ "
+                           "3.94 s. Floors: sglang_pr37878 on sglang v0.5.18 @ 71de97b2, at c16 on your layout and "
+                           "lengths, every request running")
+    assert said.endswith(f"the model's TTFT, {dspark.ttft_ms / 1000:.2f} s, is under them.")
+    # at c8 the c1 runs bound it: the highest c1 TPOT (PR #32890's 8.57 ms) raises the band's low edge; a TTFT with
+    # no band above its floor says both
+    c8 = predict(load_model("kimi-k3"), B300, Workload(8192, 1024, 8))
+    eight = measured_floors.sentence([("", c8)], "fast")
+    lo8, hi8 = c8.interval("tpot_ms")
+    assert lo8 < 8.57 < c8.tpot_ms and f"TPOT {c8.tpot_ms:.1f} ms (8.6-{hi8:.1f})" in eight
+    assert f"TTFT {c8.ttft_ms / 1000:.2f} s (no band; ≥ 0.38 s measured)" in eight and "under" not in eight
     # no public run on the setup: nothing said
     far = predict(load_model("kimi-k3"), B300, Workload(3000, 700, 32))
     assert measured_floors.sentence([("", far)], "fast") == ""
@@ -102,13 +116,14 @@ def test_predict_prints_the_floors_under_the_dspark_table_and_in_json():
                                     check=True, cwd=REPO_ROOT).stdout
     text = run("--spec", "dspark")
     lines = text.splitlines()
-    table_end = next(i for i, x in enumerate(lines) if x.strip().startswith("DSpark at 6.4"))
-    assert lines[table_end + 1].startswith("  measured floors for c32 (sglang_pr37878")
-    assert "read it as low" in " ".join(x.strip() for x in lines[table_end + 1:table_end + 5])
+    table_end = next(i for i, x in enumerate(lines) if x.strip().startswith("† TTFT: no band"))
+    assert lines[table_end + 1].startswith("  latency to plan on at c32: without DSpark TPOT ")
+    assert "with DSpark at 2 TPOT 32.8 ms (29.0-53.9 across its acceptance), TTFT ≥ 3.94 s. Floors: sglang_pr37878" in \
+        " ".join(x.strip() for x in lines[table_end + 1:table_end + 5])
     # the nearest DSpark run with each figure's own ratio (the model over the measurement)
     assert "1,828 output tok/s (x1.37), TPOT 9.6 ms (x0.55), TTFT 8.09 s (x1.57)" in " ".join(x.strip() for x in lines)
     plain = run()
-    assert "  measured floors for c32 (sglang_pr37878" in plain and "TTFT 3.54 s, TPOT 19.5 ms." in " ".join(
+    assert "latency to plan on at c32: TPOT 29.8 ms (19.5-56.0), TTFT ≥ 3.54 s. Floors: sglang_pr37878" in " ".join(
         x.strip() for x in plain.splitlines())
     js = json.loads(run("--spec", "dspark", "--json"))["measured_floors"]
     assert js["ttft_ms"]["ms"] == 3942 and js["ttft_ms"]["model_under"] is True and js["tpot_ms"]["model_under"] is False

@@ -292,7 +292,8 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
             usd_m = f"${cost(hi):,.2f}-${cost(lo):,.2f}" if usd is not None else ""
         else:
             tok, tpot = cell(q, "output_tok_s", "{:,.0f}"), cell(q, "tpot_ms", "{:,.1f}")
-            ttft = f"{q.ttft_ms / 1000:,.1f}"
+            # † where no TTFT band holds (newcomer 34: "3.3" beside banded tok/s and TPOT read as settled)
+            ttft = f"{q.ttft_ms / 1000:,.1f}" + ("" if q.band_holds("ttft_ms") else "†")
             usd_m = f"${cost(q):,.2f}" if usd is not None else ""
         table.append((f"    {name:<36}{tok:>17}  {tpot:>17}  {ttft:>6}  {x:>10}"
                       + (f"  {usd_m:>13}" if usd is not None else "")).rstrip())
@@ -309,7 +310,9 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     head = f"in short: DSpark {pays} here; plan on {plan}:"
     cols = (f"    {'':<36}{'output tok/s':>17}  {'TPOT ms':>17}  {'TTFT s':>6}  {'vs without':>10}"
             + (f"  {f'$/M at ${usd:,.2f}':>13}" if usd is not None else ""))
-    return [head, cols, *table]
+    fog = [r[1] for r in rows if r[1] is not None and not r[1].band_holds("ttft_ms")]
+    legend = ([f"    † TTFT: no band ({fog[0].not_validated('ttft_ms')[0]})"] if fog else [])
+    return [head, cols, *table, *legend]
 
 
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = None, target=None,

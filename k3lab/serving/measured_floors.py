@@ -22,7 +22,7 @@ from . import committed
 from .predict import Prediction
 
 #: the metrics a floor is taken for, and how a sentence names each
-KINDS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT"}
+KINDS = {"tpot_ms": "TPOT", "ttft_ms": "TTFT"}
 
 
 @dataclass(frozen=True)
@@ -71,40 +71,57 @@ def _ms(kind: str, v: float) -> str:
     return f"{v / 1000:,.2f} s" if kind == "ttft_ms" else f"{v:,.1f} ms"
 
 
-def sentence(rows: list[tuple[str, Prediction]], kernel: str, kv_dtype: str = "bf16",
-             block: int | None = None) -> str:
-    """One sentence over ``rows`` ((label, prediction) pairs: "" for a single row, else e.g. "without DSpark"):
-    the floors each row's public runs set (:func:`floors`), where and at which concurrency they were measured,
-    and which of the model's values sit under one ("read it as low"); "" where no public run bounds any row."""
-    found = [(label, p, floors(p, kernel, kv_dtype, block if p.spec_on else None)) for label, p in rows]
-    found = [x for x in found if x[2]]
-    if not found:
+def _range(kind: str, v: float, iv, f: Floor | None, what: str) -> str:
+    """One latency to plan on: the model's value ``v`` (ms) with its range ``iv`` ((low, high) ms: a band, or
+    ``what`` says which range; None: none holds), the low edge raised to the floor ``f`` where one is higher;
+    "≥ floor" where the model's value (or its whole range) sits under the floor."""
+    name = KINDS[kind]
+    if f is not None and (v < f.value or (iv is not None and iv[1] < f.value)):
+        return f"{name} ≥ {_ms(kind, f.value)}"
+    if iv is None:
+        return f"{name} {_ms(kind, v)} (no band" + (f"; ≥ {_ms(kind, f.value)} measured)" if f else ")")
+    lo = iv[0] if f is None else max(iv[0], f.value)
+    unit = _ms(kind, v).split()[-1]
+    num = (lambda x: f"{x / 1000:,.2f}") if kind == "ttft_ms" else (lambda x: f"{x:,.1f}")
+    return f"{name} {num(v)} {unit} ({num(lo)}-{num(iv[1])}{what})"
+
+
+def sentence(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> str:
+    """The latency to plan on, one sentence over ``rows`` ((label, prediction[, tpot_range, what]): label "" for a
+    single row, else e.g. "without DSpark"; ``tpot_range`` (low, high) ms where the TPOT band does not hold but
+    another range does, ``what`` naming it, e.g. " across its acceptance"): each row's TPOT and TTFT with its
+    band, the low edge raised to the floor public runs on the same setup measured (:func:`floors`), a latency
+    with no band or under its floor said as "≥" the floor; then where the floors come from. "" where no public
+    run bounds any row (the table's bands say it all)."""
+    found = []
+    for label, p, *more in rows:
+        fl = floors(p, kernel, kv_dtype, block if p.spec_on else None)
+        found.append((label, p, (more + [None, ""])[:2], fl))
+    if not any(fl for *_, fl in found):
         return ""
-    every = [f for _, _, fl in found for f in fl.values()]
-    cs = {f.concurrency for f in every}
     said, under = [], []
-    for label, p, fl in found:
+    for label, p, (tpot_iv, what), fl in found:
         parts = []
-        for kind, f in fl.items():
-            at = ([] if len(cs) == 1 else [f"c{f.concurrency}"]) + (
-                [f"at {f.accept_len:g} a step"] if kind == "tpot_ms" and f.accept_len else [])
-            parts.append(f"{KINDS[kind]} {_ms(kind, f.value)}" + (f" ({', '.join(at)})" if at else ""))
-            if getattr(p, kind) < f.value:
-                under.append((KINDS[kind], _ms(kind, getattr(p, kind)), label))
+        for kind in KINDS:
+            if kind == "tpot_ms" and not p.decodes:
+                continue
+            iv = p.interval(kind) if p.band_holds(kind) else (tpot_iv if kind == "tpot_ms" else None)
+            parts.append(_range(kind, getattr(p, kind), iv, fl.get(kind),
+                                "" if p.band_holds(kind) or kind != "tpot_ms" else what))
+            if fl.get(kind) is not None and getattr(p, kind) < fl[kind].value:
+                under.append((KINDS[kind], _ms(kind, getattr(p, kind))))
         said.append((f"{label} " if label else "") + ", ".join(parts))
+    every = [f for *_, fl in found for f in fl.values()]
+    cs = sorted({f.concurrency for f in every})
     runs = {f.source: f.build for f in every}
     src = "; ".join(f"{s} on {'' if b.startswith('sglang') else 'sglang '}{b}" for s, b in runs.items())
-    at = f"at c{next(iter(cs))} " if len(cs) == 1 else ""
-    if not under:
-        verdict = " The model's values sit above them."
-    elif len({(k, v) for k, v, _ in under}) == 1:   # one value under (the same figure on several rows said once)
-        verdict = f" The model's {under[0][0]}, {under[0][1]}, is under {'it' if len(under) == 1 else 'them'}: read it as low."
-    else:
-        verdict = (" The model's " + " and ".join(f"{k}{' ' + lab if lab else ''} ({v})" for k, v, lab in under)
-                   + " are under theirs: read them as low.")
-    return (f"measured floors for c{max(p.concurrency_asked for _, p in rows):,} ({src}, {at}on your layout and "
-            "lengths with every request running; latency only rises with more requests, TPOT also with fewer "
-            f"tokens accepted): {'; '.join(said)}." + verdict)
+    low = ("" if not under else
+           f"; the model's {under[0][0]}, {under[0][1]}, is under {'it' if len(under) == 1 else 'them'}"
+           if len({u for u in under}) == 1 else
+           "; the model's " + " and ".join(f"{k} {v}" for k, v in under) + " are under theirs")
+    return (f"latency to plan on at c{max(p.concurrency_asked for _, p, *_ in rows):,}: {'; '.join(said)}. Floors: "
+            f"{src}, at c{'/'.join(map(str, cs))} on your layout and lengths, every request running (latency only "
+            f"rises with more requests, TPOT also with fewer tokens accepted){low}.")
 
 
 def as_dict(p: Prediction, kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> dict:
