@@ -93,7 +93,7 @@ def test_the_latency_to_plan_on_takes_the_band_raised_to_the_floor():
                                     "fast", "bf16", block_tokens())
     lo, hi = plain.interval("tpot_ms")
     assert lo < 19.47 < plain.tpot_ms and plain.ttft_ms < 3539 and dspark.ttft_ms < 3942 and not dspark.band_holds("tpot_ms")
-    assert said.startswith(f"latency to plan on at c32: without DSpark TPOT {plain.tpot_ms:.1f} ms (19.5-{hi:.1f}), "
+    assert said.startswith(f"latency at c32: without DSpark TPOT {plain.tpot_ms:.1f} ms (19.5-{hi:.1f}), "
                            f"TTFT ≥ 3.54 s; with DSpark at 2 TPOT {dspark.tpot_ms:.1f} ms (27.0-50.0 across it), TTFT ≥ "
                            "3.94 s. Floors: sglang_pr37878 on sglang v0.5.18 @ 71de97b2, at c16 on your layout and "
                            "lengths, every request running")
@@ -116,14 +116,21 @@ def test_predict_prints_the_floors_under_the_dspark_table_and_in_json():
                                     check=True, cwd=REPO_ROOT).stdout
     text = run("--spec", "dspark")
     lines = text.splitlines()
-    table_end = next(i for i, x in enumerate(lines) if x.strip().startswith("† TTFT: no band"))
-    assert lines[table_end + 1].startswith("  latency to plan on at c32: without DSpark TPOT ")
-    assert "with DSpark at 2 TPOT 32.8 ms (29.0-53.9 across its acceptance), TTFT ≥ 3.94 s. Floors: sglang_pr37878" in \
-        " ".join(x.strip() for x in lines[table_end + 1:table_end + 5])
+    # right under the table, the setting asked first (newcomer 36: "open with the DSpark answer")
+    first = next(i for i, x in enumerate(lines) if x.startswith("  latency at c32: "))
+    assert lines[first - 1].startswith("    ≥: a public floor") and lines[first - 7].startswith("  in short: DSpark")
+    assert " ".join(x.strip() for x in lines[first:first + 4]).startswith(
+        "latency at c32: with DSpark at 2 TPOT 32.8 ms (29.0-53.9 across its acceptance), TTFT ≥ 3.94 s; without DSpark "
+        "TPOT 29.8 ms (19.5-56.0), TTFT ≥ 3.54 s. Floors: sglang_pr37878")
+    # ... and the table says the same: each floored cell "≥" the floor, a band's low edge raised to it
+    table = lines[first - 5:first - 1]   # without DSpark, at 2, its acceptance range, at 6.4
+    assert " ".join(table[0].split()) == "without DSpark 969 (515-1,822) 29.8 (19.5-56.0) ≥3.5"
+    assert [x.split()[-2] for x in (table[1], table[3])] == ["≥3.9", "≥3.9"]
+    assert "    ≥: a public floor above the model's value (a run on this setup at fewer requests); TTFT: no band here" in lines
     # the nearest DSpark run with each figure's own ratio (the model over the measurement)
     assert "1,828 output tok/s (x1.37), TPOT 9.6 ms (x0.55), TTFT 8.09 s (x1.57)" in " ".join(x.strip() for x in lines)
     plain = run()
-    assert "latency to plan on at c32: TPOT 29.8 ms (19.5-56.0), TTFT ≥ 3.54 s. Floors: sglang_pr37878" in " ".join(
+    assert "latency at c32: TPOT 29.8 ms (19.5-56.0), TTFT ≥ 3.54 s. Floors: sglang_pr37878" in " ".join(
         x.strip() for x in plain.splitlines())
     js = json.loads(run("--spec", "dspark", "--json"))["measured_floors"]
     assert js["ttft_ms"]["ms"] == 3942 and js["ttft_ms"]["model_under"] is True and js["tpot_ms"]["model_under"] is False

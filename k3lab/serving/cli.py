@@ -431,9 +431,14 @@ def cli_main(argv: list[str] | None = None) -> int:
         # group where no band holds
         span = (() if ds is None or not ds.span else
                 ((ds.span[2].tpot_ms, ds.span[1].tpot_ms), " across its acceptance"))
+        # the setting asked first (newcomer 36: "open with the DSpark answer")
         floor_rows = ([("", p)] if ds is None else
-                      [("without DSpark", ds.plain), (f"with DSpark at {p.accept_len:g}", p, *span)])
+                      [(f"with DSpark at {p.accept_len:g}", p, *span), ("without DSpark", ds.plain)])
         floor = measured_floors.sentence(floor_rows, kernel, args.kv_dtype, block)
+
+        def floors_of(q: Prediction) -> dict:   # a row of the DSpark table: its public floors, ms by kind
+            return {k: f.value for k, f in measured_floors.floors(q, kernel, args.kv_dtype,
+                                                                   block if q.spec_on else None).items()}
     except (ValueError, OverflowError) as e:
         print(f"k3lab predict: error: {e}", file=sys.stderr)
         return 2
@@ -458,7 +463,8 @@ def cli_main(argv: list[str] | None = None) -> int:
         lines = format_prediction(p, accept_note, flags, after, stated).split("\n")  # the target and the traps under the workload line
         # newcomer 21: the DSpark answer came after a four-line setting trap: it comes first, under the target
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
-                         + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target, floor=floor))
+                         + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target, floor=floor,
+                                                                  floors_of=floors_of))
                          + ([price_line(p, usd)] if usd is not None and ds is None else [])
                          + [f"  a setting that changes the answer: {t}" for t in traps]
                          + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]

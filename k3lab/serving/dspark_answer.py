@@ -242,7 +242,7 @@ def nearest_dspark_run(p: Prediction) -> str:
             f"at {fit}{lean}")
 
 
-def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=None) -> list[str]:
+def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=None, floors_of=None) -> list[str]:
     """The answer as a small table before its reasons (newcomers 21-24: the answer took 25-40 lines
     to assemble; "one small table: tok/s, TPOT, TTFT without DSpark, with it at 2 and at 6.4"): a
     head line saying whether DSpark pays here and which row to plan on — the question without
@@ -253,7 +253,10 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     to plan on: DSpark's where it is the only one that meets the latency ``target``
     (:class:`k3lab.serving.slo.SLO`) at this concurrency; else the one without DSpark where DSpark's
     speed is an extrapolation or DSpark is slower (attack 7: "plan on ... with DSpark; DSpark does not
-    pay"); else DSpark's."""
+    pay"); else DSpark's. ``floors_of``: a function of a row's prediction giving the public floors on its
+    setup, ``{"tpot_ms": ms, "ttft_ms": ms}`` (:func:`k3lab.serving.measured_floors.floors`; a kind without
+    one left out): a band's low edge is raised to its floor, and where the model's value sits under the floor
+    the cell says "≥" the floor instead (newcomer 36: "3.3†" in the table over "TTFT ≥ 3.94 s" under it)."""
     pl = a.plain
     ratio = p.output_tok_s / pl.output_tok_s
     pays = ("breaks even" if abs(ratio - 1) < EQUAL else "pays" if ratio > 1 else "does not pay")
@@ -263,9 +266,16 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     def kind(g):
         return ("" if not grouped else " (natural text)" if g is a.groups[0] else " (repetitive prompts)")
 
+    def least(q, k):
+        return (floors_of(q) if floors_of is not None else {}).get(k)
+
     def cell(q, k, fmt):
-        v, iv = getattr(q, k), q.interval(k)
-        return fmt.format(v) + (f" ({fmt.format(iv[0])}-{fmt.format(iv[1])})" if q.band_holds(k) else "")
+        v, iv, f = getattr(q, k), q.interval(k), least(q, k)
+        if f is not None and v < f:
+            return "≥" + fmt.format(f)
+        if not q.band_holds(k) or iv is None:
+            return fmt.format(v)
+        return fmt.format(v) + f" ({fmt.format(iv[0] if f is None else max(iv[0], f))}-{fmt.format(iv[1])})"
 
     mine = next((g for g in a.groups if g["low"] <= p.accept_len <= g["high"]), None)
     rows = [("without DSpark", pl, "")]
@@ -281,7 +291,7 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     def cost(q):
         return usd_per_million_tokens(q.output_tok_s, q.num_gpus, usd)
 
-    table = []
+    table, floored, daggered = [], False, False
     for r in rows:
         name, q, x = r[0], r[1], r[2]
         if q is None:
@@ -292,8 +302,13 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
             usd_m = f"${cost(hi):,.2f}-${cost(lo):,.2f}" if usd is not None else ""
         else:
             tok, tpot = cell(q, "output_tok_s", "{:,.0f}"), cell(q, "tpot_ms", "{:,.1f}")
-            # † where no TTFT band holds (newcomer 34: "3.3" beside banded tok/s and TPOT read as settled)
-            ttft = f"{q.ttft_ms / 1000:,.1f}" + ("" if q.band_holds("ttft_ms") else "†")
+            # † where no TTFT band holds (newcomer 34: "3.3" beside banded tok/s and TPOT read as settled); a public
+            # floor above the model's value in its place (newcomer 36: "3.3†" over "TTFT ≥ 3.94 s": two TTFTs)
+            f = least(q, "ttft_ms")
+            ttft = (f"≥{f / 1000:,.1f}" if f is not None and q.ttft_ms < f else
+                    f"{q.ttft_ms / 1000:,.1f}" + ("" if q.band_holds("ttft_ms") else "†"))
+            floored = floored or ttft.startswith("≥") or tpot.startswith("≥")
+            daggered = daggered or ttft.endswith("†")
             usd_m = f"${cost(q):,.2f}" if usd is not None else ""
         table.append((f"    {name:<36}{tok:>17}  {tpot:>17}  {ttft:>6}  {x:>10}"
                       + (f"  {usd_m:>13}" if usd is not None else "")).rstrip())
@@ -311,20 +326,24 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     cols = (f"    {'':<36}{'output tok/s':>17}  {'TPOT ms':>17}  {'TTFT s':>6}  {'vs without':>10}"
             + (f"  {f'$/M at ${usd:,.2f}':>13}" if usd is not None else ""))
     fog = [r[1] for r in rows if r[1] is not None and not r[1].band_holds("ttft_ms")]
-    legend = ([f"    † TTFT: no band ({fog[0].not_validated('ttft_ms')[0]})"] if fog else [])
+    legend = ([f"    † TTFT: no band ({fog[0].not_validated('ttft_ms')[0]})"] if daggered else [])
+    legend += (["    ≥: a public floor above the model's value (a run on this setup at fewer requests)"
+                + ("; TTFT: no band here" if fog and not daggered else "")] if floored else [])
     return [head, cols, *table, *legend]
 
 
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = None, target=None,
-          floor: str = "") -> list[str]:
-    """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: the summary table, right under it
-    ``floor`` (:func:`k3lab.serving.measured_floors.sentence`: what public runs on the same setup measured, the
-    table's TTFT having no band on some families), whether DSpark helps (:func:`verdict`), what the nearest
+          floor: str = "", floors_of=None) -> list[str]:
+    """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: the summary table (its cells
+    floored by ``floors_of``, :func:`summary`), right under it ``floor`` where there is one
+    (:func:`k3lab.serving.measured_floors.sentence`: the latency asked, with what public runs on the same setup
+    measured), whether DSpark helps (:func:`verdict`), what the nearest
     public DSpark run measured (:func:`nearest_dspark_run`), then the natural-text check (``a.checks``): the
     answer, under the question (the acceptance groups behind it, :func:`acceptance_lines`, come after the
     table: newcomer 15 found the headline buried)."""
-    first, *rest = summary(p, a, usd, target)
+    first, *rest = summary(p, a, usd, target, floors_of)
     out = textwrap.wrap(first, width=width, initial_indent="  ", subsequent_indent="    ") + rest
+    # the latency right under the table (its cells floored the same way), the setting asked first in it
     out += textwrap.wrap(floor, width=width, initial_indent="  ", subsequent_indent="    ") if floor else []
     out += textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
     # (the "plan on:" sentence is the table's first row now: newcomer 24 found "plan on 969" three times; it stays

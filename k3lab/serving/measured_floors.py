@@ -87,7 +87,7 @@ def _range(kind: str, v: float, iv, f: Floor | None, what: str) -> str:
 
 
 def sentence(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> str:
-    """The latency to plan on, one sentence over ``rows`` ((label, prediction[, tpot_range, what]): label "" for a
+    """The latency to expect, one sentence over ``rows`` ((label, prediction[, tpot_range, what]): label "" for a
     single row, else e.g. "without DSpark"; ``tpot_range`` (low, high) ms where the TPOT band does not hold but
     another range does, ``what`` naming it, e.g. " across its acceptance"): each row's TPOT and TTFT with its
     band, the low edge raised to the floor public runs on the same setup measured (:func:`floors`), a latency
@@ -119,7 +119,7 @@ def sentence(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int 
            f"; the model's {under[0][0]}, {under[0][1]}, is under {'it' if len(under) == 1 else 'them'}"
            if len({u for u in under}) == 1 else
            "; the model's " + " and ".join(f"{k} {v}" for k, v in under) + " are under theirs")
-    return (f"latency to plan on at c{max(p.concurrency_asked for _, p, *_ in rows):,}: {'; '.join(said)}. Floors: "
+    return (f"latency at c{max(p.concurrency_asked for _, p, *_ in rows):,}: {'; '.join(said)}. Floors: "
             f"{src}, at c{'/'.join(map(str, cs))} on your layout and lengths, every request running (latency only "
             f"rises with more requests, TPOT also with fewer tokens accepted){low}.")
 
