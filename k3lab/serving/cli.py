@@ -187,8 +187,8 @@ def _spec(args, gpu: str) -> tuple[Spec, tuple | None, str]:
     capped = top is not None and hi > top  # runs that drafted more accepted more than this block can
     hi = min(hi, top) if capped else hi
     which = (f"the median of the lower group, {g['runs']} of {g['of']} public Kimi K3 runs ({whose}): the acceptance "
-             "real traffic gets (below); band spans the group" if g["grouped"] else
-             f"the median of {g['runs']} public Kimi K3 runs ({whose}); band spans them")
+             "real traffic gets (below); the range spans the group" if g["grouped"] else
+             f"the median of {g['runs']} public Kimi K3 runs ({whose}); the range spans them")
     return (Spec(args.spec, mid, block), (lo, hi),
             f"{mid:g} tokens per verify step, {which}, {lo:g}-{hi:g}"
             + (f", the top capped at what --block-size {block} allows" if capped else "") + "; --accept-len sets one")
