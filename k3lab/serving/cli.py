@@ -437,8 +437,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         floor = measured_floors.sentence(floor_rows, kernel, args.kv_dtype, block)
 
         def floors_of(q: Prediction) -> dict:   # a row of the DSpark table: its public floors, ms by kind
-            return {k: f.value for k, f in measured_floors.floors(q, kernel, args.kv_dtype,
-                                                                   block if q.spec_on else None).items()}
+            return {k: f.value for k, f in measured_floors.floors(q, kernel, args.kv_dtype, block).items()}
     except (ValueError, OverflowError) as e:
         print(f"k3lab predict: error: {e}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..specs import Deployment, ModelConfig
 from ..throughput import usd_per_million_tokens
-from . import committed, dspark_checks, field
+from . import committed, dspark_checks, field, measured_floors
 from .engines import SGLANG, Engine, Harness
 from .model import NO_SPEC, Spec, Workload
 from .predict import Prediction, differences, predict
@@ -270,12 +270,12 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
         return (floors_of(q) if floors_of is not None else {}).get(k)
 
     def cell(q, k, fmt):
-        v, iv, f = getattr(q, k), q.interval(k), least(q, k)
-        if f is not None and v < f:
+        v, f = getattr(q, k), least(q, k)
+        iv = q.interval(k) if q.band_holds(k) else None
+        under, lo = measured_floors.raised(v, iv, f)   # the latency line's rule, cell by cell
+        if under:
             return "≥" + fmt.format(f)
-        if not q.band_holds(k) or iv is None:
-            return fmt.format(v)
-        return fmt.format(v) + f" ({fmt.format(iv[0] if f is None else max(iv[0], f))}-{fmt.format(iv[1])})"
+        return fmt.format(v) + ("" if iv is None else f" ({fmt.format(lo)}-{fmt.format(iv[1])})")
 
     mine = next((g for g in a.groups if g["low"] <= p.accept_len <= g["high"]), None)
     rows = [("without DSpark", pl, "")]
@@ -305,7 +305,7 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
             # † where no TTFT band holds (newcomer 34: "3.3" beside banded tok/s and TPOT read as settled); a public
             # floor above the model's value in its place (newcomer 36: "3.3†" over "TTFT ≥ 3.94 s": two TTFTs)
             f = least(q, "ttft_ms")
-            ttft = (f"≥{f / 1000:,.1f}" if f is not None and q.ttft_ms < f else
+            ttft = (f"≥{f / 1000:,.1f}" if measured_floors.raised(q.ttft_ms, None, f)[0] else
                     f"{q.ttft_ms / 1000:,.1f}" + ("" if q.band_holds("ttft_ms") else "†"))
             floored = floored or ttft.startswith("≥") or tpot.startswith("≥")
             daggered = daggered or ttft.endswith("†")

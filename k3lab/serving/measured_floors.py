@@ -51,7 +51,7 @@ def _same_setup(o, p: Prediction, kernel: str, kv_dtype: str, block: int | None)
 
 def floors(p: Prediction, kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> dict[str, Floor]:
     """Per kind of :data:`KINDS`, the :class:`Floor` for prediction ``p`` (asked with prefill kernel ``kernel``,
-    ``kv_dtype`` and, under DSpark, draft ``block``), or none for a kind no public run bounds. TTFT against the
+    ``kv_dtype`` and, under DSpark, draft ``block``: ignored without it), or none for a kind no public run bounds. TTFT against the
     concurrency asked (a request waiting for a slot waits in its TTFT too), TPOT against the running one."""
     out = {}
     for o in committed.fitted_observations():
@@ -67,6 +67,15 @@ def floors(p: Prediction, kernel: str, kv_dtype: str = "bf16", block: int | None
     return out
 
 
+def raised(v: float, iv, floor: float | None) -> tuple[bool, float | None]:
+    """The one rule a floor applies to a latency ``v`` (ms) with range ``iv`` ((low, high) ms, or None): (whether
+    ``v`` or its whole range sits under ``floor``, to be said as "≥ floor" instead; the range's low edge raised to
+    the floor where that is higher, None without a range). Used by :func:`sentence` and ``predict``'s DSpark
+    table (:func:`k3lab.serving.dspark_answer.summary`)."""
+    under = floor is not None and (v < floor or (iv is not None and iv[1] < floor))
+    return under, (None if iv is None else iv[0] if floor is None else max(iv[0], floor))
+
+
 def _ms(kind: str, v: float) -> str:
     return f"{v / 1000:,.2f} s" if kind == "ttft_ms" else f"{v:,.1f} ms"
 
@@ -76,11 +85,11 @@ def _range(kind: str, v: float, iv, f: Floor | None, what: str) -> str:
     ``what`` says which range; None: none holds), the low edge raised to the floor ``f`` where one is higher;
     "≥ floor" where the model's value (or its whole range) sits under the floor."""
     name = KINDS[kind]
-    if f is not None and (v < f.value or (iv is not None and iv[1] < f.value)):
+    under, lo = raised(v, iv, None if f is None else f.value)
+    if under:
         return f"{name} ≥ {_ms(kind, f.value)}"
     if iv is None:
         return f"{name} {_ms(kind, v)} (no band" + (f"; ≥ {_ms(kind, f.value)} measured)" if f else ")")
-    lo = iv[0] if f is None else max(iv[0], f.value)
     unit = _ms(kind, v).split()[-1]
     num = (lambda x: f"{x / 1000:,.2f}") if kind == "ttft_ms" else (lambda x: f"{x:,.1f}")
     return f"{name} {num(v)} {unit} ({num(lo)}-{num(iv[1])}{what})"
@@ -95,7 +104,7 @@ def sentence(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int 
     run bounds any row (the table's bands say it all)."""
     found = []
     for label, p, *more in rows:
-        fl = floors(p, kernel, kv_dtype, block if p.spec_on else None)
+        fl = floors(p, kernel, kv_dtype, block)   # (a question without DSpark ignores the block)
         found.append((label, p, (more + [None, ""])[:2], fl))
     if not any(fl for *_, fl in found):
         return ""
