@@ -172,8 +172,8 @@ def test_where_dspark_is_extrapolated_the_answer_says_what_to_plan_on(runs):
     # newcomer 24 ("plan on 969" three times): the CLI says it as the summary table's first row, with the same bands
     assert (f"plan on the first row, without it (DSpark at {low:g} has no validated band): output tok/s TPOT ms TTFT s "
             f"vs without without DSpark {plain.output_tok_s:,.0f} ({tok[0]:,.0f}-{tok[1]:,.0f}) {plain.tpot_ms:,.1f} "
-            f"(19.5-{tpot[1]:,.1f}) ≥3.5 DSpark at {low:g} (natural text) "   # the c16 runs' floors (test_measured_floors)
-            f"{at.output_tok_s:,.0f} {at.tpot_ms:,.1f}") in flat and tpot[0] < 19.47
+            f"(19.5-38.9) 3.5-8.0 DSpark at {low:g} (natural text) "   # the c16 runs' bounds (test_measured_bounds)
+            f"{at.output_tok_s:,.0f} {at.tpot_ms:,.1f}") in flat and tpot[0] < 19.47 and tpot[1] > 2 * 19.47
     assert flat.index("in short:") < flat.index("does DSpark help here?") < flat.index("measured: ")
     high, _ = runs["high"]
     # 6.4: inside what the speed fit saw, DSpark's own band: the plan is DSpark's

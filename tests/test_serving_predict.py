@@ -471,9 +471,9 @@ def runs():
 
 #: what the CLI's JSON adds to Prediction.as_dict: the latency target, the settings that change the answer,
 #: (None off AMD GPUs) the attention backends side by side and the latency floors public runs on the same setup set
-#: (k3lab.serving.measured_floors; {} where none does)
+#: (k3lab.serving.measured_bounds; {} where none does)
 CLI_KEYS = {"slo", "slo_met", "slo_concurrency", "slo_slow_edge_concurrency", "setting_traps", "attention_backend",
-            "your_setting", "measured_floors"}
+            "your_setting", "measured_bounds"}
 #: ... and with DSpark: the answer without it, the break-even acceptance, the field's acceptance groups, the
 #: natural-text checks (k3lab.serving.dspark_checks; empty where the acceptance lies inside the speed fit)
 DSPARK_KEYS = {"without_dspark", "accept_len_breakeven", "accept_len_groups", "accept_len_speed_fit",

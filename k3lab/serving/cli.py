@@ -20,7 +20,7 @@ from ..setting_traps import full_context_setting, setting_traps
 from ..spelling import did_you_mean
 from ..throughput import usd_per_million_tokens
 from ..specs import Deployment, known_gpus, load_model, parse_layout
-from . import attention_backend, dspark_answer, field, measured_floors, slo
+from . import attention_backend, dspark_answer, field, measured_bounds, slo
 from .engines import ARRIVALS, ENGINES, LENGTHS, Engine, Harness, admission
 from .model import SPEC_ALGORITHMS, Spec, Workload, block_tokens
 from .observations import family_of, metric_of
@@ -424,7 +424,7 @@ def cli_main(argv: list[str] | None = None) -> int:
                                              accept, engine, harness)
         ds = (dspark_answer.answer(cfg, dep, work, spec, variants, args.kv_dtype, args.mem_fraction, kernel, engine,
                                    harness) if spec.on else None)
-        # what public runs on this very setup measured, as floors (newcomer 34: NVIDIA TTFT has no band, and "3.3 s"
+        # what public runs on this very setup measured, as floors and ceilings (newcomer 34: NVIDIA TTFT has no band, and "3.3 s"
         # could be off either way; the same layout and lengths measured more at half the concurrency)
         block = (spec.block or block_tokens()) if spec.on else None
         # (newcomer 35: "one plan-on line with bounds for both latencies"): DSpark's TPOT spans its acceptance
@@ -434,10 +434,12 @@ def cli_main(argv: list[str] | None = None) -> int:
         # the setting asked first (newcomer 36: "open with the DSpark answer")
         floor_rows = ([("", p)] if ds is None else
                       [(f"with DSpark at {p.accept_len:g}", p, *span), ("without DSpark", ds.plain)])
-        floor = measured_floors.sentence(floor_rows, kernel, args.kv_dtype, block)
+        floor = measured_bounds.sentence(floor_rows, kernel, args.kv_dtype, block)
 
-        def floors_of(q: Prediction) -> dict:   # a row of the DSpark table: its public floors, ms by kind
-            return {k: f.value for k, f in measured_floors.floors(q, kernel, args.kv_dtype, block).items()}
+        def bounds_of(q: Prediction) -> dict:   # a row of the DSpark table: its measured (floor, ceiling), ms by kind
+            fl, ce = (measured_bounds.floors(q, kernel, args.kv_dtype, block),
+                      measured_bounds.ceilings(q, kernel, args.kv_dtype, block))
+            return {k: (getattr(fl.get(k), "value", None), getattr(ce.get(k), "value", None)) for k in {*fl, *ce}}
     except (ValueError, OverflowError) as e:
         print(f"k3lab predict: error: {e}", file=sys.stderr)
         return 2
@@ -449,7 +451,7 @@ def cli_main(argv: list[str] | None = None) -> int:
                            "setting_traps": traps,
                            "your_setting": _your_setting(cfg, dep, variants, args, engine, spec.on, p) if yours
                            else None,
-                           "measured_floors": measured_floors.as_dict(p, kernel, args.kv_dtype, block),
+                           "measured_bounds": measured_bounds.as_dict(p, kernel, args.kv_dtype, block),
                            "attention_backend": None if backends is None else {
                                "priced": args.attention_backend or "aiter", **backends.as_dict()},
                            **({} if ds is None else {**ds.as_dict(), "plan_on": dspark_answer.plan_on(p, ds)}),
@@ -463,7 +465,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         # newcomer 21: the DSpark answer came after a four-line setting trap: it comes first, under the target
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
                          + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target, floor=floor,
-                                                                  floors_of=floors_of))
+                                                                  bounds_of=bounds_of))
                          + ([price_line(p, usd)] if usd is not None and ds is None else [])
                          + [f"  a setting that changes the answer: {t}" for t in traps]
                          + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..specs import Deployment, ModelConfig
 from ..throughput import usd_per_million_tokens
-from . import committed, dspark_checks, field, measured_floors
+from . import committed, dspark_checks, field, measured_bounds
 from .engines import SGLANG, Engine, Harness
 from .model import NO_SPEC, Spec, Workload
 from .predict import Prediction, differences, predict
@@ -242,7 +242,7 @@ def nearest_dspark_run(p: Prediction) -> str:
             f"at {fit}{lean}")
 
 
-def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=None, floors_of=None) -> list[str]:
+def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=None, bounds_of=None) -> list[str]:
     """The answer as a small table before its reasons (newcomers 21-24: the answer took 25-40 lines
     to assemble; "one small table: tok/s, TPOT, TTFT without DSpark, with it at 2 and at 6.4"): a
     head line saying whether DSpark pays here and which row to plan on — the question without
@@ -253,10 +253,11 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     to plan on: DSpark's where it is the only one that meets the latency ``target``
     (:class:`k3lab.serving.slo.SLO`) at this concurrency; else the one without DSpark where DSpark's
     speed is an extrapolation or DSpark is slower (attack 7: "plan on ... with DSpark; DSpark does not
-    pay"); else DSpark's. ``floors_of``: a function of a row's prediction giving the public floors on its
-    setup, ``{"tpot_ms": ms, "ttft_ms": ms}`` (:func:`k3lab.serving.measured_floors.floors`; a kind without
-    one left out): a band's low edge is raised to its floor, and where the model's value sits under the floor
-    the cell says "≥" the floor instead (newcomer 36: "3.3†" in the table over "TTFT ≥ 3.94 s" under it)."""
+    pay"); else DSpark's. ``bounds_of``: a function of a row's prediction giving the measured bounds on its
+    setup, ``{"tpot_ms": (floor, ceiling), "ttft_ms": ...}`` ms, either None (:mod:`k3lab.serving.measured_bounds`;
+    a kind without any left out): a band narrowed to them, and where the model's value sits outside them or has
+    no band the cell gives the measured range (newcomer 36: "3.3†" in the table over "TTFT ≥ 3.94 s" under it;
+    newcomers 37-38: a floor with no ceiling)."""
     pl = a.plain
     ratio = p.output_tok_s / pl.output_tok_s
     pays = ("breaks even" if abs(ratio - 1) < EQUAL else "pays" if ratio > 1 else "does not pay")
@@ -266,16 +267,15 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     def kind(g):
         return ("" if not grouped else " (natural text)" if g is a.groups[0] else " (repetitive prompts)")
 
-    def least(q, k):
-        return (floors_of(q) if floors_of is not None else {}).get(k)
+    def bounds(q, k):   # (floor, ceiling) ms, either None
+        return (bounds_of(q) if bounds_of is not None else {}).get(k, (None, None))
 
     def cell(q, k, fmt):
-        v, f = getattr(q, k), least(q, k)
+        v = getattr(q, k)
         iv = q.interval(k) if q.band_holds(k) else None
-        under, lo = measured_floors.raised(v, iv, f)   # the latency line's rule, cell by cell
-        if under:
-            return "≥" + fmt.format(f)
-        return fmt.format(v) + ("" if iv is None else f" ({fmt.format(lo)}-{fmt.format(iv[1])})")
+        side, (lo, hi) = measured_bounds.bounded(v, iv, *bounds(q, k))   # the latency line's rule, cell by cell
+        span = measured_bounds.span_text(lo, hi, fmt.format)
+        return span if side else fmt.format(v) + (f" ({span})" if span and iv is not None else "")
 
     mine = next((g for g in a.groups if g["low"] <= p.accept_len <= g["high"]), None)
     rows = [("without DSpark", pl, "")]
@@ -302,15 +302,18 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
             usd_m = f"${cost(hi):,.2f}-${cost(lo):,.2f}" if usd is not None else ""
         else:
             tok, tpot = cell(q, "output_tok_s", "{:,.0f}"), cell(q, "tpot_ms", "{:,.1f}")
-            # † where no TTFT band holds (newcomer 34: "3.3" beside banded tok/s and TPOT read as settled); a public
-            # floor above the model's value in its place (newcomer 36: "3.3†" over "TTFT ≥ 3.94 s": two TTFTs)
-            f = least(q, "ttft_ms")
-            ttft = (f"≥{f / 1000:,.1f}" if measured_floors.raised(q.ttft_ms, None, f)[0] else
-                    f"{q.ttft_ms / 1000:,.1f}" + ("" if q.band_holds("ttft_ms") else "†"))
-            floored = floored or ttft.startswith("≥") or tpot.startswith("≥")
+            # † where no TTFT band holds (newcomer 34: "3.3" beside banded tok/s and TPOT read as settled); the
+            # measured bounds in its place where public runs give both or the model sits outside them (newcomer 36:
+            # "3.3†" over "TTFT ≥ 3.94 s": two TTFTs; newcomers 37-38: a floor with no ceiling)
+            b = bounds(q, "ttft_ms")
+            side, (lo, hi) = measured_bounds.bounded(q.ttft_ms, None, *b)
+            s = (lambda x: f"{x / 1000:,.1f}")
+            ttft = (measured_bounds.span_text(lo, hi, s) if side or (lo is not None and hi is not None) else
+                    s(q.ttft_ms) + ("" if q.band_holds("ttft_ms") else "†"))
+            floored = floored or any(x is not None for x in (*b, *bounds(q, "tpot_ms")))
             daggered = daggered or ttft.endswith("†")
             usd_m = f"${cost(q):,.2f}" if usd is not None else ""
-        table.append((f"    {name:<36}{tok:>17}  {tpot:>17}  {ttft:>6}  {x:>10}"
+        table.append((f"    {name:<36}{tok:>17}  {tpot:>17}  {ttft:>7}  {x:>10}"
                       + (f"  {usd_m:>13}" if usd is not None else "")).rstrip())
     aimed = target is not None and target.active
     only = aimed and bool(target.misses(pl)) and not target.misses(p)   # only DSpark meets the target here
@@ -323,27 +326,27 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     else:
         plan = f"DSpark at {p.accept_len:g}"
     head = f"in short: DSpark {pays} here; plan on {plan}:"
-    cols = (f"    {'':<36}{'output tok/s':>17}  {'TPOT ms':>17}  {'TTFT s':>6}  {'vs without':>10}"
+    cols = (f"    {'':<36}{'output tok/s':>17}  {'TPOT ms':>17}  {'TTFT s':>7}  {'vs without':>10}"
             + (f"  {f'$/M at ${usd:,.2f}':>13}" if usd is not None else ""))
     fog = [r[1] for r in rows if r[1] is not None and not r[1].band_holds("ttft_ms")]
     legend = ([f"    † TTFT: no band ({fog[0].not_validated('ttft_ms')[0]})"] if daggered else [])
-    legend += (["    ≥: a public floor above the model's value (a run on this setup at fewer requests)"
+    legend += (["    TPOT and TTFT narrowed to the bounds public runs on this setup measured (the line below)"
                 + ("; TTFT: no band here" if fog and not daggered else "")] if floored else [])
     return [head, cols, *table, *legend]
 
 
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = None, target=None,
-          floor: str = "", floors_of=None) -> list[str]:
+          floor: str = "", bounds_of=None) -> list[str]:
     """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: the summary table (its cells
-    floored by ``floors_of``, :func:`summary`), right under it ``floor`` where there is one
-    (:func:`k3lab.serving.measured_floors.sentence`: the latency asked, with what public runs on the same setup
+    bounded by ``bounds_of``, :func:`summary`), right under it ``floor`` where there is one
+    (:func:`k3lab.serving.measured_bounds.sentence`: the latency asked, with what public runs on the same setup
     measured), whether DSpark helps (:func:`verdict`), what the nearest
     public DSpark run measured (:func:`nearest_dspark_run`), then the natural-text check (``a.checks``): the
     answer, under the question (the acceptance groups behind it, :func:`acceptance_lines`, come after the
     table: newcomer 15 found the headline buried)."""
-    first, *rest = summary(p, a, usd, target, floors_of)
+    first, *rest = summary(p, a, usd, target, bounds_of)
     out = textwrap.wrap(first, width=width, initial_indent="  ", subsequent_indent="    ") + rest
-    # the latency right under the table (its cells floored the same way), the setting asked first in it
+    # the latency right under the table (its cells bounded the same way), the setting asked first in it
     out += textwrap.wrap(floor, width=width, initial_indent="  ", subsequent_indent="    ") if floor else []
     out += textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
     # (the "plan on:" sentence is the table's first row now: newcomer 24 found "plan on 969" three times; it stays

@@ -1,0 +1,237 @@
+"""Latency bounds a question takes from public runs on its own layout and lengths: measured, not modelled.
+
+With every request running (none waiting for a slot), one more request in flight adds its prefill
+ahead of the next first token and its tokens to every decode batch: neither TTFT nor TPOT falls as
+concurrency rises, and a DSpark step that accepts more tokens makes TPOT no longer. So a public run
+on the question's GPU, layout, engine, benchmark regime, prompt and output lengths, kernels, KV dtype,
+variants and DSpark block, at a concurrency at or below the question's (and for TPOT under DSpark an
+acceptance at or above it), measured a **floor** for the question — on that run's build.
+
+Nor does latency grow faster than the number of requests: c requests bring c prompts to prefill ahead
+of a first token, and a decode step over c requests streams the same weights as over fewer (newcomers
+37, 38: "≥ 3.94 s" with no upper figure cannot be held against a TTFT target). So the same run, scaled by
+the question's concurrency over its own and by the most any committed pair on one setup outgrew that
+proportion (:func:`slack`: x1.12 for TTFT, where a run with a smaller prefill chunk at c128 stood against
+one at c96; none for TPOT), is a **ceiling**; a run at the question's concurrency or above one unscaled
+(a DSpark TPOT only from a run accepting as many tokens or fewer). Only while the question's own requests
+all run: where some wait for a slot, their wait has no such bound.
+
+Both rules are checked on the committed public series (``tests/test_measured_bounds.py``). This is what a
+renter holds a metric with no validated band against (NVIDIA TTFT, DSpark at natural-text acceptance);
+where the model's value sits outside the bounds, it is off. Units: ms.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+
+from . import committed
+from .predict import Prediction
+
+#: the metrics a bound is taken for, and how a sentence names each
+KINDS = {"tpot_ms": "TPOT", "ttft_ms": "TTFT"}
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A ``side`` ("floor" / "ceiling") of the question's ``kind`` (``ttft_ms`` / ``tpot_ms``) at ``value`` ms:
+    the public figure ``measured`` (ms) of run ``id`` of ``source`` on ``build``, at ``concurrency`` with
+    ``accept_len`` (None without DSpark), times ``scale`` (a ceiling from fewer requests: the question's
+    concurrency over the run's, times :func:`slack`; else 1)."""
+
+    kind: str
+    side: str
+    value: float
+    measured: float
+    scale: float
+    concurrency: int
+    accept_len: float | None
+    id: str
+    source: str
+    build: str
+
+
+def _setup(o) -> tuple:
+    """What makes two committed observations one setup (the grouping both rules are checked on)."""
+    return (o.gpu, o.layout, o.engine, o.regime, tuple(o.variants), o.kv_dtype, o.prefill_attention,
+            o.input_len, o.output_len, o.spec != "none", o.block if o.spec != "none" else None)
+
+
+def _same_setup(o, p: Prediction, kernel: str, kv_dtype: str, block: int | None) -> bool:
+    """Run ``o`` (a committed fit observation) was measured on ``p``'s setup with every request running."""
+    return (o.gpu == p.gpu and o.layout == p.layout and o.engine == p.engine and o.regime == p.regime
+            and tuple(o.variants) == tuple(p.variants) and o.kv_dtype == kv_dtype and o.prefill_attention == kernel
+            and (o.input_len, o.output_len) == (p.input_len, p.output_len)
+            and (o.spec != "none") == p.spec_on and (not p.spec_on or o.block == block)
+            and o.admitted >= o.concurrency)
+
+
+def pairs(kind: str) -> list[tuple]:
+    """Every (fewer, more) pair of committed public ``kind`` runs on one setup (:func:`_setup`), each with every
+    request running, the second at higher concurrency (a DSpark TPOT pair: the second accepting as many tokens
+    or more, as a ceiling is used). The evidence both rules rest on."""
+    series = defaultdict(list)
+    for o in committed.fitted_observations():
+        if o.kind == kind and o.admitted >= o.concurrency:
+            series[_setup(o)].append(o)
+    out = []
+    for runs in series.values():
+        for lo in runs:
+            for hi in runs:
+                if hi.concurrency > lo.concurrency and not (
+                        kind == "tpot_ms" and lo.spec != "none" and hi.accept_len < lo.accept_len):
+                    out.append((lo, hi))
+    return sorted(out, key=lambda x: (x[0].id, x[1].id))
+
+
+@lru_cache(maxsize=None)
+def slack(kind: str) -> float:
+    """The most a committed pair (:func:`pairs`) outgrew its concurrency: max over pairs of (more's ``kind`` /
+    fewer's) / (more's concurrency / fewer's), at least 1. A ceiling from fewer requests carries it."""
+    return max([1.0] + [(hi.value / lo.value) / (hi.concurrency / lo.concurrency) for lo, hi in pairs(kind)])
+
+
+def _asked(p: Prediction, kind: str) -> int:
+    """The concurrency a bound on ``kind`` is against: TTFT the clients asked (a request waiting for a slot
+    waits in its TTFT too), TPOT the requests running."""
+    return p.concurrency_asked if kind == "ttft_ms" else p.concurrency
+
+
+def _bound(o, kind: str, side: str, scale: float) -> Bound:
+    return Bound(kind, side, o.value * scale, o.value, scale, o.concurrency,
+                 o.accept_len if o.spec != "none" else None, o.id, o.source, o.build)
+
+
+def floors(p: Prediction, kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> dict[str, Bound]:
+    """Per kind of :data:`KINDS`, the floor :class:`Bound` for prediction ``p`` (asked with prefill kernel
+    ``kernel``, ``kv_dtype`` and, under DSpark, draft ``block``: ignored without it): the highest public figure
+    on its setup at a concurrency at or below the question's; none for a kind no public run bounds."""
+    out = {}
+    for o in committed.fitted_observations():
+        if o.kind not in KINDS or not _same_setup(o, p, kernel, kv_dtype, block):
+            continue
+        if o.concurrency > _asked(p, o.kind) or (o.kind == "tpot_ms" and p.spec_on and o.accept_len < p.accept_len):
+            continue
+        best = out.get(o.kind)
+        if best is None or (o.value, -o.concurrency, o.id) > (best.value, -best.concurrency, best.id):
+            out[o.kind] = _bound(o, o.kind, "floor", 1.0)
+    return out
+
+
+def ceilings(p: Prediction, kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> dict[str, Bound]:
+    """Per kind of :data:`KINDS`, the ceiling :class:`Bound` for ``p`` (arguments as :func:`floors`): the lowest of
+    each public figure on its setup — from fewer requests scaled by the question's concurrency over the run's
+    and by :func:`slack`, from as many or more as measured (a DSpark TPOT only from a run accepting as many
+    tokens or fewer). None for a kind no run bounds, nor at all where some of the question's requests queue."""
+    if p.concurrency < p.concurrency_asked:
+        return {}
+    out = {}
+    for o in committed.fitted_observations():
+        if o.kind not in KINDS or not _same_setup(o, p, kernel, kv_dtype, block):
+            continue
+        if o.kind == "tpot_ms" and p.spec_on and o.accept_len > p.accept_len:
+            continue
+        c = _asked(p, o.kind)
+        b = _bound(o, o.kind, "ceiling", c / o.concurrency * slack(o.kind) if o.concurrency < c else 1.0)
+        best = out.get(o.kind)
+        if best is None or (b.value, -o.concurrency, o.id) < (best.value, -best.concurrency, best.id):
+            out[o.kind] = b
+    return out
+
+
+def bounded(v: float, iv, floor: float | None, ceiling: float | None) -> tuple[str, tuple]:
+    """The one rule the bounds apply to a latency ``v`` (ms) with range ``iv`` ((low, high) ms, or None): (where
+    ``v`` sits against the measured bounds — "under" the floor, "over" the ceiling, or "" —, the range to plan
+    on (low, high): ``iv`` narrowed to [floor, ceiling], either end None where nothing bounds it; where the
+    range and the bounds do not meet, the bounds). Used by :func:`sentence` and ``predict``'s DSpark table
+    (:func:`k3lab.serving.dspark_answer.summary`)."""
+    side = ("under" if floor is not None and v < floor else "over" if ceiling is not None and v > ceiling else "")
+    lo, hi = (None, None) if iv is None else iv
+    lo = floor if lo is None else lo if floor is None else max(lo, floor)
+    hi = ceiling if hi is None else hi if ceiling is None else min(hi, ceiling)
+    if lo is not None and hi is not None and lo > hi:
+        lo, hi = (floor if floor is not None else lo), (ceiling if ceiling is not None else hi)
+        if lo > hi:   # (the two measured bounds themselves crossed: keep the floor, a published figure)
+            hi = None
+    return side, (lo, hi)
+
+
+def span_text(lo: float | None, hi: float | None, fmt) -> str:
+    """A range (ms) as written: "a-b", "≥a", "≤b" (``fmt`` writes one value)."""
+    return (f"{fmt(lo)}-{fmt(hi)}" if lo is not None and hi is not None else
+            f"≥{fmt(lo)}" if lo is not None else f"≤{fmt(hi)}" if hi is not None else "")
+
+
+def _ms(kind: str, v: float) -> str:
+    return f"{v / 1000:,.2f} s" if kind == "ttft_ms" else f"{v:,.1f} ms"
+
+
+def _range(kind: str, v: float, iv, fl: Bound | None, ce: Bound | None, what: str) -> str:
+    """One latency to plan on: the model's value ``v`` (ms) with its range ``iv`` ((low, high) ms: a band, or
+    ``what`` says which range; None: none holds) narrowed to the floor ``fl`` and ceiling ``ce``; where the
+    model's value sits outside them, the measured range alone, the model's value named after it."""
+    name = KINDS[kind]
+    side, (lo, hi) = bounded(v, iv, None if fl is None else fl.value, None if ce is None else ce.value)
+    unit = _ms(kind, v).split()[-1]
+    num = (lambda x: f"{x / 1000:,.2f}") if kind == "ttft_ms" else (lambda x: f"{x:,.1f}")
+    span = span_text(lo, hi, num).replace("≥", "≥ ").replace("≤", "≤ ")
+    if side:
+        return f"{name} {span} {unit} (the model's {num(v)} {unit} {'under' if side == 'under' else 'over'} it)"
+    if iv is None:
+        return f"{name} {num(v)} {unit} (no band" + (f"; {span} measured)" if span else ")")
+    return f"{name} {num(v)} {unit} ({span}{what})"
+
+
+def sentence(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> str:
+    """The latency to expect, one sentence over ``rows`` ((label, prediction[, tpot_range, what]): label "" for a
+    single row, else e.g. "without DSpark"; ``tpot_range`` (low, high) ms where the TPOT band does not hold but
+    another range does, ``what`` naming it, e.g. " across its acceptance"): each row's TPOT and TTFT with its
+    band, narrowed to the floor and ceiling public runs on the same setup give (:func:`floors`,
+    :func:`ceilings`: :func:`bounded`), then where the bounds come from. "" where no public run bounds any row
+    (the table's bands say it all)."""
+    found = []
+    for label, p, *more in rows:
+        bs = (floors(p, kernel, kv_dtype, block), ceilings(p, kernel, kv_dtype, block))
+        found.append((label, p, (more + [None, ""])[:2], bs))
+    if not any(fl or ce for *_, (fl, ce) in found):
+        return ""
+    said = []
+    for label, p, (tpot_iv, what), (fl, ce) in found:
+        parts = []
+        for kind in KINDS:
+            if kind == "tpot_ms" and not p.decodes:
+                continue
+            iv = p.interval(kind) if p.band_holds(kind) else (tpot_iv if kind == "tpot_ms" else None)
+            parts.append(_range(kind, getattr(p, kind), iv, fl.get(kind), ce.get(kind),
+                                "" if p.band_holds(kind) or kind != "tpot_ms" else what))
+        said.append((f"{label} " if label else "") + ", ".join(parts))
+    every = [b for *_, bs in found for d in bs for b in d.values()]
+    cs = sorted({b.concurrency for b in every})
+    runs = {b.source: b.build for b in every}
+    src = "; ".join(f"{s} on {'' if b.startswith('sglang') else 'sglang '}{b}" for s, b in runs.items())
+    scaled = sorted({(b.scale / slack(b.kind), b.concurrency) for b in every if b.side == "ceiling" and b.scale != 1})
+    more = sorted({b.kind for b in every if b.side == "ceiling" and b.scale != 1 and slack(b.kind) > 1})
+    ceil = ("" if not scaled else
+            "; ceilings: those figures x" + ", x".join(f"{r * c:g}/{c}" for r, c in scaled)
+            + "".join(f", {KINDS[k]} x{slack(k):.2f} more (the most a public series on one setup outgrew its "
+                      f"concurrency, over {len(pairs(k))} pairs)" for k in more))
+    return (f"latency at c{max(p.concurrency_asked for _, p, *_ in rows):,}: {'; '.join(said)}. Measured bounds: "
+            f"{src}, at c{'/'.join(map(str, cs))} on your layout and lengths, every request running: latency rises "
+            f"with more requests (floors; TPOT also with fewer tokens accepted) but no faster than their number"
+            f"{ceil}.")
+
+
+def as_dict(p: Prediction, kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> dict:
+    """:func:`floors` and :func:`ceilings` JSON-ready: per kind and side the bound's ms, the run's measured ms,
+    the scale, its concurrency, acceptance, id, source and build, and where the model's value sits."""
+    out: dict = {}
+    for side, found in (("floor", floors(p, kernel, kv_dtype, block)), ("ceiling", ceilings(p, kernel, kv_dtype, block))):
+        for k, b in found.items():
+            v = getattr(p, k)
+            out.setdefault(k, {"model_ms": v})[side] = {
+                "ms": b.value, "measured_ms": b.measured, "scale": b.scale, "concurrency": b.concurrency,
+                "accept_len": b.accept_len, "id": b.id, "source": b.source, "build": b.build,
+                "model_outside": v < b.value if side == "floor" else v > b.value}
+    return out
