@@ -233,7 +233,13 @@ def test_status_names_the_release_that_fixed_it_and_what_kimi_k3_needs(monkeypat
     for v in ("0.5.19", "0.5.23"):
         assert M.status_main(["--version", v]) == 0
         out = capsys.readouterr().out.splitlines()
-        assert all(" not needed: fixed in " in x for x in out[1:3])
+        assert " not needed: fixed in 0.5.17 " in out[1] and out[2].startswith("  aiter_head_pad: not needed: sglang ")
+        # newcomer 38: the patch goes, the padding does not, each release in its own terms
+        assert ("sglang pads 12 heads to 16 and slices back itself from 0.5.22 (PR #34438, likely), as this patch does: "
+                "the padding is still what AITER's fast fp8 prefill needs (--attention-backend aiter), the patch is not"
+                in out[2]) == (v == "0.5.23")
+        assert ("sglang accepts 12 heads per rank from 0.5.19 (PR #34647), unpadded, on the non-fp8 prefill; its padded "
+                "fp8 prefill comes in 0.5.22 (PR #34438, likely)" in out[2]) == (v == "0.5.19")
         assert out[-1] == "note: this release needs no k3lab patch" and "--force" not in "\n".join(out)
     # newcomer 12: a release after every measured one read "unknown ... applies only with --force", a nudge to force
     # a patch the newest measured release (which has both fixes) no longer needs; it says so, and forces nothing

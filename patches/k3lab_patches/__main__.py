@@ -39,7 +39,8 @@ def status_line(p, version: str) -> str:
         way = (f"; fixed upstream in sglang {fix}: upgrading removes the need" if fix else "; no measured release fixes it")
         return f"{s}{' (apply with --force)' if s == 'needed, untested' else ''}{way} ({p.fixed_by})"
     if s.startswith("fixed in"):
-        return f"not needed: {s} ({p.fixed_by})"
+        says = getattr(p, "fixed_says", None)   # a patch that can say it in this release's own terms
+        return f"not needed: {says(version)}" if says else f"not needed: {s} ({p.fixed_by})"
     newest = newest_measured_fixed(p, version)
     if newest:  # a release after every measured one, the newest of which has the fix: no nudge to --force
         return (f"{s}: not in the measured matrix, but later than sglang {newest}, the newest measured, which has the "

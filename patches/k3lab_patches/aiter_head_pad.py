@@ -143,6 +143,23 @@ class AiterHeadPadPatch:
     fixed_by = ("sglang 0.5.19 accepts 12 heads per rank (PR #34647; #36356's pad not yet reached); from 0.5.22 "
                 "its fp8 prefill pads 12 -> 16 and slices back, as this patch does (PR #34438, likely)")
 
+    @classmethod
+    def fixed_says(cls, version: str) -> str:
+        """Why sglang ``version`` (one the matrix shows fixed) needs no patch, in its own release's terms: the
+        patch goes, the padding does not (newcomer 38: "fixed upstream" here against "still needed" in the
+        README's padding answer). From 0.5.22 sglang pads 12 -> 16 for its fp8 prefill itself; 0.5.19-0.5.21
+        take 12 heads unpadded, on the non-fp8 prefill."""
+        from .releases import version_key
+
+        pad_from, pad_pr = cls.UPSTREAM["prefill"]
+        acc_from, acc_pr = cls.UPSTREAM["accepts"]
+        if version_key(version) >= version_key(pad_from):
+            return (f"sglang pads 12 heads to 16 and slices back itself from {pad_from} (PR #{pad_pr}, likely), as this "
+                    "patch does: the padding is still what AITER's fast fp8 prefill needs (--attention-backend aiter), "
+                    "the patch is not")
+        return (f"sglang accepts 12 heads per rank from {acc_from} (PR #{acc_pr}), unpadded, on the non-fp8 prefill; "
+                f"its padded fp8 prefill comes in {pad_from} (PR #{pad_pr}, likely)")
+
     @staticmethod
     def broken(row: dict) -> bool:
         """The release matrix's verdict (:mod:`k3lab_patches.releases`): the AITER backend
