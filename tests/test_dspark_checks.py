@@ -159,6 +159,10 @@ def test_the_dspark_answer_opens_with_what_to_plan_on_and_whether_it_pays():
             "--output-len", "1024", "--concurrency", "32", "--spec", "dspark"]
     out = subprocess.run(base, capture_output=True, text=True, cwd=REPO_ROOT, timeout=300).stdout
     lines = out.splitlines()
+    # the latency to expect first (newcomer 39: "open with one line to plan on"), each setting's, then the table
+    k = next(i for i, x in enumerate(lines) if x.startswith("  in short: "))
+    assert lines[2].startswith("  latency at c32: with DSpark at 2 TPOT ") and k == 4
+    lines = lines[k - 2:]
     assert lines[2] == "  in short: DSpark does not pay here; plan on the first row, without it (DSpark at 2 has no " \
                        "validated band):"
     rows = {" ".join(x.split()[:4]): x.split() for x in lines[4:8]}
@@ -177,12 +181,12 @@ def test_the_dspark_answer_opens_with_what_to_plan_on_and_whether_it_pays():
     assert lines[7].rstrip().endswith(f"x{x(6.4):.2f}") and rows
     # (newcomer 34: the TTFT column beside banded tok/s and TPOT read as settled) † where no TTFT band holds, and why
     assert not plain.band_holds("ttft_ms") and lines[8] == ("    TPOT and TTFT narrowed to the bounds public runs on this "
-                                                            "setup measured (the line below); TTFT: no band here")
+                                                            "setup measured (below); TTFT: no band here")
     assert all(len(x) <= 118 for x in lines[2:8])
     # inside what the speed fit saw, the plan is DSpark's own
     high = subprocess.run(base + ["--accept-len", "6.4"], capture_output=True, text=True, cwd=REPO_ROOT,
                           timeout=300).stdout.splitlines()
-    assert high[2] == "  in short: DSpark pays here; plan on DSpark at 6.4:"
+    assert next(x for x in high if x.startswith("  in short: ")) == "  in short: DSpark pays here; plan on DSpark at 6.4:"
 
 
 def test_predict_prices_the_answer_at_your_gpu_price():
@@ -198,6 +202,7 @@ def test_predict_prices_the_answer_at_your_gpu_price():
     base = [sys.executable, "-m", "k3lab", "predict", "--layout", "8xb300 tp8", "--input-len", "8192",
             "--output-len", "1024", "--concurrency", "32", "--spec", "dspark", "--usd-per-gpu-hour", "b300=5.5"]
     lines = subprocess.run(base, capture_output=True, text=True, cwd=REPO_ROOT, timeout=300).stdout.splitlines()
+    lines = lines[next(i for i, x in enumerate(lines) if x.startswith("  in short: ")) - 2:]
     assert lines[3].rstrip().endswith("$/M at $5.50")
     assert lines[4].rstrip().endswith(f"${per_m(plain.output_tok_s):,.2f}")
     assert lines[5].rstrip().endswith(f"${per_m(at2.output_tok_s):,.2f}")

@@ -180,24 +180,37 @@ def test_predict_prints_the_bounds_under_the_dspark_table_and_in_json():
                                     check=True, cwd=REPO_ROOT).stdout
     text = run("--spec", "dspark")
     lines = text.splitlines()
-    # right under the table, the setting asked first (newcomer 36: "open with the DSpark answer")
+    # first, above the table, the setting asked first (newcomer 36: "open with the DSpark answer"; newcomer 39:
+    # "open with one line to plan on"); where the bounds come from right under the table
     first = next(i for i, x in enumerate(lines) if x.startswith("  latency at c32: "))
-    assert lines[first - 1].startswith("    TPOT and TTFT narrowed to the bounds") and lines[first - 7].startswith(
-        "  in short: DSpark")
-    assert " ".join(x.strip() for x in lines[first:first + 4]).startswith(
+    src = next(i for i, x in enumerate(lines) if x.startswith("  Measured bounds: "))
+    assert first == 2 and lines[first + 2].startswith("  in short: DSpark") and lines[src - 1].startswith(
+        "    TPOT and TTFT narrowed to the bounds")
+    assert " ".join(x.strip() for x in lines[first:first + 2]) == (
         "latency at c32: with DSpark at 2 TPOT 32.8 ms (29.0-53.9 across its acceptance), TTFT 3.94-8.86 s (the model's "
-        "3.32 s under it); without DSpark TPOT 29.8 ms (19.5-38.9), TTFT 3.54-7.95 s")
+        "3.32 s under it); without DSpark TPOT 29.8 ms (19.5-38.9), TTFT 3.54-7.95 s (the model's 3.32 s under it).")
+    assert " ".join(x.strip() for x in lines[src:src + 4]).startswith("Measured bounds: sglang_pr37878 on sglang "
+                                                                     "v0.5.18 @ 71de97b2, at c16")
     # ... and the table says the same, cell by cell
-    table = lines[first - 5:first - 1]   # without DSpark, at 2, its acceptance range, at 6.4
+    table = lines[src - 5:src - 1]   # without DSpark, at 2, its acceptance range, at 6.4
     assert " ".join(table[0].split()) == "without DSpark 969 (515-1,822) 29.8 (19.5-38.9) 3.5-8.0"
     assert [x.split()[-2] for x in (table[1], table[3])] == ["3.9-8.9", "3.9-8.9"]
-    assert ("    TPOT and TTFT narrowed to the bounds public runs on this setup measured (the line below); TTFT: no "
+    assert ("    TPOT and TTFT narrowed to the bounds public runs on this setup measured (below); TTFT: no "
             "band here") in lines
+    # ... and the prediction's own table at the end: the measured range in place of the model's TTFT under it
+    # (newcomer 39: "TTFT (ms) 3,317 not validated" under "TTFT 3.94-8.86 s")
+    assert " ".join(next(x for x in lines if x.startswith("  TTFT (ms) ")).split()) == (
+        "TTFT (ms) 3,942–8,855 measured; model 3,317")
+    assert "  TPOT, TTFT: narrowed to (or, where the model falls outside, replaced by) what public runs on this setup " \
+           "measured: the latency line above" in lines
     # the nearest DSpark run with each figure's own ratio (the model over the measurement)
     assert "1,828 output tok/s (x1.37), TPOT 9.6 ms (x0.55), TTFT 8.09 s (x1.57)" in " ".join(x.strip() for x in lines)
     plain = run()
     assert "latency at c32: TPOT 29.8 ms (19.5-38.9), TTFT 3.54-7.95 s (the model's 3.32 s under it)." in " ".join(
         x.strip() for x in plain.splitlines())
+    rows = {" ".join(x.split()[:2]): " ".join(x.split()) for x in plain.splitlines()}
+    assert rows["TPOT (ms)"] == "TPOT (ms) 29.8 19.5 – 38.9" and rows["TTFT (ms)"] == (
+        "TTFT (ms) 3,539–7,950 measured; model 3,317")
     js = json.loads(run("--spec", "dspark", "--json"))["measured_bounds"]
     assert js["ttft_ms"]["floor"]["ms"] == 3942 and js["ttft_ms"]["floor"]["model_outside"] is True
     assert abs(js["ttft_ms"]["ceiling"]["ms"] - 8855.5) < 0.5 and js["ttft_ms"]["ceiling"]["model_outside"] is False

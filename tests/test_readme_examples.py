@@ -21,9 +21,18 @@ from k3lab.paths import REPO_ROOT
 SHOWN = [
     "quote --input-len 1024 --output-len 400 --usd-per-gpu-hour mi355x=3 --usd-per-gpu-hour b300=5.5 --max-tpot 50",
     "compare --gpu mi355x --gpu b300 --top 2 --price-tier quoted_rates --price-tier rental_index",
-    'predict --layout "8xmi355x tp8 [aiter-k3-opt]" --input-len 1024 --output-len 400 --max-tpot 50',
+    # (newcomer 39: "paste this exact B300 8k/1k c32 example into the README": the head of its answer)
+    'predict --layout "8xb300 tp8" --input-len 8192 --output-len 1024 --concurrency 32 --spec dspark | head -15',
     "fit --gpu mi355x --gpus 8 --tp 8 --variant aiter-k3-opt",
 ]
+
+
+def _output(shown: str) -> str:
+    """What ``python -m k3lab <shown>`` prints; ``<args> | head -N``: its first N lines, as that pipe would."""
+    args, _, n = shown.partition(" | head -")
+    out = subprocess.run([sys.executable, "-m", "k3lab", *shlex.split(args)],
+                         capture_output=True, text=True, check=True, cwd=REPO_ROOT).stdout
+    return "\n".join(out.splitlines()[:int(n)]) + "\n" if n else out
 
 
 def _readme() -> str:
@@ -33,8 +42,7 @@ def _readme() -> str:
 @pytest.mark.parametrize("shown", SHOWN, ids=lambda s: s.split()[0])
 def test_readme_hardware_example_is_current(shown):
     """``$ python -m k3lab <args>`` and its whole output stand verbatim in a README code block."""
-    out = subprocess.run([sys.executable, "-m", "k3lab", *shlex.split(shown)],
-                         capture_output=True, text=True, check=True, cwd=REPO_ROOT).stdout
+    out = _output(shown)
     assert f"$ python -m k3lab {shown}\n{out.strip()}\n```" in _readme(), \
         f"README.md's output of `python -m k3lab {shown}` is stale: paste the current one"
 

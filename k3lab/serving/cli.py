@@ -287,12 +287,16 @@ def _differs(n: dict, p: Prediction) -> str:
 
 
 def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = (), after_table: list[str] = (),
-                      stated: set = frozenset()) -> str:
+                      stated: set = frozenset(), bounds: dict | None = None) -> str:
     """The human-readable answer: header naming the settings (``flags``: sglang flags the question
     set, beside the variants), a table with bands (or "not validated" for a metric without a usable
     band), the domain caveat, ``after_table`` (lines behind the answer, e.g. DSpark's acceptance
     groups: :func:`k3lab.serving.dspark_answer.acceptance_lines`), nearest points (but those whose
-    ids are in ``stated``: said above, e.g. by the DSpark answer's "measured" line)."""
+    ids are in ``stated``: said above, e.g. by the DSpark answer's "measured" line). ``bounds``: the
+    measured (floor, ceiling) ms per latency kind (:mod:`k3lab.serving.measured_bounds`), applied by the
+    latency line's rule: a band narrowed to them; where the model's value sits outside them, the measured
+    range in its place and the model's value named beside (newcomer 39: "TTFT (ms) 3,317 not validated"
+    under "TTFT 3.94-8.86 s (the model's 3.32 s under it)"); where no band holds, the measured range as one."""
     def band_word(kind):
         return band_words(p.band_of(kind))
 
@@ -322,7 +326,7 @@ def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = (), a
             ("decode step (ms)", "itl_ms", 1.0, "{:,.1f}")]
     # under DSpark the table is DSpark's (newcomer 17/18: "plan on" gives the figures without it, the table those with
     # it: easy to quote the wrong one)
-    body = [f"  {'':<26}{'with DSpark' if p.spec_on else 'predicted':>11}  {'band':>21}"]
+    body, bounded = [f"  {'':<26}{'with DSpark' if p.spec_on else 'predicted':>11}  {'band':>21}"], False
     for name, kind, sc, fmt in rows:
         if kind in ("tpot_ms", "itl_ms") and not p.decodes:
             body.append(f"  {name:<26}{'—':>11}  {'no decode step':>21}")
@@ -333,8 +337,22 @@ def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = (), a
         outside = p.ttft_outside if kind == "ttft_ms" else p.outside
         band = ("not validated" if iv is None else "outside its domain" if outside
                 else f"{fmt.format(iv[0])} – {fmt.format(iv[1])}")
-        body.append(f"  {name:<26}{fmt.format(getattr(p, kind) * sc):>11}  {band:>21}")
+        value, before = fmt.format(getattr(p, kind) * sc), band
+        b = (bounds or {}).get(kind, (None, None))
+        if any(x is not None for x in b):
+            side, (lo, hi) = measured_bounds.bounded(getattr(p, kind), None if iv is None or outside else iv, *b)
+            span = measured_bounds.span_text(lo, hi, lambda x: fmt.format(x))
+            if side:   # the model's value is outside what public runs on this setup measured: theirs in its place
+                value, band = span.replace("-", "–"), f"measured; model {value}"
+            elif iv is not None and not outside:
+                band = span.replace("-", " – ")
+            elif lo is not None and hi is not None:
+                band = f"measured {span.replace('-', '–')}"
+            bounded = bounded or band != before
+        body.append(f"  {name:<26}{value:>11}  {band:>21}")
     body += [] if p.decodes else [f"  TPOT and decode step: — ({p.NO_DECODE})"]
+    body += ["  TPOT, TTFT: narrowed to (or, where the model falls outside, replaced by) what public runs on this setup "
+             "measured: the latency line above"] if bounded else []
     near = ["", "  nearest public measurements (same family; the fit's value for each run as it ran, its harness, "
                 "block and build, and that over the measurement):"]
     left = [n for n in p.nearest if n["id"] not in stated]
@@ -434,7 +452,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         # the setting asked first (newcomer 36: "open with the DSpark answer")
         floor_rows = ([("", p)] if ds is None else
                       [(f"with DSpark at {p.accept_len:g}", p, *span), ("without DSpark", ds.plain)])
-        floor = measured_bounds.sentence(floor_rows, kernel, args.kv_dtype, block)
+        latency = measured_bounds.parts(floor_rows, kernel, args.kv_dtype, block)
 
         def bounds_of(q: Prediction) -> dict:   # a row of the DSpark table: its measured (floor, ceiling), ms by kind
             fl, ce = (measured_bounds.floors(q, kernel, args.kv_dtype, block),
@@ -461,18 +479,18 @@ def cli_main(argv: list[str] | None = None) -> int:
         flags = (engine.state_pool_flags(),) if engine.state_pool_flags() else ()
         after = [] if ds is None else dspark_answer.acceptance_lines(p, ds)
         stated = set() if ds is None else dspark_answer.named_runs(p)
-        lines = format_prediction(p, accept_note, flags, after, stated).split("\n")  # the target and the traps under the workload line
+        lines = format_prediction(p, accept_note, flags, after, stated, bounds_of(p)).split("\n")  # the target and the traps under the workload line
         # newcomer 21: the DSpark answer came after a four-line setting trap: it comes first, under the target
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
-                         + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target, floor=floor,
+                         + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target, latency=latency,
                                                                   bounds_of=bounds_of))
                          + ([price_line(p, usd)] if usd is not None and ds is None else [])
                          + [f"  a setting that changes the answer: {t}" for t in traps]
                          + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]
                             if yours else [])  # the user's own state-pool setting: what it does
                          + ([] if backends is None else attention_backend.lines(backends, args.attention_backend or "aiter"))
-                         + (textwrap.wrap(floor, width=118, initial_indent="  ", subsequent_indent="    ")
-                            if floor and ds is None else [])
+                         + (textwrap.wrap(" ".join(latency), width=118, initial_indent="  ",
+                                          subsequent_indent="    ") if latency[0] and ds is None else [])
                          + lines[2:])
     print(text)  # a closed pipe (`| head`) is k3lab.cli.QuietStdout's
     return 0

@@ -330,24 +330,27 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
             + (f"  {f'$/M at ${usd:,.2f}':>13}" if usd is not None else ""))
     fog = [r[1] for r in rows if r[1] is not None and not r[1].band_holds("ttft_ms")]
     legend = ([f"    † TTFT: no band ({fog[0].not_validated('ttft_ms')[0]})"] if daggered else [])
-    legend += (["    TPOT and TTFT narrowed to the bounds public runs on this setup measured (the line below)"
+    legend += (["    TPOT and TTFT narrowed to the bounds public runs on this setup measured (below)"
                 + ("; TTFT: no band here" if fog and not daggered else "")] if floored else [])
     return [head, cols, *table, *legend]
 
 
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = None, target=None,
-          floor: str = "", bounds_of=None) -> list[str]:
-    """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: the summary table (its cells
-    bounded by ``bounds_of``, :func:`summary`), right under it ``floor`` where there is one
-    (:func:`k3lab.serving.measured_bounds.sentence`: the latency asked, with what public runs on the same setup
-    measured), whether DSpark helps (:func:`verdict`), what the nearest
+          latency: tuple[str, str] = ("", ""), bounds_of=None) -> list[str]:
+    """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: ``latency``'s answer first where
+    there is one (:func:`k3lab.serving.measured_bounds.parts`: the latency asked, each setting's TPOT and TTFT
+    narrowed to what public runs on the same setup bound; newcomer 39: "open with one line to plan on"), the
+    summary table (its cells bounded by ``bounds_of``, :func:`summary`), right under it ``latency``'s source,
+    whether DSpark helps (:func:`verdict`), what the nearest
     public DSpark run measured (:func:`nearest_dspark_run`), then the natural-text check (``a.checks``): the
     answer, under the question (the acceptance groups behind it, :func:`acceptance_lines`, come after the
     table: newcomer 15 found the headline buried)."""
+    said, source = latency
     first, *rest = summary(p, a, usd, target, bounds_of)
-    out = textwrap.wrap(first, width=width, initial_indent="  ", subsequent_indent="    ") + rest
-    # the latency right under the table (its cells bounded the same way), the setting asked first in it
-    out += textwrap.wrap(floor, width=width, initial_indent="  ", subsequent_indent="    ") if floor else []
+    out = textwrap.wrap(said, width=width, initial_indent="  ", subsequent_indent="    ") if said else []
+    out += textwrap.wrap(first, width=width, initial_indent="  ", subsequent_indent="    ") + rest
+    # where the bounds come from, right under the table whose cells they bound
+    out += textwrap.wrap(source, width=width, initial_indent="  ", subsequent_indent="    ") if source else []
     out += textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
     # (the "plan on:" sentence is the table's first row now: newcomer 24 found "plan on 969" three times; it stays
     # in --json and plan_on() for a program)

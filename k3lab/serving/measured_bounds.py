@@ -184,29 +184,29 @@ def _range(kind: str, v: float, iv, fl: Bound | None, ce: Bound | None, what: st
     return f"{name} {num(v)} {unit} ({span}{what})"
 
 
-def sentence(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> str:
-    """The latency to expect, one sentence over ``rows`` ((label, prediction[, tpot_range, what]): label "" for a
-    single row, else e.g. "without DSpark"; ``tpot_range`` (low, high) ms where the TPOT band does not hold but
-    another range does, ``what`` naming it, e.g. " across its acceptance"): each row's TPOT and TTFT with its
-    band, narrowed to the floor and ceiling public runs on the same setup give (:func:`floors`,
-    :func:`ceilings`: :func:`bounded`), then where the bounds come from. "" where no public run bounds any row
-    (the table's bands say it all)."""
+def parts(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> tuple[str, str]:
+    """The latency to expect over ``rows`` ((label, prediction[, tpot_range, what]): label "" for a single row,
+    else e.g. "with DSpark at 2"; ``tpot_range`` (low, high) ms where the TPOT band does not hold but another
+    range does, ``what`` naming it, e.g. " across its acceptance"), as (answer, source): the answer one sentence,
+    each row's TPOT and TTFT with its band narrowed to the floor and ceiling public runs on the same setup give
+    (:func:`floors`, :func:`ceilings`: :func:`bounded`); the source another, where those runs come from and why
+    they bound. ("", "") where no public run bounds any row (the table's bands say it all)."""
     found = []
     for label, p, *more in rows:
         bs = (floors(p, kernel, kv_dtype, block), ceilings(p, kernel, kv_dtype, block))
         found.append((label, p, (more + [None, ""])[:2], bs))
     if not any(fl or ce for *_, (fl, ce) in found):
-        return ""
+        return "", ""
     said = []
     for label, p, (tpot_iv, what), (fl, ce) in found:
-        parts = []
+        out = []
         for kind in KINDS:
             if kind == "tpot_ms" and not p.decodes:
                 continue
             iv = p.interval(kind) if p.band_holds(kind) else (tpot_iv if kind == "tpot_ms" else None)
-            parts.append(_range(kind, getattr(p, kind), iv, fl.get(kind), ce.get(kind),
-                                "" if p.band_holds(kind) or kind != "tpot_ms" else what))
-        said.append((f"{label} " if label else "") + ", ".join(parts))
+            out.append(_range(kind, getattr(p, kind), iv, fl.get(kind), ce.get(kind),
+                              "" if p.band_holds(kind) or kind != "tpot_ms" else what))
+        said.append((f"{label} " if label else "") + ", ".join(out))
     every = [b for *_, bs in found for d in bs for b in d.values()]
     cs = sorted({b.concurrency for b in every})
     runs = {b.source: b.build for b in every}
@@ -217,10 +217,15 @@ def sentence(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int 
             "; ceilings: those figures x" + ", x".join(f"{r * c:g}/{c}" for r, c in scaled)
             + "".join(f", {KINDS[k]} x{slack(k):.2f} more (the most a public series on one setup outgrew its "
                       f"concurrency, over {len(pairs(k))} pairs)" for k in more))
-    return (f"latency at c{max(p.concurrency_asked for _, p, *_ in rows):,}: {'; '.join(said)}. Measured bounds: "
-            f"{src}, at c{'/'.join(map(str, cs))} on your layout and lengths, every request running: latency rises "
-            f"with more requests (floors; TPOT also with fewer tokens accepted) but no faster than their number"
-            f"{ceil}.")
+    return (f"latency at c{max(p.concurrency_asked for _, p, *_ in rows):,}: {'; '.join(said)}.",
+            f"Measured bounds: {src}, at c{'/'.join(map(str, cs))} on your layout and lengths, every request running: "
+            f"latency rises with more requests (floors; TPOT also with fewer tokens accepted) but no faster than their "
+            f"number{ceil}.")
+
+
+def sentence(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> str:
+    """:func:`parts` as one paragraph, answer then source; "" where no public run bounds any row."""
+    return " ".join(x for x in parts(rows, kernel, kv_dtype, block) if x)
 
 
 def as_dict(p: Prediction, kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> dict:
