@@ -441,7 +441,8 @@ def test_status_all_is_the_release_matrix_in_one_table():
                                    "accepted, unpadded"), row
         wanted = [n for n, broken in (("top-k", crash), ("head pad", refuses)) if broken]
         assert cells[4] == ("none: recommended" if padded else "none" if not wanted else
-                            "both (tested on its code)" if len(wanted) == 2 else f"{wanted[0]}, --force (written for 0.5.16)"), row
+                            "both (tested on its code)" if len(wanted) == 2 else
+                            f"{wanted[0]}{', for aiter' if wanted == ['head pad'] else ''}, --force (written for 0.5.16)"), row
     # the first release with each fix names its pull request, from the upstream data
     assert "fixed (PR #32641)" in rows[by_pr[32641].release] and "(PR #34647)" in rows[by_pr[34647].release]
     assert "(PR #34438, likely)" in rows[by_pr[34438].release]

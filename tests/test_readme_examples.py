@@ -96,9 +96,11 @@ def test_readme_answers_whether_speculative_decoding_still_crashes():
     # lead, each labelled with the question it answers; then the release to run (newcomer 11: "one plain line like
     # 'minimum sglang: 0.5.19; recommended: 0.5.22'")
     flat = " ".join(para.split())
-    assert flat.startswith("**The crash: fixed from sglang 0.5.17 (PR #32641). K3 on ROCm with no patch at all: 0.5.19; "
-                           "recommended: 0.5.22 or later (0.5.23 here) with `--attention-backend aiter` and "
-                           "`SGLANG_AITER_K3_OPT=1`**, for sglang's own padded fp8 prefill")
+    # newcomer 39: "no patch at all: 0.5.19" while 0.5.17-0.5.18 run K3 unpatched on sglang's default Triton attention
+    assert flat.startswith("**The crash: fixed from sglang 0.5.17 (PR #32641). K3 on ROCm with no patch: 0.5.17 on "
+                           "sglang's default Triton attention, 0.5.19 with AITER's; recommended: 0.5.22 or later (0.5.23 "
+                           "here) with `--attention-backend aiter` and `SGLANG_AITER_K3_OPT=1`**, for sglang's own padded "
+                           "fp8 prefill")
     assert "NameError: name 'top_k_renorm_prob' is not defined" in para
     # ... and the article's own images are where the patch is least tested: said
     assert "tested for 0.5.16's code, not on those images, where `status` says unknown" in " ".join(para.split())

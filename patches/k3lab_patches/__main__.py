@@ -80,7 +80,8 @@ def release_table() -> list[str]:
         wanted = [n for n, p in ps.items() if status(p, v).startswith("needed")]
         untested = any(status(ps[n], v) == "needed, untested" for n in wanted)
         patch = ("none" + (": recommended" if version_key(v) >= version_key(pad_from) else "") if not wanted else
-                 ("both" if len(wanted) == 2 else "head pad" if wanted == ["aiter_head_pad"] else "top-k renorm")
+                 # (newcomer 39: "no patch at all: 0.5.19" while 0.5.17-0.5.18 run K3 unpatched on Triton attention)
+                 ("both" if len(wanted) == 2 else "head pad, for aiter" if wanted == ["aiter_head_pad"] else "top-k renorm")
                  # (newcomer 19: "untested here" beside operators.md's "the matrix ran it forced, on CPU")
                  + (f", --force (written for {', '.join(sorted({k for n in wanted for k in ps[n].known_versions}))})"
                     if untested else " (tested on its code)"))
