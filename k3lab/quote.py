@@ -150,9 +150,10 @@ def band_line(rows: dict) -> str:
                 read = own_runs_reading(r["gpu"])[0]
                 # (newcomer 29: "missed by x1.74" without its direction; docs/cli.md had it)
                 # (newcomer 34: "read at x0.99; a fit without it" needed docs/cli.md to decode)
+                # (newcomer 39: "one blind to it ran x1.74 too slow" needed decoding)
                 fits = "matches them" if read and 1 / LEAN <= read <= LEAN else "reads them at"
-                how = (f"{seen} figures, 1 repo: " + (f"this fit {fits} (x{read:.2f}), " if read else "")
-                       + f"one blind to it ran x{miss:.2f} {way}")
+                how = (f"{seen} figures, all 1 repo's: " + (f"this fit {fits}, x{read:.2f}; " if read else "")
+                       + f"one fitted without them ran x{miss:.2f} {way}")
             else:
                 how = f"{n} repo{'' if n == 1 else 's'}, median miss x{ev['median_error']:.2f}"
             parts.append(f"{r['gpu'].upper()} x{ev['factor']:.2f} ({how})")
@@ -313,8 +314,8 @@ def quote_verdict(u: dict) -> str:
 
 
 def how_sure(u: dict) -> str:
-    """'How sure: not very: the MI355X's 15% lead (8% net of the 9% the model overrates it by on their runs)
-    goes if the B300 serves over 1.83x the MI355X's tok/s/GPU (the table: 1.55x; an error either band alone
+    """'How sure: not very: the MI355X's 15% lead (8% net of the model's 9% bias toward the MI355X on public
+    runs) goes if the B300 serves over 1.83x the MI355X's tok/s/GPU (the table: 1.55x; an error either band alone
     allows) or costs under $4.65/GPU-h': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip, the
     flip of :func:`k3lab.compare_view.sensitivity`: break-even ÷ your price ratio) said as what a renter
     can measure (newcomers 27-33 graded "how sure" down with nothing to act on): the runner-up's output
@@ -334,10 +335,12 @@ def how_sure(u: dict) -> str:
     # lead is about X%" is the reading a renter wants, said, not left to them): a's $/M x lean against b's
     ratio = None if lean is None or abs(lean - 1) < 0.005 else lean / need   # a's $/M over b's, net of the lean
     # (newcomer 34: "the model's 9% optimism for it" needed docs/cli.md to decode)
+    # (newcomer 39: "8% net of the 9% the model overrates it by on their runs" needed decoding: which GPU, which runs)
+    over = a if lean is not None and lean > 1 else b
     toward = ("" if ratio is None else
-              f"the {max(lean, 1 / lean) - 1:.0%} the model overrates {'it' if lean > 1 else 'the ' + b} by")
-    leans = ("" if ratio is None else f" ({1 - ratio:.0%} net of {toward} on their runs)" if ratio < 1 else
-             f" (none net of {toward} on their runs: the {b} leads by {1 - 1 / ratio:.0%})")
+              f"the model's {max(lean, 1 / lean) - 1:.0%} bias toward the {over} on public runs")
+    leans = ("" if ratio is None else f" ({1 - ratio:.0%} net of {toward})" if ratio < 1 else
+             f" (none net of {toward}: the {b} leads by {1 - 1 / ratio:.0%})")
     bands = {a: be.get("a_band"), b: be.get("b_band")}
     if None in bands.values():
         word, allows = "not very", f"an error the bands together allow, x{allow:.2f}"

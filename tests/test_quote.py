@@ -113,8 +113,8 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     # output tok/s per GPU over the MI355X's at which your prices break even, $5.50 / $3.00, beside the table's)
     per = {lay: rows.loc[lay, "model_tok_s"] / rows.loc[lay, "num_gpus"] for lay in (MI, B300)}
     assert f"{5.5 / 3.0 / (per[B300] / per[MI]):.2f}" == f"{flip:.2f}"   # the same error, as speeds or as $/M
-    assert lean > 1.005 and (f"How sure: not very: the MI355X's 15% lead ({net:.0%} net of the {lean - 1:.0%} the model "
-                             f"overrates it by on their runs) goes if the B300 serves over 1.83x the MI355X's "
+    assert lean > 1.005 and (f"How sure: not very: the MI355X's 15% lead ({net:.0%} net of the model's {lean - 1:.0%} "
+                             f"bias toward the MI355X on public runs) goes if the B300 serves over 1.83x the MI355X's "
                              f"tok/s/GPU (the table: {per[B300] / per[MI]:.2f}x; an error either band alone allows) "
                              f"or costs under ${5.5 / flip:.2f}/GPU-h.") in flat
     # ... named the same way where the other GPU is the cheaper (newcomer 14: "overrates" at one workload and
@@ -124,8 +124,8 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     big = " ".join(x.strip() for x in quote.quote_lines(d8))
     u8 = {lay: d8.comparison.set_index("layout").loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
     p8 = {lay: d8.comparison.set_index("layout").loc[lay, "model_tok_s"] / 8 for lay in (MI, B300)}
-    assert (f"the B300's 8% lead ({1 - u8[B300] / u8[MI] / lean:.0%} net of the {lean - 1:.0%} the model overrates "
-            f"the MI355X by on their runs) goes if the MI355X serves over {3.0 / 5.5:.2f}x the B300's tok/s/GPU (the "
+    assert (f"the B300's 8% lead ({1 - u8[B300] / u8[MI] / lean:.0%} net of the model's {lean - 1:.0%} bias "
+            f"toward the MI355X on public runs) goes if the MI355X serves over {3.0 / 5.5:.2f}x the B300's tok/s/GPU (the "
             f"table: {p8[MI] / p8[B300]:.2f}x; an error either band alone allows)") in big
     # ... and how the fit used here reads each GPU's own public runs (in sample: whether there is a lean to
     # correct), computed from the committed fit's rows, said only where it leans past x1.10 either way
@@ -189,8 +189,8 @@ def _band_words(family: str, gpu: str) -> str:
                 f"{'high' if way == 'too fast' else 'low'})")
     miss = math.exp(statistics.median(abs(r["log_error"]) for r in mine))
     # one repository: how the committed fit reads the GPU's own runs (it saw them), and how a fit without it missed
-    return (f"x{band:.2f} ({len(mine)} figures, 1 repo: this fit matches them (x{_own_reading(gpu)}), one blind to it "
-            f"ran x{miss:.2f} {way})")
+    return (f"x{band:.2f} ({len(mine)} figures, all 1 repo's: this fit matches them, x{_own_reading(gpu)}; one fitted "
+            f"without them ran x{miss:.2f} {way})")
 
 
 def _own_reading(gpu: str, digits: int | None = 2):
@@ -271,12 +271,12 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
             "table: 1.33x; an error only the B300's band allows)" in quote.quote_verdict(dict(u, price_ratio=0.615)))
     # the lead net of the fit's lean on the two GPUs' own public runs, either way: 1 - (1/1.5) x lean; none left
     # where the lean is larger than the lead (the other then leads by 1 - 1.5 / lean)
-    assert ("the MI355X's 33% lead (29% net of the 6% the model overrates it by on their runs) goes"
+    assert ("the MI355X's 33% lead (29% net of the model's 6% bias toward the MI355X on public runs) goes"
             ) in quote.quote_verdict(dict(u, fitted_lean=1.06))
-    assert ("the MI355X's 33% lead (40% net of the 11% the model overrates the B300 by on their runs) goes"
+    assert ("the MI355X's 33% lead (40% net of the model's 11% bias toward the B300 on public runs) goes"
             ) in quote.quote_verdict(dict(u, fitted_lean=0.9))
-    assert ("the MI355X's 33% lead (none net of the 100% the model overrates it by on their runs: the B300 leads "
-            "by 25%) goes") in quote.quote_verdict(dict(u, fitted_lean=2.0))         # 1 - 1.5 / 2
+    assert ("the MI355X's 33% lead (none net of the model's 100% bias toward the MI355X on public runs: the B300 "
+            "leads by 25%) goes") in quote.quote_verdict(dict(u, fitted_lean=2.0))         # 1 - 1.5 / 2
     # a pair one of whose rows has no band (outside the model's domain): the centre, and no verdict leaning on a band
     nob = quote.quote_verdict(dict(u, breakeven={"ratio": 0.75, "low": None, "high": None}, fitted_lean=1.06))
     assert nob == ("At $3.00 vs $6.00/GPU-h the MI355X is 33% cheaper per token than the B300 at the model's centre, but "
@@ -390,8 +390,8 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     assert f"{1 - usd[MI] / usd[B300]:.0%}" == f"{1 - (3.0 / 5.5) / be:.0%}"
     assert "verdict: too close to call: measure both." in flat
     assert (f"How sure: not very: the MI355X's {1 - usd[MI] / usd[B300]:.0%} lead ("
-            f"{1 - usd[MI] / usd[B300] * lean:.0%} net of the {lean - 1:.0%} the model overrates it by on their "
-            f"runs) goes if the B300 serves over {5.5 / 3.0:.2f}x the MI355X's tok/s/GPU (the table: {1 / be:.2f}x; "
+            f"{1 - usd[MI] / usd[B300] * lean:.0%} net of the model's {lean - 1:.0%} bias toward the MI355X on "
+            f"public runs) goes if the B300 serves over {5.5 / 3.0:.2f}x the MI355X's tok/s/GPU (the table: {1 / be:.2f}x; "
             f"an error either band alone allows) or costs under "
             f"${5.5 * usd[MI] / usd[B300]:,.2f}/GPU-h.") in flat and be / (3.0 / 5.5) <= min(a, b)
     assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (14 figures" in flat
