@@ -156,12 +156,17 @@ def test_the_latency_to_plan_on_takes_the_band_narrowed_to_the_measured_bounds()
     assert lo < 19.47 < plain.tpot_ms < 38.94 < hi and plain.ttft_ms < 3539 and dspark.ttft_ms < 3942
     x = measured_bounds.slack("ttft_ms")
     assert said.startswith(f"latency at c32: without DSpark TPOT {plain.tpot_ms:.1f} ms (19.5-38.9), TTFT 3.54-"
-                           f"{3539 * 2 * x / 1000:.2f} s (the model's {plain.ttft_ms / 1000:.2f} s under it); with DSpark "
-                           f"at 2 TPOT {dspark.tpot_ms:.1f} ms (27.0-50.0 across it), TTFT 3.94-{3942 * 2 * x / 1000:.2f} "
-                           "s (the model's 3.32 s under it). Measured bounds: sglang_pr37878 on sglang v0.5.18 @ "
-                           "71de97b2, at c16 on your layout and lengths, every request running")
-    assert said.endswith(f"ceilings: those figures x32/16, TTFT x{x:.2f} more (the most a public series on one setup "
-                         f"outgrew its concurrency, over {len(measured_bounds.pairs('ttft_ms'))} pairs).")
+                           f"{3539 * 2 * x / 1000:.2f} s (measured bounds; the model's {plain.ttft_ms / 1000:.2f} s is "
+                           f"under them); with DSpark at 2 TPOT {dspark.tpot_ms:.1f} ms (27.0-50.0 across it), TTFT 3.94-"
+                           f"{3942 * 2 * x / 1000:.2f} s (measured bounds; the model's 3.32 s is under them). Where the "
+                           "ranges come from: sglang_pr37878 (sglang v0.5.18 @ 71de97b2) measured your layout and lengths "
+                           "at c16, every request running.")
+    # (newcomer 40: the rules "nearly unparseable"): each said as a sentence, the ceiling's scale and excess named
+    assert said.endswith("Latency does not fall as requests are added, so a figure at fewer requests is a floor (a "
+                         "DSpark TPOT: one accepting as many tokens a step or more) and one at more a ceiling; nor does "
+                         "it grow faster than their number, so a figure at fewer requests times 32/16 is a ceiling too "
+                         f"(TTFT x{x:.2f} more: the most any of {len(measured_bounds.pairs('ttft_ms'))} public pairs on "
+                         "one setup outgrew it).")
     # at c8 the c1 runs bound it from below (PR #32890's 8.57 ms TPOT), the c16 runs from above; a TTFT with no
     # band inside its bounds says the model's value and the measured range
     c8 = predict(load_model("kimi-k3"), B300, Workload(8192, 1024, 8))
@@ -180,17 +185,22 @@ def test_predict_prints_the_bounds_under_the_dspark_table_and_in_json():
                                     check=True, cwd=REPO_ROOT).stdout
     text = run("--spec", "dspark")
     lines = text.splitlines()
-    # first, above the table, the setting asked first (newcomer 36: "open with the DSpark answer"; newcomer 39:
-    # "open with one line to plan on"); where the bounds come from right under the table
-    first = next(i for i, x in enumerate(lines) if x.startswith("  latency at c32: "))
-    src = next(i for i, x in enumerate(lines) if x.startswith("  Measured bounds: "))
-    assert first == 2 and lines[first + 2].startswith("  in short: DSpark") and lines[src - 1].startswith(
+    # first, above the table, the answer in three lines (newcomer 36: "open with the DSpark answer"; newcomer 40:
+    # "the TPOT to plan on, the TTFT range, whether DSpark pays; measure with k3lab bench"); where the bounds come
+    # from right under the table
+    first = next(i for i, x in enumerate(lines) if x.startswith("  latency at c32 "))
+    src = next(i for i, x in enumerate(lines) if x.startswith("  Where the ranges come from: "))
+    assert first == 2 and lines[first + 5].startswith("  in short: DSpark") and lines[src - 1].startswith(
         "    TPOT and TTFT narrowed to the bounds")
-    assert " ".join(x.strip() for x in lines[first:first + 2]) == (
-        "latency at c32: with DSpark at 2 TPOT 32.8 ms (29.0-53.9 across its acceptance), TTFT 3.94-8.86 s (the model's "
-        "3.32 s under it); without DSpark TPOT 29.8 ms (19.5-38.9), TTFT 3.54-7.95 s (the model's 3.32 s under it).")
-    assert " ".join(x.strip() for x in lines[src:src + 4]).startswith("Measured bounds: sglang_pr37878 on sglang "
-                                                                     "v0.5.18 @ 71de97b2, at c16")
+    assert [" ".join(x.split()) for x in (" ".join(lines[first:first + 2]), " ".join(lines[first + 2:first + 4]))] == [
+        "latency at c32 with DSpark (2 tokens a step, natural text): expect TPOT 32.8 ms (29.0-53.9 across its "
+        "acceptance; no band), TTFT 3.94-8.86 s (measured bounds; the model's 3.32 s is under them).",
+        "without DSpark: TPOT 29.8 ms (19.5-38.9), TTFT 3.54-7.95 s (measured bounds; the model's 3.32 s is under them); "
+        "DSpark does not pay here (x0.92); it pays above 2.22 tokens a step."]
+    assert lines[first + 4] == ("  measure, DSpark on and off: python -m k3lab bench --base-url URL --input-len 8192 "
+                                "--output-len 1024 --concurrency 32")
+    assert " ".join(x.strip() for x in lines[src:src + 2]).startswith(
+        "Where the ranges come from: sglang_pr37878 (sglang v0.5.18 @ 71de97b2) measured your layout and lengths at c16")
     # ... and the table says the same, cell by cell
     table = lines[src - 5:src - 1]   # without DSpark, at 2, its acceptance range, at 6.4
     assert " ".join(table[0].split()) == "without DSpark 969 (515-1,822) 29.8 (19.5-38.9) 3.5-8.0"
@@ -206,7 +216,8 @@ def test_predict_prints_the_bounds_under_the_dspark_table_and_in_json():
     # the nearest DSpark run with each figure's own ratio (the model over the measurement)
     assert "1,828 output tok/s (x1.37), TPOT 9.6 ms (x0.55), TTFT 8.09 s (x1.57)" in " ".join(x.strip() for x in lines)
     plain = run()
-    assert "latency at c32: TPOT 29.8 ms (19.5-38.9), TTFT 3.54-7.95 s (the model's 3.32 s under it)." in " ".join(
+    assert ("latency at c32: TPOT 29.8 ms (19.5-38.9), TTFT 3.54-7.95 s (measured bounds; the model's 3.32 s is under "
+            "them).") in " ".join(
         x.strip() for x in plain.splitlines())
     rows = {" ".join(x.split()[:2]): " ".join(x.split()) for x in plain.splitlines()}
     assert rows["TPOT (ms)"] == "TPOT (ms) 29.8 19.5 – 38.9" and rows["TTFT (ms)"] == (

@@ -335,19 +335,40 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     return [head, cols, *table, *legend]
 
 
+def head(p: Prediction, a: DSparkAnswer, said: list[str]) -> list[str]:
+    """The answer in three sentences (newcomer 40: "open with a three-line answer: the TPOT to plan on, the TTFT
+    range, and whether DSpark pays; measure with k3lab bench"): the latency to expect with DSpark at the
+    acceptance asked, ``said[0]``; without it, ``said[1]``, with whether DSpark pays here and the break-even
+    acceptance; and the benchmark that measures both (:func:`k3lab.serving.measured_bounds.texts` gives
+    ``said``: each latency narrowed to what public runs on the same setup bound)."""
+    pl = a.plain
+    ratio = p.output_tok_s / pl.output_tok_s
+    pays = ("breaks even" if abs(ratio - 1) < EQUAL else "pays" if ratio > 1 else "does not pay")
+    mine = next((g for g in a.groups if g["low"] <= p.accept_len <= g["high"]), None)
+    kind = ("" if len(a.groups) < 2 or mine is None else
+            ", natural text" if mine is a.groups[0] else ", repetitive prompts")
+    be = ("; it never pays here, not even at a full block" if a.breakeven is None else
+          "; it pays at any acceptance here" if a.breakeven <= 1.0 else
+          f"; it pays above {a.breakeven:g} tokens a step")
+    return [f"latency at c{p.concurrency_asked:,} with DSpark ({p.accept_len:g} tokens a step{kind}): expect {said[0]}.",
+            f"without DSpark: {said[1]}; DSpark {pays} here (x{ratio:.2f}){be}.",
+            f"measure, DSpark on and off: python -m k3lab bench --base-url URL --input-len {p.input_len} --output-len "
+            f"{p.output_len} --concurrency {p.concurrency_asked}"]
+
+
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = None, target=None,
-          latency: tuple[str, str] = ("", ""), bounds_of=None) -> list[str]:
-    """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: ``latency``'s answer first where
-    there is one (:func:`k3lab.serving.measured_bounds.parts`: the latency asked, each setting's TPOT and TTFT
-    narrowed to what public runs on the same setup bound; newcomer 39: "open with one line to plan on"), the
-    summary table (its cells bounded by ``bounds_of``, :func:`summary`), right under it ``latency``'s source,
-    whether DSpark helps (:func:`verdict`), what the nearest
-    public DSpark run measured (:func:`nearest_dspark_run`), then the natural-text check (``a.checks``): the
-    answer, under the question (the acceptance groups behind it, :func:`acceptance_lines`, come after the
-    table: newcomer 15 found the headline buried)."""
+          latency: tuple[list[str], str] = ([], ""), bounds_of=None) -> list[str]:
+    """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: the answer in three sentences
+    first (:func:`head` over ``latency``'s texts, :func:`k3lab.serving.measured_bounds.texts`), the summary
+    table (its cells bounded by ``bounds_of``, :func:`summary`), right under it ``latency``'s source (where
+    the bounds come from: :func:`k3lab.serving.measured_bounds.source`), whether DSpark helps
+    (:func:`verdict`), what the nearest public DSpark run measured (:func:`nearest_dspark_run`), then the
+    natural-text check (``a.checks``): the answer, under the question (the acceptance groups behind it,
+    :func:`acceptance_lines`, come after the table: newcomer 15 found the headline buried)."""
     said, source = latency
     first, *rest = summary(p, a, usd, target, bounds_of)
-    out = textwrap.wrap(said, width=width, initial_indent="  ", subsequent_indent="    ") if said else []
+    out = [x for s in (head(p, a, said) if said else []) for x in
+           textwrap.wrap(s, width=width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)]
     out += textwrap.wrap(first, width=width, initial_indent="  ", subsequent_indent="    ") + rest
     # where the bounds come from, right under the table whose cells they bound
     out += textwrap.wrap(source, width=width, initial_indent="  ", subsequent_indent="    ") if source else []

@@ -178,49 +178,74 @@ def _range(kind: str, v: float, iv, fl: Bound | None, ce: Bound | None, what: st
     num = (lambda x: f"{x / 1000:,.2f}") if kind == "ttft_ms" else (lambda x: f"{x:,.1f}")
     span = span_text(lo, hi, num).replace("≥", "≥ ").replace("≤", "≤ ")
     if side:
-        return f"{name} {span} {unit} (the model's {num(v)} {unit} {'under' if side == 'under' else 'over'} it)"
+        return (f"{name} {span} {unit} (measured bounds; the model's {num(v)} {unit} is "
+                f"{'under' if side == 'under' else 'over'} them)")
     if iv is None:
         return f"{name} {num(v)} {unit} (no band" + (f"; {span} measured)" if span else ")")
     return f"{name} {num(v)} {unit} ({span}{what})"
 
 
-def parts(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> tuple[str, str]:
-    """The latency to expect over ``rows`` ((label, prediction[, tpot_range, what]): label "" for a single row,
-    else e.g. "with DSpark at 2"; ``tpot_range`` (low, high) ms where the TPOT band does not hold but another
-    range does, ``what`` naming it, e.g. " across its acceptance"), as (answer, source): the answer one sentence,
-    each row's TPOT and TTFT with its band narrowed to the floor and ceiling public runs on the same setup give
-    (:func:`floors`, :func:`ceilings`: :func:`bounded`); the source another, where those runs come from and why
-    they bound. ("", "") where no public run bounds any row (the table's bands say it all)."""
-    found = []
-    for label, p, *more in rows:
-        bs = (floors(p, kernel, kv_dtype, block), ceilings(p, kernel, kv_dtype, block))
-        found.append((label, p, (more + [None, ""])[:2], bs))
-    if not any(fl or ce for *_, (fl, ce) in found):
-        return "", ""
-    said = []
-    for label, p, (tpot_iv, what), (fl, ce) in found:
-        out = []
+def _found(rows: list[tuple], kernel: str, kv_dtype: str, block: int | None) -> list[tuple]:
+    """Per row of ``rows`` (see :func:`texts`): (label, prediction, (tpot_range, what), (floors, ceilings))."""
+    return [(label, p, (more + [None, ""])[:2],
+             (floors(p, kernel, kv_dtype, block), ceilings(p, kernel, kv_dtype, block))) for label, p, *more in rows]
+
+
+def texts(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> list[str]:
+    """Per row of ``rows`` ((label, prediction[, tpot_range, what]): label "" for a single row, else e.g.
+    "with DSpark at 2"; ``tpot_range`` (low, high) ms where the TPOT band does not hold but another range
+    does, ``what`` naming it, e.g. " across its acceptance"), the latency to expect, without its label: TPOT
+    and TTFT, each with its band narrowed to the floor and ceiling public runs on the same setup give
+    (:func:`floors`, :func:`ceilings`: :func:`bounded`), or the model's value alone where nothing bounds it."""
+    out = []
+    for _label, p, (tpot_iv, what), (fl, ce) in _found(rows, kernel, kv_dtype, block):
+        said = []
         for kind in KINDS:
             if kind == "tpot_ms" and not p.decodes:
                 continue
             iv = p.interval(kind) if p.band_holds(kind) else (tpot_iv if kind == "tpot_ms" else None)
-            out.append(_range(kind, getattr(p, kind), iv, fl.get(kind), ce.get(kind),
-                              "" if p.band_holds(kind) or kind != "tpot_ms" else what))
-        said.append((f"{label} " if label else "") + ", ".join(out))
+            said.append(_range(kind, getattr(p, kind), iv, fl.get(kind), ce.get(kind),
+                               "" if p.band_holds(kind) or kind != "tpot_ms" else what))
+        out.append(", ".join(said))
+    return out
+
+
+def source(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> str:
+    """Where :func:`texts`' bounds come from and why they bound, in two sentences a renter can check (newcomer
+    40: "latency rises with more requests (floors; ...) but no faster than their number; ceilings: those
+    figures x32/16" was "nearly unparseable"): the runs, their build and concurrencies; the floor rule; the
+    ceiling rule with its scale and :func:`slack`. "" where no public run bounds any row."""
+    found = _found(rows, kernel, kv_dtype, block)
     every = [b for *_, bs in found for d in bs for b in d.values()]
+    if not every:
+        return ""
     cs = sorted({b.concurrency for b in every})
     runs = {b.source: b.build for b in every}
-    src = "; ".join(f"{s} on {'' if b.startswith('sglang') else 'sglang '}{b}" for s, b in runs.items())
-    scaled = sorted({(b.scale / slack(b.kind), b.concurrency) for b in every if b.side == "ceiling" and b.scale != 1})
+    src = "; ".join(f"{s} ({'' if b.startswith('sglang') else 'sglang '}{b})" for s, b in runs.items())
+    dspark = any(p.spec_on for _, p, *_ in found)
+    scaled = sorted({(round(b.scale / slack(b.kind) * b.concurrency), b.concurrency)
+                     for b in every if b.side == "ceiling" and b.scale != 1})
     more = sorted({b.kind for b in every if b.side == "ceiling" and b.scale != 1 and slack(b.kind) > 1})
-    ceil = ("" if not scaled else
-            "; ceilings: those figures x" + ", x".join(f"{r * c:g}/{c}" for r, c in scaled)
-            + "".join(f", {KINDS[k]} x{slack(k):.2f} more (the most a public series on one setup outgrew its "
-                      f"concurrency, over {len(pairs(k))} pairs)" for k in more))
-    return (f"latency at c{max(p.concurrency_asked for _, p, *_ in rows):,}: {'; '.join(said)}.",
-            f"Measured bounds: {src}, at c{'/'.join(map(str, cs))} on your layout and lengths, every request running: "
-            f"latency rises with more requests (floors; TPOT also with fewer tokens accepted) but no faster than their "
-            f"number{ceil}.")
+    grow = ("" if not scaled else
+            "; nor does it grow faster than their number, so a figure at fewer requests times "
+            + " or ".join(f"{c}/{r}" for c, r in scaled) + " is a ceiling too"
+            + "".join(f" ({KINDS[k]} x{slack(k):.2f} more: the most any of {len(pairs(k))} public pairs on one setup "
+                      "outgrew it)" for k in more))
+    return (f"Where the ranges come from: {src} measured your layout and lengths at c{'/'.join(map(str, cs))}, every "
+            f"request running. Latency does not fall as requests are added, so a figure at fewer requests is a floor"
+            + (" (a DSpark TPOT: one accepting as many tokens a step or more)" if dspark else "")
+            + f" and one at more a ceiling{grow}.")
+
+
+def parts(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> tuple[str, str]:
+    """(answer, source) over ``rows`` (see :func:`texts`): the answer one sentence, "latency at cN: " then
+    each row's label and :func:`texts`; the source :func:`source`. ("", "") where no public run bounds any
+    row (the table's bands say it all)."""
+    src = source(rows, kernel, kv_dtype, block)
+    if not src:
+        return "", ""
+    said = [(f"{label} " if label else "") + t for (label, *_), t in zip(rows, texts(rows, kernel, kv_dtype, block))]
+    return f"latency at c{max(p.concurrency_asked for _, p, *_ in rows):,}: {'; '.join(said)}.", src
 
 
 def sentence(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> str:
