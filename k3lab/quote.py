@@ -126,7 +126,7 @@ def band_line(rows: dict) -> str:
     from .serving.committed import band_evidence, blind_reading, own_runs_reading
     from .serving.observations import family_of
 
-    parts, own = [], []
+    parts = []
     for r in rows.values():
         if r is None:
             continue
@@ -139,34 +139,26 @@ def band_line(rows: dict) -> str:
             n = len(ev["repositories"])
             fast, seen, repos, miss = blind_reading(r["gpu"])
             way = "too fast" if 2 * fast >= seen else "too slow"
+            # how the fit used here reads the GPU's own runs (in sample: the lean the verdict nets out), then how fits
+            # that had not seen them erred (why the band is as wide as it is), in one shape for every GPU (newcomer 40:
+            # "too fast on 48 of 55", "9% bias" and "x1.74 too slow" read as three incompatible leans)
+            read = own_runs_reading(r["gpu"])[0]
+            mine = f"this fit reads its runs x{read:.2f}; " if read else ""
             if seen and repos > 1:  # which way refits blind to each repository in turn erred on this GPU
-                read_as = "high" if 2 * fast >= seen else "low"
-                # (newcomer 16: "read it as high": read what?)
-                # (newcomers 27-30: "blind to each" read as jargon)
-                how = f"{n} repos; {way} on {max(fast, seen - fast)} of {seen} unseen runs: tok/s likely {read_as}"
-            elif seen:  # all the GPU's runs from one repository: how this fit reads them, and how one without them did
+                # (newcomer 16: "read it as high": read what?; newcomers 27-30: "blind to each" read as jargon)
+                how = f"{n} repos: {mine}fits without a repo's runs {way} on {max(fast, seen - fast)} of {seen}"
+            elif seen:  # all the GPU's runs from one repository: how one without them did
                 # (a fit that never saw the GPU's only repository knew it from its family's others: its miss is why
-                # the band is wide, not a lean of the fit used here)
-                read = own_runs_reading(r["gpu"])[0]
-                # (newcomer 29: "missed by x1.74" without its direction; docs/cli.md had it)
-                # (newcomer 34: "read at x0.99; a fit without it" needed docs/cli.md to decode)
-                # (newcomer 39: "one blind to it ran x1.74 too slow" needed decoding)
-                fits = "matches them" if read and 1 / LEAN <= read <= LEAN else "reads them at"
-                how = (f"{seen} figures, all 1 repo's: " + (f"this fit {fits}, x{read:.2f}; " if read else "")
-                       + f"one fitted without them ran x{miss:.2f} {way}")
+                # the band is wide, not a lean of the fit used here; newcomers 29, 34, 39: direction, no jargon)
+                how = f"1 repo: {mine}a fit without it ran x{miss:.2f} {way}"
             else:
-                how = f"{n} repo{'' if n == 1 else 's'}, median miss x{ev['median_error']:.2f}"
+                how = f"{n} repo{'' if n == 1 else 's'}: {mine}median miss x{ev['median_error']:.2f}"
             parts.append(f"{r['gpu'].upper()} x{ev['factor']:.2f} ({how})")
-        read, runs = own_runs_reading(r["gpu"])
-        if read is not None and not 1 / LEAN <= read <= LEAN:  # said only where the fit leans on that GPU
-            own.append(f"x{read:.2f} ({r['gpu'].upper()}, {runs} runs: "
-                       f"{'faster' if read > 1 else 'slower'} than measured)")
     # the band's misses are of refits that had not seen a run's repository; the fit used here saw them:
     # how it reads each GPU's own runs says whether there is a lean to correct (x1.00: none)
     if not parts:  # no GPU quoted has a modelled row: no band to speak of
         return ""
-    return ("band (9 in 10 unseen public runs inside): " + ", ".join(parts)
-            + ("; this fit reads its own runs at " + ", ".join(own) if own else ""))
+    return "band (9 in 10 unseen public runs inside): " + ", ".join(parts)
 
 
 def _row_layout(r):
@@ -314,9 +306,8 @@ def quote_verdict(u: dict) -> str:
 
 
 def how_sure(u: dict) -> str:
-    """'How sure: not very: the MI355X's 15% lead (8% net of the model's 9% bias toward the MI355X on public
-    runs) goes if the B300 serves over 1.83x the MI355X's tok/s/GPU (the table: 1.55x; an error either band alone
-    allows) or costs under $4.65/GPU-h': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip, the
+    """'How sure: not very: the MI355X's 15% lead (8% net of the model's 9% bias toward it: x1.08/x0.99, the band
+    line's readings) goes if the B300 serves over 1.83x the MI355X's tok/s/GPU (the table: 1.55x; either band alone allows that) or costs under $4.65/GPU-h': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip, the
     flip of :func:`k3lab.compare_view.sensitivity`: break-even ÷ your price ratio) said as what a renter
     can measure (newcomers 27-33 graded "how sure" down with nothing to act on): the runner-up's output
     tok/s per GPU over the first's at which your prices break even (your $/GPU-hour ratio inverted;
@@ -337,15 +328,21 @@ def how_sure(u: dict) -> str:
     # (newcomer 34: "the model's 9% optimism for it" needed docs/cli.md to decode)
     # (newcomer 39: "8% net of the 9% the model overrates it by on their runs" needed decoding: which GPU, which runs)
     over = a if lean is not None and lean > 1 else b
+    # the two readings the band line prints, whose quotient the lean is (newcomer 40: the lean, the band line's
+    # "too fast on 48 of 55" and "x1.74 too slow" read as three incompatible leans)
+    from .serving.committed import own_runs_reading
+    reads = {g: own_runs_reading(g.lower())[0] for g in (a, b)}
+    pair = (reads[over], reads[b if over == a else a])   # the favoured GPU's reading first
     toward = ("" if ratio is None else
-              f"the model's {max(lean, 1 / lean) - 1:.0%} bias toward the {over} on public runs")
+              f"the model's {max(lean, 1 / lean) - 1:.0%} bias toward {'it' if over == a else 'the ' + over}"
+              + (f": x{pair[0]:.2f}/x{pair[1]:.2f}" if None not in pair else " on public runs"))
     leans = ("" if ratio is None else f" ({1 - ratio:.0%} net of {toward})" if ratio < 1 else
              f" (none net of {toward}: the {b} leads by {1 - 1 / ratio:.0%})")
     bands = {a: be.get("a_band"), b: be.get("b_band")}
     if None in bands.values():
         word, allows = "not very", f"an error the bands together allow, x{allow:.2f}"
     elif need <= min(bands.values()):
-        word, allows = "not very", "an error either band alone allows"
+        word, allows = "not very", "either band alone allows that"
     elif need <= max(bands.values()):
         word, allows = "somewhat", f"an error only the {max(bands, key=bands.get)}'s band allows"
     else:
