@@ -161,7 +161,7 @@ def test_the_dspark_answer_opens_with_what_to_plan_on_and_whether_it_pays():
     lines = out.splitlines()
     # the latency to expect first (newcomer 39: "open with one line to plan on"), each setting's, then the table
     k = next(i for i, x in enumerate(lines) if x.startswith("  in short: "))
-    assert lines[2].startswith("  latency at c32 with DSpark (2 tokens a step, natural text): expect TPOT ") and k == 7
+    assert lines[2].startswith("  latency at c32 with DSpark (2 tokens a step, natural text): expect TPOT ") and k == 9
     lines = lines[k - 2:]
     assert lines[2] == "  in short: DSpark does not pay here; plan on the first row, without it (DSpark at 2 has no " \
                        "validated band):"

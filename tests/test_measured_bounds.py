@@ -190,15 +190,20 @@ def test_predict_prints_the_bounds_under_the_dspark_table_and_in_json():
     # from right under the table
     first = next(i for i, x in enumerate(lines) if x.startswith("  latency at c32 "))
     src = next(i for i, x in enumerate(lines) if x.startswith("  Where the ranges come from: "))
-    assert first == 2 and lines[first + 5].startswith("  in short: DSpark") and lines[src - 1].startswith(
+    assert first == 2 and lines[first + 7].startswith("  in short: DSpark") and lines[src - 1].startswith(
         "    TPOT and TTFT narrowed to the bounds")
     assert [" ".join(x.split()) for x in (" ".join(lines[first:first + 2]), " ".join(lines[first + 2:first + 4]))] == [
         "latency at c32 with DSpark (2 tokens a step, natural text): expect TPOT 32.8 ms (29.0-53.9 across its "
         "acceptance; no band), TTFT 3.94-8.86 s (measured bounds; the model's 3.32 s is under them).",
         "without DSpark: TPOT 29.8 ms (19.5-38.9), TTFT 3.54-7.95 s (measured bounds; the model's 3.32 s is under them); "
         "DSpark does not pay here (x0.92); it pays above 2.22 tokens a step."]
-    assert lines[first + 4] == ("  measure, DSpark on and off: python -m k3lab bench --base-url URL --input-len 8192 "
-                                "--output-len 1024 --concurrency 32")
+    # ... and how to measure it: bench's random prompts are DSpark's best case; the acceptance your traffic gets is
+    # what sglang logs (0.5.23: srt/managers/scheduler_components/metrics_reporter.py, report_decode_stats; newcomer
+    # 41: "nothing helps me estimate my acceptance")
+    assert " ".join(x.strip() for x in lines[first + 4:first + 7]) == (
+        "measure: python -m k3lab bench --base-url URL --input-len 8192 --output-len 1024 --concurrency 32; with DSpark "
+        "its random prompts are the best case: your traffic's acceptance is the 'accept len' sglang logs in its 'Decode "
+        "batch' lines (--accept-len X prices it).")
     assert " ".join(x.strip() for x in lines[src:src + 2]).startswith(
         "Where the ranges come from: sglang_pr37878 (sglang v0.5.18 @ 71de97b2) measured your layout and lengths at c16")
     # ... and the table says the same, cell by cell
@@ -226,3 +231,30 @@ def test_predict_prints_the_bounds_under_the_dspark_table_and_in_json():
     assert js["ttft_ms"]["floor"]["ms"] == 3942 and js["ttft_ms"]["floor"]["model_outside"] is True
     assert abs(js["ttft_ms"]["ceiling"]["ms"] - 8855.5) < 0.5 and js["ttft_ms"]["ceiling"]["model_outside"] is False
     assert js["tpot_ms"]["floor"]["model_outside"] is False and "ceiling" not in js["tpot_ms"]
+
+
+def test_brief_prints_the_answer_and_not_its_reasons():
+    """Newcomers 40-41 ("about 50 dense lines"; "put the derivations behind a flag"): --brief prints the answer —
+    under DSpark the three-line head, the table and where its bounds come from, with the setting traps; without
+    DSpark the price, the latency line and the prediction's table — and a last line saying what the full answer adds.
+    The same lines as the full answer, not a second wording."""
+    args = ["predict", "--layout", "8xb300 tp8", "--input-len", "8192", "--output-len", "1024", "--concurrency", "32"]
+    run = lambda *a: subprocess.run([sys.executable, "-m", "k3lab", *args, *a], capture_output=True, text=True,  # noqa: E731
+                                    check=True, cwd=REPO_ROOT).stdout.splitlines()
+    full, brief = run("--spec", "dspark"), run("--spec", "dspark", "--brief")
+    src = next(i for i, x in enumerate(full) if x.startswith("  Where the ranges come from: "))
+    end = next(i for i in range(src + 1, len(full)) if not full[i].startswith("    "))
+    trap = [x for x in full if x.startswith("  a setting that changes the answer: ")]
+    assert trap and brief[:end] == full[:end] and brief[end:end + len(trap)] == trap
+    assert " ".join(brief[end + len(trap):]) == ("  (--brief: the answer only; without it the reasons follow: whether "
+                                                 "DSpark pays and why, the nearest public runs, the     acceptance "
+                                                 "groups, the model's domain and parameters)")
+    assert not any(x.startswith(("  does DSpark help here?", "  measured: the nearest", "  nearest public measurements",
+                                 "  A model, not a measurement")) for x in brief)
+    assert any(x.startswith("  does DSpark help here?") for x in full) and len(brief) < len(full) / 2
+    plain, short = run(), run("--brief")
+    table = next(i for i, x in enumerate(plain) if x.rstrip().endswith("band") and i > 2)
+    stop = next(i for i in range(table, len(plain)) if not plain[i].strip())
+    assert all(x in short for x in plain[table:stop])   # the prediction's table, whole
+    assert any(x.startswith("  latency at c32: TPOT 29.8 ms") for x in short)
+    assert not any(x.startswith(("  nearest public measurements", "  A model, not a measurement")) for x in short)

@@ -22,7 +22,7 @@ SHOWN = [
     "quote --input-len 1024 --output-len 400 --usd-per-gpu-hour mi355x=3 --usd-per-gpu-hour b300=5.5 --max-tpot 50",
     "compare --gpu mi355x --gpu b300 --top 2 --price-tier quoted_rates --price-tier rental_index",
     # (newcomer 39: "paste this exact B300 8k/1k c32 example into the README": the head of its answer)
-    'predict --layout "8xb300 tp8" --input-len 8192 --output-len 1024 --concurrency 32 --spec dspark | head -20',
+    'predict --layout "8xb300 tp8" --input-len 8192 --output-len 1024 --concurrency 32 --spec dspark --brief',
     "fit --gpu mi355x --gpus 8 --tp 8 --variant aiter-k3-opt",
 ]
 

@@ -104,8 +104,26 @@ def _parser() -> OneLineParser:
     ap.add_argument("--usd-per-gpu-hour", action="append", default=[], metavar="GPU=PRICE",
                     help="your $/GPU-hour for the layout's GPU (as quote and compare take it): adds $/M output tokens "
                          "beside the tok/s (and to the DSpark summary table)")
+    ap.add_argument("--brief", action="store_true",
+                    help="the answer only: the latency to expect, whether DSpark pays and its table (with --spec "
+                         "dspark), the price, the setting traps and the prediction's table; not the reasons behind "
+                         "them (newcomers 40-41: 'about 50 dense lines')")
     ap.add_argument("--json", action="store_true", help="print JSON")
     return ap
+
+
+#: the line a --brief answer ends with: what the full one adds
+BRIEF_TAIL = ("  (--brief: the answer only; without it the reasons follow: whether DSpark pays and why, the nearest public "
+              "runs, the acceptance groups, the model's domain and parameters)")
+
+
+def through_table(lines: list[str]) -> list[str]:
+    """:func:`format_prediction`'s ``lines`` after its first two (header and workload) through its table: the
+    model's family and bands, the admission and domain notes, the table and its notes; not the nearest public
+    runs or the model's parameters behind it."""
+    i = next(k for k, x in enumerate(lines) if k > 2 and x.rstrip().endswith("band"))
+    j = next((k for k in range(i, len(lines)) if not lines[k].strip()), len(lines))
+    return lines[2:j]
 
 
 def price_line(p: Prediction, usd: float) -> str:
@@ -485,6 +503,17 @@ def cli_main(argv: list[str] | None = None) -> int:
         stated = set() if ds is None else dspark_answer.named_runs(p)
         lines = format_prediction(p, accept_note, flags, after, stated, bounds_of(p)).split("\n")  # the target and the traps under the workload line
         # newcomer 21: the DSpark answer came after a four-line setting trap: it comes first, under the target
+        said = (textwrap.wrap(" ".join(latency), width=118, initial_indent="  ", subsequent_indent="    ")
+                if latency[0] and ds is None else [])
+        if args.brief:   # the answer, not its reasons (newcomers 40-41)
+            print("\n".join(lines[:2] + slo_lines(p, target, op)
+                            + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target, latency=expect,
+                                                                     bounds_of=bounds_of, brief=True))
+                            + ([price_line(p, usd)] if usd is not None and ds is None else [])
+                            + [f"  a setting that changes the answer: {t}" for t in traps]
+                            + said + ([] if ds is not None else through_table(lines))
+                            + textwrap.wrap(BRIEF_TAIL, width=118, subsequent_indent="    ")))
+            return 0
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
                          + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target, latency=expect,
                                                                   bounds_of=bounds_of))
@@ -493,8 +522,6 @@ def cli_main(argv: list[str] | None = None) -> int:
                          + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]
                             if yours else [])  # the user's own state-pool setting: what it does
                          + ([] if backends is None else attention_backend.lines(backends, args.attention_backend or "aiter"))
-                         + (textwrap.wrap(" ".join(latency), width=118, initial_indent="  ",
-                                          subsequent_indent="    ") if latency[0] and ds is None else [])
-                         + lines[2:])
+                         + said + lines[2:])
     print(text)  # a closed pipe (`| head`) is k3lab.cli.QuietStdout's
     return 0

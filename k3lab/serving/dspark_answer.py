@@ -352,19 +352,24 @@ def head(p: Prediction, a: DSparkAnswer, said: list[str]) -> list[str]:
           f"; it pays above {a.breakeven:g} tokens a step")
     return [f"latency at c{p.concurrency_asked:,} with DSpark ({p.accept_len:g} tokens a step{kind}): expect {said[0]}.",
             f"without DSpark: {said[1]}; DSpark {pays} here (x{ratio:.2f}){be}.",
-            f"measure, DSpark on and off: python -m k3lab bench --base-url URL --input-len {p.input_len} --output-len "
-            f"{p.output_len} --concurrency {p.concurrency_asked}"]
+            # (newcomer 41: "nothing helps me estimate my acceptance"; bench's random-ids prompts are DSpark's best
+            # case, k3lab.live.bench_serving.dspark_note; sglang 0.5.23 logs the acceptance it serves at in
+            # srt/managers/scheduler_components/metrics_reporter.py, SchedulerMetricsReporter.report_decode_stats)
+            f"measure: python -m k3lab bench --base-url URL --input-len {p.input_len} --output-len {p.output_len} "
+            f"--concurrency {p.concurrency_asked}; with DSpark its random prompts are the best case: your traffic's "
+            "acceptance is the 'accept len' sglang logs in its 'Decode batch' lines (--accept-len X prices it)."]
 
 
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = None, target=None,
-          latency: tuple[list[str], str] = ([], ""), bounds_of=None) -> list[str]:
+          latency: tuple[list[str], str] = ([], ""), bounds_of=None, brief: bool = False) -> list[str]:
     """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: the answer in three sentences
     first (:func:`head` over ``latency``'s texts, :func:`k3lab.serving.measured_bounds.texts`), the summary
     table (its cells bounded by ``bounds_of``, :func:`summary`), right under it ``latency``'s source (where
     the bounds come from: :func:`k3lab.serving.measured_bounds.source`), whether DSpark helps
     (:func:`verdict`), what the nearest public DSpark run measured (:func:`nearest_dspark_run`), then the
     natural-text check (``a.checks``): the answer, under the question (the acceptance groups behind it,
-    :func:`acceptance_lines`, come after the table: newcomer 15 found the headline buried)."""
+    :func:`acceptance_lines`, come after the table: newcomer 15 found the headline buried). ``brief``: up to
+    the source only (``predict --brief``)."""
     said, source = latency
     first, *rest = summary(p, a, usd, target, bounds_of)
     out = [x for s in (head(p, a, said) if said else []) for x in
@@ -372,6 +377,8 @@ def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = 
     out += textwrap.wrap(first, width=width, initial_indent="  ", subsequent_indent="    ") + rest
     # where the bounds come from, right under the table whose cells they bound
     out += textwrap.wrap(source, width=width, initial_indent="  ", subsequent_indent="    ") if source else []
+    if brief:   # the answer ends here; what follows is why (``predict --brief``)
+        return out
     out += textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
     # (the "plan on:" sentence is the table's first row now: newcomer 24 found "plan on 969" three times; it stays
     # in --json and plan_on() for a program)
