@@ -160,8 +160,11 @@ def force_note() -> str:
     untested = (f"on a release that runs Kimi K3 and still needs one ({', '.join(forced)}) status says 'needed, "
                 "untested', and ") if forced else "status says "
     return (f"the patches were written and tested for sglang {', '.join(tested)} ({can}): {untested}"
-            f"on a K3 branch image (a build older than sglang {doc['rows'][0]['sglang']}, the oldest measured) "
-            "'unknown'; either applies only with --force (serve --force, K3LAB_PATCHES_FORCE=1), and then only if "
+            # (newcomer 41: a branch build on a measured release, e.g. 0.5.17.dev12+g..., printed 'needed, untested'
+            # above a note saying a branch image is 'unknown')
+            f"on a K3 branch image 'needed, untested' where it is built on a measured release (judged by that "
+            f"release's row) and 'unknown' where it is older than sglang {doc['rows'][0]['sglang']}, the oldest "
+            "measured; either applies only with --force (serve --force, K3LAB_PATCHES_FORCE=1), and then only if "
             "the code it replaces is there as it expects" + (f"; from sglang {free} none is needed" if free else ""))
 
 

@@ -79,7 +79,7 @@ def release_table() -> list[str]:
             heads = "accepted, unpadded" + (f" (PR #{acc_pr})" if v == acc_from else "")
         wanted = [n for n, p in ps.items() if status(p, v).startswith("needed")]
         untested = any(status(ps[n], v) == "needed, untested" for n in wanted)
-        patch = ("none" + (": recommended" if version_key(v) >= version_key(pad_from) else "") if not wanted else
+        patch = ("none" + (": recommended, load-test" if version_key(v) >= version_key(pad_from) else "") if not wanted else
                  # (newcomer 39: "no patch at all: 0.5.19" while 0.5.17-0.5.18 run K3 unpatched on Triton attention)
                  ("both" if len(wanted) == 2 else "head pad, for aiter" if wanted == ["aiter_head_pad"] else "top-k renorm")
                  # (newcomer 19: "untested here" beside operators.md's "the matrix ran it forced, on CPU")
