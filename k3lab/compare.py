@@ -472,7 +472,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     else:
         df = df.sort_values(["num_gpus", "_w", "gpu", "tp", "setting"], kind="stable")
     df = df.drop(columns="_w").reset_index(drop=True)
-    df.attrs.update({"tiers": chosen, "overrides": dict(overrides or {})})
+    df.attrs.update({"tiers": chosen, "overrides": dict(overrides or {}), "slo": slo.as_dict()})
     full_answers = answers(df)  # on every row: --top only shortens the listing
     yours = user_verdict(df)
     holding = int(df["holds"].astype(bool).sum()) if len(df) else 0

@@ -207,4 +207,8 @@ def user_verdict(df) -> dict | None:
             # under a latency target, each at the concurrency that still meets it if the model is as slow as its
             # band allows (None without a target, or where even one request misses it there)
             "slow_usd_per_million_tokens": tuple(None if not v == v else v
-                                                 for v in (m(first, "_slow"), m(second, "_slow")))}
+                                                 for v in (m(first, "_slow"), m(second, "_slow"))),
+            # per GPU, whether its slow edge is unknown rather than missed: the target limits TTFT, which has no
+            # band on that GPU's family (newcomer 42: NVIDIA TTFT "not validated" yet "misses it even at one request")
+            "slow_no_band": tuple(bool((df.attrs.get("slo") or {}).get("max_ttft_ms"))
+                                  and not bool(r.get("model_ttft_validated", True)) for r in (first, second))}

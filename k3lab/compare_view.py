@@ -370,8 +370,10 @@ def slow_edges(u: dict, leads: bool = False) -> str:
     need, allow = be["ratio"] / r, be["ratio"] / be["low"]
     if list(slow).count(None) == 1:  # a target is set (the other has a slow edge): one misses it even at c1 there
         w = 0 if slow[1] is None else 1
+        unknown = (u.get("slow_no_band") or (False, False))[1 - w]
         return (f" At the slow edges only the {(a, b)[w]} holds your latency (${slow[w]:,.2f}/M); the "
-                f"{(a, b)[1 - w]} misses it even at one request there.")
+                + (f"{(a, b)[1 - w]}'s TTFT has no band to say it there." if unknown else
+                   f"{(a, b)[1 - w]} misses it even at one request there."))
     w, o = (0, 1) if slow[0] <= slow[1] else (1, 0)
     names, bands = (a, b), (be.get("a_band"), be.get("b_band"))
     # why, where the slow edges pick the one the centre did not (newcomer 11); where both agree it goes

@@ -80,8 +80,12 @@ def _cells(df, r, overrides: dict) -> list[str]:
         m, lo, hi = (float(r[f"{compare.MTOK_PREFIX}{k}[{t}]"]) for k in ("", "_low", "_high"))
         slow = lat["usd_per_million_tokens_slow"]
         # under a target, a row with no slow edge misses it even at c1 there: said, not left blank (attack 5)
+        slo = df.attrs.get("slo") or {}
+        # ... unless the limit is on a metric with no band for this GPU (NVIDIA TTFT): then nothing can be said there
+        # (newcomer 42: "--max-ttft 2000: the B300 misses it even at one request" while its TTFT is "not validated")
         edge = (f"; c{lat['slow_concurrency']} ${slow:,.2f}" if slow else
-                "; slow edge: misses it" if any((df.attrs.get("slo") or {}).values()) else "")
+                "; slow edge: none, TTFT has no band" if slo.get("max_ttft_ms") and not lat["ttft_validated"] else
+                "; slow edge: misses it" if any(slo.values()) else "")
         band = (f"${lo:,.2f}-${hi:,.2f}{edge}"
                 if r["model_in_domain"] else "no band*")   # outside the validated domain the band says nothing
         cost = f"${m:,.2f} ({band}) at ${overrides[r['gpu']]:,.2f}/GPU-h"

@@ -258,3 +258,11 @@ def test_brief_prints_the_answer_and_not_its_reasons():
     assert all(x in short for x in plain[table:stop])   # the prediction's table, whole
     assert any(x.startswith("  latency at c32: TPOT 29.8 ms") for x in short)
     assert not any(x.startswith(("  nearest public measurements", "  A model, not a measurement")) for x in short)
+    # on an AMD GPU, which prefill kernel was priced and the other beside it (newcomer 42: "--brief never shows which
+    # backend was priced"): the full output's lines, whole
+    amd = ["predict", "--layout", "8xmi355x tp8 [aiter-k3-opt]", "--input-len", "1024", "--output-len", "400",
+           "--max-tpot", "50"]
+    full, brief = (subprocess.run([sys.executable, "-m", "k3lab", *amd, *more], capture_output=True, text=True,
+                                  check=True, cwd=REPO_ROOT).stdout.splitlines() for more in ([], ["--brief"]))
+    backend = [x for x in full if x.startswith("  attention backend: aiter priced")]
+    assert backend and backend[0] in brief

@@ -869,3 +869,26 @@ def test_predict_at_the_defaults_points_at_the_setting_the_quote_prices_and_give
     # a layout whose defaults hold the request (the MI355X with the article's setting) has no such line
     mi = _run("predict", "--layout", MI, "--input-len", "1024", "--output-len", "400", "--max-tpot", "50")
     assert mi.returncode == 0 and "`quote` and `compare` price" not in mi.stdout
+
+
+def test_a_ttft_target_on_a_gpu_whose_ttft_has_no_band_has_no_slow_edge_rather_than_a_miss():
+    """Newcomer 42: with --max-ttft the B300 row said "slow edge: misses it" and the verdict "the B300 misses it even
+    at one request there", while the same screen marks NVIDIA TTFT "not validated": at its slow edge nothing can be
+    said. The MI355X (whose TTFT has a band) keeps its slow edge."""
+    from k3lab.serving.slo import SLO
+
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5},
+                        slo=SLO(max_ttft_ms=2000))
+    rows = d.comparison.set_index("layout")
+    assert bool(rows.loc[MI, "model_ttft_validated"]) and not bool(rows.loc[B300, "model_ttft_validated"])
+    lines = quote.quote_lines(d)
+    b300 = next(x for x in lines if x.startswith("B300 "))
+    assert b300.rstrip().endswith("; slow edge: none, TTFT has no band)")
+    mi = next(x for x in lines if x.startswith("MI355X "))
+    assert re.search(r"; c\d+ \$[\d.]+\)", mi)
+    flat = " ".join(x.strip() for x in lines)
+    assert "the B300's TTFT has no band to say it there." in flat and "misses it even at one request" not in flat
+    # ... while a TPOT target, whose band both GPUs have, keeps both slow edges (the README's screen)
+    tp = " ".join(quote.quote_lines(decision.decide("kimi-k3", input_len=1024, output_len=400,
+                                                    overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50))))
+    assert "TTFT has no band" not in tp

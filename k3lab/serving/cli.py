@@ -511,6 +511,10 @@ def cli_main(argv: list[str] | None = None) -> int:
                                                                      bounds_of=bounds_of, brief=True))
                             + ([price_line(p, usd)] if usd is not None and ds is None else [])
                             + [f"  a setting that changes the answer: {t}" for t in traps]
+                            # which prefill kernel was priced, and the other beside it (newcomer 42: "--brief never
+                            # shows which backend was priced")
+                            + ([] if backends is None else
+                               attention_backend.lines(backends, args.attention_backend or "aiter"))
                             + said + ([] if ds is not None else through_table(lines))
                             + textwrap.wrap(BRIEF_TAIL, width=118, subsequent_indent="    ")))
             return 0

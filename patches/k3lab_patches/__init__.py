@@ -155,6 +155,7 @@ def force_note() -> str:
     k3 = {r["sglang"] for r in doc["rows"] if r.get("kimi_k3_module")}
     forced = [r["sglang"] for r in doc["rows"] if r["sglang"] in k3 and any(p.broken(r) for p in ps)]
     free = next((r["sglang"] for r in doc["rows"] if not any(p.broken(r) for p in ps)), None)
+    pad = next((getattr(p, "UPSTREAM", {}).get("prefill", (None,))[0] for p in ps if hasattr(p, "UPSTREAM")), None)
     can = ("which cannot run Kimi K3" if len(tested) == 1 else "none of which runs Kimi K3") if not k3 & set(tested) \
         else "some of which run Kimi K3"
     untested = (f"on a release that runs Kimi K3 and still needs one ({', '.join(forced)}) status says 'needed, "
@@ -165,7 +166,9 @@ def force_note() -> str:
             f"on a K3 branch image 'needed, untested' where it is built on a measured release (judged by that "
             f"release's row) and 'unknown' where it is older than sglang {doc['rows'][0]['sglang']}, the oldest "
             "measured; either applies only with --force (serve --force, K3LAB_PATCHES_FORCE=1), and then only if "
-            "the code it replaces is there as it expects" + (f"; from sglang {free} none is needed" if free else ""))
+            "the code it replaces is there as it expects" + (f"; from sglang {free} none is needed" if free else "")
+            # (newcomer 42: "none is needed from 0.5.19" beside the README's padded fp8 prefill from 0.5.22)
+            + (f" (from {pad} sglang pads 12 heads to 16 for AITER's fast fp8 prefill itself)" if free and pad else ""))
 
 
 def check_version(patch: "Patch", version: str, force: bool) -> None:
