@@ -114,7 +114,7 @@ def _parser() -> OneLineParser:
 
 #: the line a --brief answer ends with: what the full one adds
 BRIEF_TAIL = ("  (--brief: the answer only; without it the reasons follow: whether DSpark pays and why, the nearest public "
-              "runs, the acceptance groups, the model's domain and parameters)")
+              "runs and checks, the acceptance groups, the model's domain and parameters)")
 
 
 def through_table(lines: list[str]) -> list[str]:

@@ -369,7 +369,7 @@ def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = 
     (:func:`verdict`), what the nearest public DSpark run measured (:func:`nearest_dspark_run`), then the
     natural-text check (``a.checks``): the answer, under the question (the acceptance groups behind it,
     :func:`acceptance_lines`, come after the table: newcomer 15 found the headline buried). ``brief``: up to
-    the source only (``predict --brief``)."""
+    the source, then the nearest public DSpark run (``predict --brief``)."""
     said, source = latency
     first, *rest = summary(p, a, usd, target, bounds_of)
     out = [x for s in (head(p, a, said) if said else []) for x in
@@ -377,8 +377,10 @@ def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = 
     out += textwrap.wrap(first, width=width, initial_indent="  ", subsequent_indent="    ") + rest
     # where the bounds come from, right under the table whose cells they bound
     out += textwrap.wrap(source, width=width, initial_indent="  ", subsequent_indent="    ") if source else []
-    if brief:   # the answer ends here; what follows is why (``predict --brief``)
-        return out
+    if brief:   # the answer ends here, with the measurement nearest it (newcomers 42-43: "only the full output admits
+        # the model ran x1.37 too fast on the nearest measured DSpark run"); what follows is why (``predict --brief``)
+        seen = nearest_dspark_run(p)
+        return out + (textwrap.wrap(seen, width=width, initial_indent="  ", subsequent_indent="    ") if seen else [])
     out += textwrap.wrap(verdict(p, a), width=width, initial_indent="  ", subsequent_indent="    ")
     # (the "plan on:" sentence is the table's first row now: newcomer 24 found "plan on 969" three times; it stays
     # in --json and plan_on() for a program)
