@@ -332,30 +332,26 @@ def how_sure(u: dict) -> str:
     # (newcomer 34: "the model's 9% optimism for it" needed docs/cli.md to decode)
     # (newcomer 39: "8% net of the 9% the model overrates it by on their runs" needed decoding: which GPU, which runs)
     over = a if lean is not None and lean > 1 else b
-    # the two readings the band line prints, whose quotient the lean is (newcomer 40: the lean, the band line's
-    # "too fast on 48 of 55" and "x1.74 too slow" read as three incompatible leans)
-    from .serving.committed import own_runs_reading
-    reads = {g: own_runs_reading(g.lower())[0] for g in (a, b)}
-    pair = (reads[over], reads[b if over == a else a])   # the favoured GPU's reading first
-    toward = ("" if ratio is None else
-              f"the model's {max(lean, 1 / lean) - 1:.0%} bias toward {'it' if over == a else 'the ' + over}"
-              + (f": x{pair[0]:.2f}/x{pair[1]:.2f}" if None not in pair else " on public runs"))
-    leans = ("" if ratio is None else f" ({1 - ratio:.0%} net of {toward})" if ratio < 1 else
-             f" (none net of {toward}: the {b} leads by {1 - 1 / ratio:.0%})")
+    # (newcomers 40-43: "8% net of the model's 9% bias toward it: x1.08/x0.99" took docs to read): the lean in words,
+    # its two readings left to the band line above
+    toward = "" if ratio is None else f"its known {max(lean, 1 / lean) - 1:.0%} lean to the {over}"
+    leans = ("" if ratio is None else f" ({1 - ratio:.0%} after {toward})" if ratio < 1 else
+             f" (none after {toward}: the {b} leads by {1 - 1 / ratio:.0%})")
     bands = {a: be.get("a_band"), b: be.get("b_band")}
     if None in bands.values():
         word, allows = "not very", f"an error the bands together allow, x{allow:.2f}"
     elif need <= min(bands.values()):
-        word, allows = "not very", "either band alone allows that"
+        word, allows = "not very", "an error in either band"
     elif need <= max(bands.values()):
         word, allows = "somewhat", f"an error only the {max(bands, key=bands.get)}'s band allows"
     else:
         word, allows = "fairly", f"an error only both bands together allow, x{allow:.2f}"
     # "lead": the centre's (the slow edges' pick, said before it, may be the other GPU: at 8,192/1,024 "the MI355X
     # wins instead" after "the lower-risk pick: the MI355X" read as a contradiction)
-    return (f"How sure: {word}: the {a}'s {1 - 1 / need:.0%} lead{leans} goes if the {b} serves over "
-            f"{1 / u['price_ratio']:.2f}x the {a}'s tok/s/GPU (the table: {1 / be['ratio']:.2f}x; {allows}) or costs under "
-            f"${u['second_usd_per_gpu_hour'] / need:,.2f}/GPU-h")
+    # (newcomers 40-43: "lead ... goes if" read backwards): which GPU is cheaper, then what makes the other win
+    return (f"How sure: {word}: the {a} is {1 - 1 / need:.0%} cheaper by the model{leans}; the {b} wins if it serves "
+            f"over {1 / u['price_ratio']:.2f}x the {a}'s tok/s/GPU (the model: {1 / be['ratio']:.2f}x; {allows}) or "
+            f"costs under ${u['second_usd_per_gpu_hour'] / need:,.2f}/GPU-h")
 
 
 def _wrap(text: str) -> list[str]:

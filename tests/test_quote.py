@@ -95,7 +95,7 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     assert "SGLANG_AITER_K3_OPT=1" in text and "--mamba-full-memory-ratio 0.795" in text   # which setting it needs
     # newcomer 20: the pick before measuring right after "measure both", the centre's margin behind it
     assert ("verdict: too close to call: measure both. The lower-risk "
-            "pick: the MI355X, cheaper at both slow edges. How sure: not very: the MI355X's ") in flat
+            "pick: the MI355X, cheaper at both slow edges. How sure: not very: the MI355X is ") in flat
     # how far off the model is known to be, per GPU: its band, the repositories behind it, and which way the refits
     # blind to a run's repository missed that GPU's figures (newcomer 9: "which way does the B300 model err?")
     assert (f"band (9 in 10 unseen public runs inside): MI355X {_band_words('amd-cdna4', 'mi355x')}, "
@@ -115,10 +115,12 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     assert f"{5.5 / 3.0 / (per[B300] / per[MI]):.2f}" == f"{flip:.2f}"   # the same error, as speeds or as $/M
     # (newcomer 40: the lean, "too fast on 48 of 55" and "x1.74 too slow" read as three leans): the lean is the
     # quotient of the two readings the band line prints
-    assert lean > 1.005 and (f"How sure: not very: the MI355X's 15% lead ({net:.0%} net of the model's {lean - 1:.0%} "
-                             f"bias toward it: x{_own_reading('mi355x')}/x{_own_reading('b300')}) goes if the B300 "
-                             f"serves over 1.83x the MI355X's tok/s/GPU (the table: {per[B300] / per[MI]:.2f}x; either "
-                             f"band alone allows that) or costs under ${5.5 / flip:.2f}/GPU-h.") in flat
+    # (newcomers 40-43: "lead ... goes if ... x1.08/x0.99" took docs to read): which is cheaper, then what makes the
+    # other win; the lean in words (its two readings are the band line's)
+    assert lean > 1.005 and (f"How sure: not very: the MI355X is 15% cheaper by the model ({net:.0%} after its known "
+                             f"{lean - 1:.0%} lean to the MI355X); the B300 wins if it serves over 1.83x the MI355X's "
+                             f"tok/s/GPU (the model: {per[B300] / per[MI]:.2f}x; an error in either band) or costs under "
+                             f"${5.5 / flip:.2f}/GPU-h.") in flat
     # ... named the same way where the other GPU is the cheaper (newcomer 14: "overrates" at one workload and
     # "underrates" at another read as two biases)
     d8 = decision.decide("kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5},
@@ -126,10 +128,9 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     big = " ".join(x.strip() for x in quote.quote_lines(d8))
     u8 = {lay: d8.comparison.set_index("layout").loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
     p8 = {lay: d8.comparison.set_index("layout").loc[lay, "model_tok_s"] / 8 for lay in (MI, B300)}
-    assert (f"the B300's 8% lead ({1 - u8[B300] / u8[MI] / lean:.0%} net of the model's {lean - 1:.0%} bias "
-            f"toward the MI355X: x{_own_reading('mi355x')}/x{_own_reading('b300')}) goes if the MI355X serves over "
-            f"{3.0 / 5.5:.2f}x the B300's tok/s/GPU (the table: {p8[MI] / p8[B300]:.2f}x; either band alone allows "
-            "that)") in big
+    assert (f"the B300 is 8% cheaper by the model ({1 - u8[B300] / u8[MI] / lean:.0%} after its known {lean - 1:.0%} "
+            f"lean to the MI355X); the MI355X wins if it serves over {3.0 / 5.5:.2f}x the B300's tok/s/GPU (the model: "
+            f"{p8[MI] / p8[B300]:.2f}x; an error in either band)") in big
     # ... and how the fit used here reads each GPU's own public runs (in sample: the lean the verdict nets out),
     # computed from the committed fit's rows, in the band line (newcomer 40)
     for gpu in ("MI355X", "B300"):
@@ -229,7 +230,7 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     # the quote says it before the centre's margin, without the "too" (that is the next sentence's)
     # (without the two $/M: the quote's table has them in its slow-edge column)
     assert (" measure both. The lower-risk pick: the MI355X, cheaper at both slow edges. How sure: fairly: the "
-            "MI355X's 33% lead") in quote.quote_verdict(slow) and compare_view.slow_edges(slow, leads=True) == \
+            "MI355X is 33% cheaper by the model") in quote.quote_verdict(slow) and compare_view.slow_edges(slow, leads=True) == \
         " The lower-risk pick: the MI355X, cheaper at both slow edges."
     # a price ratio of 0.25: it flips only at 0.75 / 0.25 = x3.00 (200%), beyond the bands' x1.50: the answer holds
     far = compare_view.sensitivity(dict(u, price_ratio=0.25, second_usd_per_gpu_hour=12.0))
@@ -262,24 +263,23 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     # the flip (x1.50) is past each GPU's own band (x1.20, x1.25), inside their product
     # said as speeds a renter measures: the B300 needs $6.00 / $3.00 = 2.00x the MI355X's tok/s per GPU, the
     # breakeven's 0.75 puts it at 1 / 0.75 = 1.33x
-    assert said == ("too close to call, leaning to the MI355X: measure both. How sure: fairly: the MI355X's 33% lead "
-                    "goes if the B300 serves over 2.00x the MI355X's tok/s/GPU (the table: 1.33x; an error only both "
-                    "bands together allow, x1.50) or costs under $4.00/GPU-h.")
+    assert said == ("too close to call, leaning to the MI355X: measure both. How sure: fairly: the MI355X is 33% "
+                    "cheaper by the model; the B300 wins if it serves over 2.00x the MI355X's tok/s/GPU (the model: "
+                    "1.33x; an error only both bands together allow, x1.50) or costs under $4.00/GPU-h.")
     # which band allows the flip: x1.07 (a price ratio of 0.7) either GPU's; x1.22 (0.75 / 0.615) the B300's alone
-    assert ("How sure: not very: the MI355X's 7% lead goes if the B300 serves over 1.43x the MI355X's tok/s/GPU (the "
-            "table: 1.33x; either band alone allows that) or costs under $5.60/GPU-h."
+    assert ("How sure: not very: the MI355X is 7% cheaper by the model; the B300 wins if it serves over 1.43x the "
+            "MI355X's tok/s/GPU (the model: 1.33x; an error in either band) or costs under $5.60/GPU-h."
             in quote.quote_verdict(dict(u, price_ratio=0.7)))     # 1 / 0.7; $6.00 / (0.75 / 0.7)
-    assert ("How sure: somewhat: the MI355X's 18% lead goes if the B300 serves over 1.63x the MI355X's tok/s/GPU (the "
-            "table: 1.33x; an error only the B300's band allows)" in quote.quote_verdict(dict(u, price_ratio=0.615)))
+    assert ("How sure: somewhat: the MI355X is 18% cheaper by the model; the B300 wins if it serves over 1.63x the "
+            "MI355X's tok/s/GPU (the model: 1.33x; an error only the B300's band allows)" in quote.quote_verdict(dict(u, price_ratio=0.615)))
     # the lead net of the fit's lean on the two GPUs' own public runs, either way: 1 - (1/1.5) x lean; none left
     # where the lean is larger than the lead (the other then leads by 1 - 1.5 / lean)
-    # (the readings themselves, x1.08 and x0.99, are the committed fit's: the lean here is a stand-in)
-    assert ("the MI355X's 33% lead (29% net of the model's 6% bias toward it: x" 
+    assert ("the MI355X is 33% cheaper by the model (29% after its known 6% lean to the MI355X); the B300 wins"
             ) in quote.quote_verdict(dict(u, fitted_lean=1.06))
-    assert ("the MI355X's 33% lead (40% net of the model's 11% bias toward the B300: x"
+    assert ("the MI355X is 33% cheaper by the model (40% after its known 11% lean to the B300); the B300 wins"
             ) in quote.quote_verdict(dict(u, fitted_lean=0.9))
-    assert ("the MI355X's 33% lead (none net of the model's 100% bias toward it: x" in quote.quote_verdict(
-        dict(u, fitted_lean=2.0)) and ": the B300 leads by 25%) goes" in quote.quote_verdict(dict(u, fitted_lean=2.0)))         # 1 - 1.5 / 2
+    assert ("the MI355X is 33% cheaper by the model (none after its known 100% lean to the MI355X: the B300 leads by "
+            "25%); the B300 wins") in quote.quote_verdict(dict(u, fitted_lean=2.0))         # 1 - 1.5 / 2
     # a pair one of whose rows has no band (outside the model's domain): the centre, and no verdict leaning on a band
     nob = quote.quote_verdict(dict(u, breakeven={"ratio": 0.75, "low": None, "high": None}, fitted_lean=1.06))
     assert nob == ("At $3.00 vs $6.00/GPU-h the MI355X is 33% cheaper per token than the B300 at the model's centre, but "
@@ -392,10 +392,10 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     usd = {lay: rows.loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
     assert f"{1 - usd[MI] / usd[B300]:.0%}" == f"{1 - (3.0 / 5.5) / be:.0%}"
     assert "verdict: too close to call: measure both." in flat
-    assert (f"How sure: not very: the MI355X's {1 - usd[MI] / usd[B300]:.0%} lead ("
-            f"{1 - usd[MI] / usd[B300] * lean:.0%} net of the model's {lean - 1:.0%} bias toward it: "
-            f"x{_own_reading('mi355x')}/x{_own_reading('b300')}) goes if the B300 serves over {5.5 / 3.0:.2f}x the "
-            f"MI355X's tok/s/GPU (the table: {1 / be:.2f}x; either band alone allows that) or costs under "
+    assert (f"How sure: not very: the MI355X is {1 - usd[MI] / usd[B300]:.0%} cheaper by the model ("
+            f"{1 - usd[MI] / usd[B300] * lean:.0%} after its known {lean - 1:.0%} lean to the MI355X); the B300 wins if it "
+            f"serves over {5.5 / 3.0:.2f}x the MI355X's tok/s/GPU (the model: {1 / be:.2f}x; an error in either band) or "
+            f"costs under "
             f"${5.5 * usd[MI] / usd[B300]:,.2f}/GPU-h.") in flat and be / (3.0 / 5.5) <= min(a, b)
     assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (1 repo" in flat
     assert flat.index("band (") < flat.index("verdict: ")
@@ -408,7 +408,7 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     assert "measure both. The lower-risk pick: the MI355X, cheaper at both slow edges. How sure:" in flat
     big = " ".join(x.strip() for x in quote.quote_lines(decision.decide(
         "kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50))))
-    assert "How sure: not very: the B300's 8% lead (" in big and \
+    assert "How sure: not very: the B300 is 8% cheaper by the model (" in big and \
         "The lower-risk pick: the MI355X, cheaper at both slow edges (the B300's band is wider)." in big
     # without a target there are no slow edges, and no such sentence
     plain = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})
@@ -668,7 +668,7 @@ def test_attack_5_the_measure_line_names_the_verdicts_two_and_comes_back_when_it
                      f"{int(rows.loc[B300, 'model_concurrency'])}") in lines) == fits
             assert any(x.startswith("band (9 in 10 unseen public runs inside)") for x in lines)
             assert fits or len(lines) == quote.MAX_LINES   # dropped for want of room, never while it fitted
-        assert re.search(r"How sure: not very: the (MI355X|B300)'s \d+% lead \(\d+% net of", " ".join(x.strip() for x in lines))
+        assert re.search(r"How sure: not very: the (MI355X|B300) is \d+% cheaper by the model \(\d+% after its known", " ".join(x.strip() for x in lines))
 
 
 def test_attack_5_long_prices_keep_the_screen_width():
