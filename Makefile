@@ -14,7 +14,7 @@ NBVAL_RESULTS := $(abspath build/nbval-results)
 REPORT ?= results/report.html
 SHOTS ?= build/report-screenshots
 
-.PHONY: test-lane1 test-lane2 browser serving-fit record-predictions setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-deep test-unit test-sglang test-notebooks lab notebooks readme-table check-readme screenshots clean
+.PHONY: test-lane1 test-lane2 browser serving-fit record-predictions setup sglang-env sglang-releases release-matrix test-release-matrix reproduce test test-deep test-unit test-sglang test-notebooks lab notebooks readme-table screenshots clean
 
 setup: $(STAMP)
 

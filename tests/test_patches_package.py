@@ -449,7 +449,7 @@ def test_status_all_is_the_release_matrix_in_one_table():
     assert "fixed (PR #32641)" in rows[by_pr[32641].release] and "(PR #34647)" in rows[by_pr[34647].release]
     assert "(PR #34438, likely)" in rows[by_pr[34438].release]
     flat = " ".join(r.stdout.split())
-    assert "older K3 branch builds (the article's images): not in the matrix" in flat
+    assert "K3 branch builds older than 0.5.16 (the article's images): not in the matrix" in flat
     assert "--attention-backend aiter" in flat and all(len(x) <= 118 for x in lines[-4:])
     bad = _cli("status", "--all", "--version", "0.5.16")
     assert bad.returncode == 2 and bad.stderr.strip() == "k3lab_patches status: error: --all lists every release: drop --version"

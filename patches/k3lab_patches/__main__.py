@@ -94,8 +94,9 @@ def release_table() -> list[str]:
     heads = ["sglang", "runs K3", "top-k crash on HIP", "12 heads, AITER prefill", "k3lab patch"]
     w = [max(len(x[i]) for x in rows + [heads]) for i in range(len(heads))]
     line = lambda cells: "  ".join(c.ljust(n) for c, n in zip(cells, w)).rstrip()  # noqa: E731
-    notes = ("older K3 branch builds (the article's images): not in the matrix; status --version X says 'unknown', "
-             "and serve --force applies both patches where their code is as expected",
+    # (newcomer 45: a branch build on a measured release, e.g. 0.5.17.dev0, is judged by that release's row)
+    notes = (f"K3 branch builds older than {rows[0][0].split('–')[0]} (the article's images): not in the matrix; status "
+             "--version X says 'unknown', and serve --force applies both patches where their code is as expected",
              "every release: on ROCm sglang picks triton attention for K3's 12 heads per rank; AITER's prefill needs "
              "--attention-backend aiter (and the MI35x recipe's SGLANG_AITER_K3_OPT=1 for a 1M-token request)")
     return [line(heads), line(["-" * n for n in w]), *map(line, rows),
