@@ -7,6 +7,7 @@ newcomers 37-38: a floor with no ceiling)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -174,6 +175,7 @@ def test_the_latency_to_plan_on_takes_the_band_narrowed_to_the_measured_bounds()
     lo8, hi8 = c8.interval("tpot_ms")
     assert lo8 < 8.57 < c8.tpot_ms < 19.47 < hi8 and f"TPOT {c8.tpot_ms:.1f} ms (8.6-19.5)" in eight
     assert f"TTFT {c8.ttft_ms / 1000:.2f} s (no band; 0.38-" in eight and "under" not in eight
+    assert re.search(r"\(no band; 0\.38-\d\.\d\d s measured\)", eight)   # the range with its unit
     # no public run on the setup: nothing said
     far = predict(load_model("kimi-k3"), B300, Workload(3000, 700, 32))
     assert measured_bounds.sentence([("", far)], "fast") == ""

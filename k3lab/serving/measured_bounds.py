@@ -181,7 +181,7 @@ def _range(kind: str, v: float, iv, fl: Bound | None, ce: Bound | None, what: st
         return (f"{name} {span} {unit} (measured bounds; the model's {num(v)} {unit} is "
                 f"{'under' if side == 'under' else 'over'} them)")
     if iv is None:
-        return f"{name} {num(v)} {unit} (no band" + (f"; {span} measured)" if span else ")")
+        return f"{name} {num(v)} {unit} (no band" + (f"; {span} {unit} measured)" if span else ")")
     return f"{name} {num(v)} {unit} ({span}{what})"
 
 
