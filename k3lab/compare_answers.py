@@ -108,6 +108,14 @@ def latency(r, tier: str) -> dict:
             "usd_per_million_tokens_slow": f(f"{MTOK_PREFIX}_slow[{tier}]")}
 
 
+def slow_edge_unknown(slo: dict | None, ttft_validated: bool) -> bool:
+    """Whether a row's missing slow edge is unknown rather than missed: the latency target ``slo`` (a
+    comparison's ``attrs["slo"]``) limits TTFT, which has no validated band for the row (``ttft_validated``
+    False), so at the band's slow edge nothing can be said (:meth:`k3lab.serving.slo.SLO.misses` gives None
+    there; newcomer 42: NVIDIA TTFT "not validated" yet "misses it even at one request")."""
+    return bool((slo or {}).get("max_ttft_ms")) and not ttft_validated
+
+
 def breakeven(df, a: str, b: str) -> dict | None:
     """Where layout ``a``'s perf/$ equals layout ``b``'s, both rows of the comparison ``df`` (the
     throughput it prices them at): a's $/GPU-hour ÷ b's at equal $/M output tokens = a's tok/s per
@@ -208,7 +216,6 @@ def user_verdict(df) -> dict | None:
             # band allows (None without a target, or where even one request misses it there)
             "slow_usd_per_million_tokens": tuple(None if not v == v else v
                                                  for v in (m(first, "_slow"), m(second, "_slow"))),
-            # per GPU, whether its slow edge is unknown rather than missed: the target limits TTFT, which has no
-            # band on that GPU's family (newcomer 42: NVIDIA TTFT "not validated" yet "misses it even at one request")
-            "slow_no_band": tuple(bool((df.attrs.get("slo") or {}).get("max_ttft_ms"))
-                                  and not bool(r.get("model_ttft_validated", True)) for r in (first, second))}
+            # per GPU, whether its slow edge is unknown rather than missed (slow_edge_unknown)
+            "slow_no_band": tuple(slow_edge_unknown(df.attrs.get("slo"), bool(r.get("model_ttft_validated", True)))
+                                  for r in (first, second))}

@@ -32,9 +32,6 @@ from .throughput import usd_per_million_tokens
 MAX_LINES = 15
 #: ... of at most this many characters
 WIDTH = 118
-#: how far the fit used here may read a GPU's own public runs off (median fit / measured, either way) before
-#: the band line says so: inside it there is no lean to speak of
-LEAN = 1.10
 #: the GPUs of the article's table, quoted when you price none
 ARTICLE_GPUS = ("mi355x", "b300", "b200")
 
@@ -82,9 +79,8 @@ def _cells(df, r, overrides: dict) -> list[str]:
         # under a target, a row with no slow edge misses it even at c1 there: said, not left blank (attack 5)
         slo = df.attrs.get("slo") or {}
         # ... unless the limit is on a metric with no band for this GPU (NVIDIA TTFT): then nothing can be said there
-        # (newcomer 42: "--max-ttft 2000: the B300 misses it even at one request" while its TTFT is "not validated")
         edge = (f"; c{lat['slow_concurrency']} ${slow:,.2f}" if slow else
-                "; slow edge: none, TTFT has no band" if slo.get("max_ttft_ms") and not lat["ttft_validated"] else
+                "; slow edge: none, TTFT has no band" if compare_answers.slow_edge_unknown(slo, lat["ttft_validated"]) else
                 "; slow edge: misses it" if any(slo.values()) else "")
         band = (f"${lo:,.2f}-${hi:,.2f}{edge}"
                 if r["model_in_domain"] else "no band*")   # outside the validated domain the band says nothing
@@ -310,8 +306,9 @@ def quote_verdict(u: dict) -> str:
 
 
 def how_sure(u: dict) -> str:
-    """'How sure: not very: the MI355X's 15% lead (8% net of the model's 9% bias toward it: x1.08/x0.99, the band
-    line's readings) goes if the B300 serves over 1.83x the MI355X's tok/s/GPU (the table: 1.55x; either band alone allows that) or costs under $4.65/GPU-h': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip, the
+    """'How sure: not very: the MI355X is 15% cheaper by the model (8% after its known 9% lean to the MI355X); the
+    B300 wins if it serves over 1.83x the MI355X's tok/s/GPU (the model: 1.55x; an error in either band) or costs
+    under $4.65/GPU-h': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip, the
     flip of :func:`k3lab.compare_view.sensitivity`: break-even ÷ your price ratio) said as what a renter
     can measure (newcomers 27-33 graded "how sure" down with nothing to act on): the runner-up's output
     tok/s per GPU over the first's at which your prices break even (your $/GPU-hour ratio inverted;

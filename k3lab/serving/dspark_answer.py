@@ -134,6 +134,25 @@ def plan_on(p: Prediction, a: DSparkAnswer) -> str:
             f"the model {how} (no band); {ttft}.")
 
 
+def _pays(p: Prediction, a: DSparkAnswer) -> tuple[float, str]:
+    """(DSpark's output tok/s over the question without it, "pays" / "does not pay" / "breaks even")."""
+    ratio = p.output_tok_s / a.plain.output_tok_s
+    return ratio, ("breaks even" if abs(ratio - 1) < EQUAL else "pays" if ratio > 1 else "does not pay")
+
+
+def _group_of(p: Prediction, a: DSparkAnswer):
+    """The acceptance group of ``a`` that holds the acceptance ``p`` asks, or None."""
+    return next((g for g in a.groups if g["low"] <= p.accept_len <= g["high"]), None)
+
+
+def _breakeven(a: DSparkAnswer, step: str = "tokens per step (the break-even)") -> str:
+    """'; it pays above 2.22 tokens per step (the break-even)': where DSpark starts to pay, ``step`` naming the
+    unit after the acceptance; or that it never pays, or pays at any acceptance."""
+    if a.breakeven is None:
+        return "; it never pays here, not even at a full block"
+    return "; it pays at any acceptance here" if a.breakeven <= 1.0 else f"; it pays above {a.breakeven:g} {step}"
+
+
 def verdict(p: Prediction, a: DSparkAnswer) -> str:
     """Does DSpark help ``p``'s question, in one sentence: DSpark against no DSpark at the same
     clients, the break-even acceptance, and (with two acceptance groups) the answer at the other
@@ -161,12 +180,7 @@ def verdict(p: Prediction, a: DSparkAnswer) -> str:
                f"from {1 - x0:.0%} slower to {x1 - 1:.0%} faster")
         s += (f", x{x0:.2f}-{x1:.2f} across the {'lower' if g is a.groups[0] else 'higher'} group's "
               f"{lo.accept_len:g}-{hi.accept_len:g} ({how})")
-    if a.breakeven is None:
-        s += "; it never pays here, not even at a full block"
-    elif a.breakeven <= 1.0:
-        s += "; it pays at any acceptance here"
-    else:
-        s += f"; it pays above {a.breakeven:g} tokens per step (the break-even)"
+    s += _breakeven(a)
     others = [(g, q) for g, q in zip(a.groups, a.at_groups) if not g["low"] <= p.accept_len <= g["high"]]
     if len(a.groups) > 1 and others:
         s += "; " + "; ".join(f"at the {'higher' if g is a.groups[-1] else 'lower'} group's {g['median']:g}"
@@ -259,8 +273,7 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     no band the cell gives the measured range (newcomer 36: "3.3†" in the table over "TTFT ≥ 3.94 s" under it;
     newcomers 37-38: a floor with no ceiling)."""
     pl = a.plain
-    ratio = p.output_tok_s / pl.output_tok_s
-    pays = ("breaks even" if abs(ratio - 1) < EQUAL else "pays" if ratio > 1 else "does not pay")
+    ratio, pays = _pays(p, a)
     extra = plan_on(p, a) != ""
     grouped = len(a.groups) > 1
 
@@ -277,7 +290,7 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
         span = measured_bounds.span_text(lo, hi, fmt.format)
         return span if side else fmt.format(v) + (f" ({span})" if span and iv is not None else "")
 
-    mine = next((g for g in a.groups if g["low"] <= p.accept_len <= g["high"]), None)
+    mine = _group_of(p, a)
     rows = [("without DSpark", pl, "")]
     rows.append((f"DSpark at {p.accept_len:g}{kind(mine) if mine is not None else ''}", p, f"x{ratio:.2f}"))
     if a.span:
@@ -341,15 +354,11 @@ def head(p: Prediction, a: DSparkAnswer, said: list[str]) -> list[str]:
     acceptance asked, ``said[0]``; without it, ``said[1]``, with whether DSpark pays here and the break-even
     acceptance; and the benchmark that measures both (:func:`k3lab.serving.measured_bounds.texts` gives
     ``said``: each latency narrowed to what public runs on the same setup bound)."""
-    pl = a.plain
-    ratio = p.output_tok_s / pl.output_tok_s
-    pays = ("breaks even" if abs(ratio - 1) < EQUAL else "pays" if ratio > 1 else "does not pay")
-    mine = next((g for g in a.groups if g["low"] <= p.accept_len <= g["high"]), None)
+    ratio, pays = _pays(p, a)
+    mine = _group_of(p, a)
     kind = ("" if len(a.groups) < 2 or mine is None else
             ", natural text" if mine is a.groups[0] else ", repetitive prompts")
-    be = ("; it never pays here, not even at a full block" if a.breakeven is None else
-          "; it pays at any acceptance here" if a.breakeven <= 1.0 else
-          f"; it pays above {a.breakeven:g} tokens a step")
+    be = _breakeven(a, "tokens a step")
     return [f"latency at c{p.concurrency_asked:,} with DSpark ({p.accept_len:g} tokens a step{kind}): expect {said[0]}.",
             f"without DSpark: {said[1]}; DSpark {pays} here (x{ratio:.2f}){be}.",
             # (newcomer 41: "nothing helps me estimate my acceptance"; bench's random-ids prompts are DSpark's best
