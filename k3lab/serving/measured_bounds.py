@@ -60,12 +60,11 @@ def _setup(o) -> tuple:
 
 
 def _same_setup(o, p: Prediction, kernel: str, kv_dtype: str, block: int | None) -> bool:
-    """Run ``o`` (a committed fit observation) was measured on ``p``'s setup with every request running."""
-    return (o.gpu == p.gpu and o.layout == p.layout and o.engine == p.engine and o.regime == p.regime
-            and tuple(o.variants) == tuple(p.variants) and o.kv_dtype == kv_dtype and o.prefill_attention == kernel
-            and (o.input_len, o.output_len) == (p.input_len, p.output_len)
-            and (o.spec != "none") == p.spec_on and (not p.spec_on or o.block == block)
-            and o.admitted >= o.concurrency)
+    """Run ``o`` (a committed fit observation) was measured on ``p``'s setup — the grouping :func:`pairs` checks
+    the rules on (:func:`_setup`) — with every request running."""
+    return o.admitted >= o.concurrency and _setup(o) == (
+        p.gpu, p.layout, p.engine, p.regime, tuple(p.variants), kv_dtype, kernel, p.input_len, p.output_len,
+        p.spec_on, block if p.spec_on else None)
 
 
 def pairs(kind: str) -> list[tuple]:
