@@ -111,7 +111,9 @@ def padding_cost_table(cfg: ModelConfig, prompts=PADDING_PROMPTS):
     and ``triton`` (sglang's ROCm default, the fallback), ``gain_x`` (triton ÷ aiter),
     ``zero_heads_ms`` and ``zero_heads_pct`` (what the 4 zero heads add to aiter's TTFT at most:
     :func:`k3lab.serving.attention_backend.compare`), each TTFT with whether it lies in the
-    model's validated domain. "article" in ``prompts`` is the article's prompt length."""
+    model's validated domain; ``fp8_gain_x``: TTFT of 0.5.19–0.5.21's 12 unpadded heads on AITER's
+    non-fp8 prefill ÷ aiter's (modelled under
+    :data:`k3lab.serving.attention_backend.FP8_PREFILL`, no public run of it). "article" in ``prompts`` is the article's prompt length."""
     import pandas as pd
 
     from ..serving import attention_backend as ab
@@ -132,7 +134,8 @@ def padding_cost_table(cfg: ModelConfig, prompts=PADDING_PROMPTS):
                      "aiter_ttft_s": c.aiter.ttft_ms / 1e3, "aiter_in_domain": not c.aiter.not_validated("ttft_ms"),
                      "triton_ttft_s": c.triton.ttft_ms / 1e3, "triton_in_domain": not c.triton.not_validated("ttft_ms"),
                      "gain_x": c.triton.ttft_ms / c.aiter.ttft_ms, "zero_heads_ms": round(c.zero_heads_ttft_ms, 1),
-                     "zero_heads_pct": 100 * c.zero_heads_ttft_ms / c.aiter.ttft_ms})
+                     "zero_heads_pct": 100 * c.zero_heads_ttft_ms / c.aiter.ttft_ms,
+                     "fp8_gain_x": c.fp8_gain()})
     return pd.DataFrame(rows)
 
 

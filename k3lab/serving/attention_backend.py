@@ -14,6 +14,12 @@ does not tell the two decode kernels apart.
 The padding's cost (:func:`compare`) is an upper bound: the model with the fast kernel's attention
 time raised by a third (16 heads for 12 at the kernel's fitted speed per head). The fitted runs
 include padded ones, whose zero heads are already in that speed, so the true cost is at most this.
+
+What 0.5.19–0.5.21 ran instead (12 heads unpadded on AITER's non-fp8 prefill, no public run of it:
+the fp8 one is 0.5.22's, ``SGLANG_AITER_FP8_PREFILL_ATTN``) is modelled, not fitted: the same share
+of the GPU's bf16 peak as the fast kernel takes of its fp8 peak (:data:`FP8_PREFILL`), so its
+attention runs ``fp8 peak / bf16 peak × 12/16`` (×1.5 on the MI355X) the fast kernel's time. An
+assumption a GPU can check (``bench`` on 0.5.21 against 0.5.22 with a long prompt), said as one.
 Units: ms; output tok/s per deployment.
 """
 
@@ -35,6 +41,20 @@ BACKENDS = {"aiter": "fast", "triton": "fallback"}
 ROCM_DEFAULT = "triton"
 #: q heads the fast kernel computes per rank for K3's 12 at TP8 (AITER's ASM prefill takes 16 or more)
 PADDED, REAL = 16, 12
+#: the assumption the unpadded non-fp8 prefill is priced on (no public run of it)
+FP8_PREFILL = "the same share of the bf16 peak as the padded fp8 prefill takes of the fp8 peak"
+
+
+def unpadded_bf16_efficiency(fast_efficiency: float, gpu_spec) -> float | None:
+    """The prefill-attention efficiency (share of the bf16 peak, on the 12 real heads' FLOPs) of
+    AITER's unpadded non-fp8 prefill under :data:`FP8_PREFILL`, from the fast kernel's fitted one
+    (taken as the padded fp8 kernel's: 16 heads' FLOPs at a share ``u`` of the fp8 peak give
+    ``u · fp8/bf16 · 12/16`` in these units): ``fast_efficiency · bf16/fp8 peak · 16/12``; None
+    where the spec sheet states no fp8 peak."""
+    fp8, bf16 = getattr(gpu_spec, "dense_fp8_tflops", None), gpu_spec.dense_bf16_tflops
+    if not fp8 or not bf16:
+        return None
+    return fast_efficiency * bf16 / fp8 * PADDED / REAL
 
 
 def prefill_attention(dep: Deployment, backend: str | None) -> str:
@@ -62,6 +82,15 @@ class BackendComparison:
     triton: Prediction
     zero_heads_ttft_ms: float
     zero_heads_tpot_ms: float
+    #: TTFT (ms) of 12 heads unpadded on AITER's non-fp8 prefill (0.5.19–0.5.21), modelled at the fast
+    #: kernel's share of peak (:data:`FP8_PREFILL`); None on a GPU whose spec sheet states no fp8 peak
+    unpadded_bf16_ttft_ms: float | None = None
+
+    def fp8_gain(self) -> float | None:
+        """TTFT of AITER's unpadded non-fp8 prefill over its padded fp8 one (the modelled gain of
+        0.5.22's padded fp8 prefill for a 0.5.19–0.5.21 user), or None."""
+        u = self.unpadded_bf16_ttft_ms
+        return None if u is None or not self.aiter.ttft_ms else u / self.aiter.ttft_ms
 
     def as_dict(self) -> dict:
         """The comparison as JSON; a TTFT past k3lab's latency cap is null with ``ttft_over_cap`` saying
@@ -74,7 +103,9 @@ class BackendComparison:
                     "ttft_not_validated_why": p.not_validated("ttft_ms")}
         return {"aiter": one(self.aiter), "triton": one(self.triton), "rocm_default": ROCM_DEFAULT,
                 "zero_heads_ttft_ms_at_most": self.zero_heads_ttft_ms,
-                "zero_heads_tpot_ms_at_most": self.zero_heads_tpot_ms}
+                "zero_heads_tpot_ms_at_most": self.zero_heads_tpot_ms,
+                "unpadded_non_fp8_ttft_ms_modelled": self.unpadded_bf16_ttft_ms,
+                "unpadded_non_fp8_assumes": FP8_PREFILL}
 
 
 def compare(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_SPEC, variants=(),
@@ -94,8 +125,12 @@ def compare(cfg: ModelConfig, dep: Deployment, work: Workload, spec: Spec = NO_S
     # 16 heads' time for 12 at the fitted speed per head: the attention term a third longer
     padded = replace(params, prefill_attention_efficiency=params.prefill_attention_efficiency * REAL / PADDED)
     t = benchmark(cfg, dep, work, padded, spec, variants, kv_dtype, None, "fast", engine, harness, adm)
+    eff = unpadded_bf16_efficiency(params.prefill_attention_efficiency, dep.gpu_spec)
+    bf16 = None if eff is None else benchmark(
+        cfg, dep, work, replace(params, prefill_attention_efficiency=eff), spec, variants, kv_dtype, None, "fast",
+        engine, harness, adm).ttft_s * 1e3
     return BackendComparison(fast, slow, max(0.0, t.ttft_s * 1e3 - fast.ttft_ms),
-                             max(0.0, t.tpot_s * 1e3 - fast.tpot_ms))
+                             max(0.0, t.tpot_s * 1e3 - fast.tpot_ms), bf16)
 
 
 def nearest_fallback_ttft(family: str, input_len: int, concurrency: int):
@@ -115,10 +150,12 @@ def _ms(v: float) -> str:
 
 
 def lines(c: BackendComparison, priced: str) -> list[str]:
-    """Three lines for ``predict``: which backend was priced and what the other gives; the ratio's
+    """Three or four lines for ``predict``: which backend was priced and what the other gives; the ratio's
     standing (each TTFT's band, the ratio only the fit's central estimate) beside the nearest public
     Triton-fallback TTFT run with the model's value for it (:func:`nearest_fallback_ttft`: its miss
-    where a user can see it); and the padding's cost at most (``priced``: ``aiter`` or ``triton``)."""
+    where a user can see it); the padding's cost at most; and, where the spec sheet gives an fp8
+    peak, what 0.5.19–0.5.21's unpadded non-fp8 prefill takes instead (modelled: :data:`FP8_PREFILL`)
+    (``priced``: ``aiter`` or ``triton``)."""
     from ..limits import CAPS
 
     a, t = c.aiter, c.triton
@@ -162,4 +199,9 @@ def lines(c: BackendComparison, priced: str) -> list[str]:
             # (newcomer 31: "pays nothing" beside the ledger's undecided P7: the flag swaps the decode kernel too)
             + "; the decode kernel itself pays nothing for it, but --attention-backend aiter moves decode off Triton "
               "too, which no model here times (claim P7)")
-    return [head, band, cost]
+    g = c.fp8_gain()
+    # newcomers 44-46: the padded fp8 prefill's gain over what 0.5.19-0.5.21 ran was unpriced
+    older = [] if g is None else [
+        f"  sglang 0.5.19-0.5.21 ran the 12 heads unpadded on AITER's non-fp8 prefill instead: TTFT "
+        f"{_ms(c.unpadded_bf16_ttft_ms)}, x{g:.2f} the padded fp8's (modelled at {FP8_PREFILL}; no public run of it)"]
+    return [head, band, cost] + older
