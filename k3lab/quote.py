@@ -118,47 +118,47 @@ def _band(r) -> float:
 
 def band_line(rows: dict) -> str:
     """What each quoted GPU's band rests on (:func:`k3lab.serving.committed.band_evidence`, decode:
-    the quote has no DSpark): its factor, how many repositories' runs measured it, and which way the
-    refits that had not seen a run's repository erred on that GPU's own figures (too fast or too slow on
-    how many: :func:`k3lab.serving.committed.blind_reading`; where they all come from one repository,
-    what a fit that never saw it made of them, by its median miss; the family's median miss where the GPU
-    has none). A row outside the validated domain has no band."""
-    from .serving.committed import band_evidence, blind_reading, own_runs_reading
+    the quote has no DSpark), in words a renter reads without the glossary (newcomers 40-46: "this fit
+    reads its runs x1.08; fits without a repo's runs too fast on 48 of 55" needed it): its factor and
+    how many repositories' runs measured it; then which GPU the misses favour — on that GPU's runs the
+    refits that had not seen their repository ran too fast, on the other's too slow
+    (:func:`k3lab.serving.committed.blind_reading`: on how many, or with one repository the median miss
+    of a fit that never saw it). How the fit used here reads each GPU's own runs (in sample) is the
+    verdict's lean (:func:`how_sure`), not repeated here. A row outside the validated domain has no band."""
+    from .serving.committed import band_evidence, blind_reading
     from .serving.observations import family_of
 
-    parts = []
+    parts, fast, slow = [], [], []
     for r in rows.values():
         if r is None:
             continue
         ev = band_evidence(family_of(r["gpu"]))
         if not r["model_in_domain"]:  # the settings' legend says what * is (attack 6: lost with this line)
             continue
+        g = r["gpu"].upper()
         if ev["factor"] is None:
-            parts.append(f"{r['gpu'].upper()} none ({ev['why_not']})")
+            parts.append(f"{g} none ({ev['why_not']})")
+            continue
+        k, seen, repos, miss = blind_reading(r["gpu"])
+        n = repos or len(ev["repositories"])  # the repositories of the GPU's own runs, else its family's
+        parts.append(f"{g} x{ev['factor']:.2f} ({n} repo{'' if n == 1 else 's'})")
+        if not seen:
+            continue
+        # (newcomers 29, 34, 39: which way, without jargon) on how many of its runs, or, all from one repository,
+        # by how much a fit that never saw them missed
+        if 2 * k >= seen:
+            fast.append((g, f"{k} of {seen}" if repos > 1 else f"x{miss:.2f}"))
         else:
-            n = len(ev["repositories"])
-            fast, seen, repos, miss = blind_reading(r["gpu"])
-            way = "too fast" if 2 * fast >= seen else "too slow"
-            # how the fit used here reads the GPU's own runs (in sample: the lean the verdict nets out), then how fits
-            # that had not seen them erred (why the band is as wide as it is), in one shape for every GPU (newcomer 40:
-            # "too fast on 48 of 55", "9% bias" and "x1.74 too slow" read as three incompatible leans)
-            read = own_runs_reading(r["gpu"])[0]
-            mine = f"this fit reads its runs x{read:.2f}; " if read else ""
-            if seen and repos > 1:  # which way refits blind to each repository in turn erred on this GPU
-                # (newcomer 16: "read it as high": read what?; newcomers 27-30: "blind to each" read as jargon)
-                how = f"{n} repos: {mine}fits without a repo's runs {way} on {max(fast, seen - fast)} of {seen}"
-            elif seen:  # all the GPU's runs from one repository: how one without them did
-                # (a fit that never saw the GPU's only repository knew it from its family's others: its miss is why
-                # the band is wide, not a lean of the fit used here; newcomers 29, 34, 39: direction, no jargon)
-                how = f"1 repo: {mine}a fit without it ran x{miss:.2f} {way}"
-            else:
-                how = f"{n} repo{'' if n == 1 else 's'}: {mine}median miss x{ev['median_error']:.2f}"
-            parts.append(f"{r['gpu'].upper()} x{ev['factor']:.2f} ({how})")
-    # the band's misses are of refits that had not seen a run's repository; the fit used here saw them:
-    # how it reads each GPU's own runs says whether there is a lean to correct (x1.00: none)
+            slow.append((g, f"{seen - k} of {seen}" if repos > 1 else f"x{miss:.2f}"))
     if not parts:  # no GPU quoted has a modelled row: no band to speak of
         return ""
-    return "band (9 in 10 unseen public runs inside): " + ", ".join(parts)
+    said = [f"too fast on the {g} ({how})" for g, how in fast] + [f"too slow on the {g} ({how})" for g, how in slow]
+    lean = ""
+    if said:
+        lean = "; on those runs it ran " + (", ".join(said[:-1]) + " and " if len(said) > 1 else "") + said[-1]
+        # one word where the misses point one way between two GPUs: one's runs too fast, the other's too slow
+        lean += f": its errors favour the {fast[0][0]}" if len(fast) == 1 and slow else ""
+    return "band (9 in 10 public runs it was not fitted on fell inside): " + ", ".join(parts) + lean
 
 
 def _row_layout(r):
@@ -306,8 +306,8 @@ def quote_verdict(u: dict) -> str:
 
 
 def how_sure(u: dict) -> str:
-    """'How sure: not very: the MI355X is 15% cheaper by the model (8% after its known 9% lean to the MI355X); the
-    B300 wins if it serves over 1.83x the MI355X's tok/s/GPU (the model: 1.55x; an error in either band) or costs
+    """'How sure: not very: the MI355X is 15% cheaper by the model (8% after the 9% it favours the MI355X by on
+    fitted runs); the B300 wins at over 1.83x the MI355X's tok/s/GPU (modelled: 1.55x; an error in either band) or costs
     under $4.65/GPU-h': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip, the
     flip of :func:`k3lab.compare_view.sensitivity`: break-even ÷ your price ratio) said as what a renter
     can measure (newcomers 27-33 graded "how sure" down with nothing to act on): the runner-up's output
@@ -331,7 +331,7 @@ def how_sure(u: dict) -> str:
     over = a if lean is not None and lean > 1 else b
     # (newcomers 40-43: "8% net of the model's 9% bias toward it: x1.08/x0.99" took docs to read): the lean in words,
     # its two readings left to the band line above
-    toward = "" if ratio is None else f"its known {max(lean, 1 / lean) - 1:.0%} lean to the {over}"
+    toward = "" if ratio is None else f"the {max(lean, 1 / lean) - 1:.0%} it favours the {over} by on fitted runs"
     leans = ("" if ratio is None else f" ({1 - ratio:.0%} after {toward})" if ratio < 1 else
              f" (none after {toward}: the {b} leads by {1 - 1 / ratio:.0%})")
     bands = {a: be.get("a_band"), b: be.get("b_band")}
@@ -346,8 +346,8 @@ def how_sure(u: dict) -> str:
     # "lead": the centre's (the slow edges' pick, said before it, may be the other GPU: at 8,192/1,024 "the MI355X
     # wins instead" after "the lower-risk pick: the MI355X" read as a contradiction)
     # (newcomers 40-43: "lead ... goes if" read backwards): which GPU is cheaper, then what makes the other win
-    return (f"How sure: {word}: the {a} is {1 - 1 / need:.0%} cheaper by the model{leans}; the {b} wins if it serves "
-            f"over {1 / u['price_ratio']:.2f}x the {a}'s tok/s/GPU (the model: {1 / be['ratio']:.2f}x; {allows}) or "
+    return (f"How sure: {word}: the {a} is {1 - 1 / need:.0%} cheaper by the model{leans}; the {b} wins at over "
+            f"{1 / u['price_ratio']:.2f}x the {a}'s tok/s/GPU (modelled: {1 / be['ratio']:.2f}x; {allows}) or "
             f"costs under ${u['second_usd_per_gpu_hour'] / need:,.2f}/GPU-h")
 
 
