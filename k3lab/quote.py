@@ -116,19 +116,31 @@ def _band(r) -> float:
     return math.log(r["model_tok_s_high"] / r["model_tok_s"])
 
 
+def reads(gpu: str) -> str:
+    """'the MI355X 8% fast': how the fit used here predicts the GPU's own public decode runs (in sample:
+    :func:`k3lab.serving.committed.own_runs_reading`, the median fit ÷ measured), in words; "" without
+    runs of its own."""
+    from .serving.committed import own_runs_reading
+
+    r = own_runs_reading(gpu)[0]
+    if r is None:
+        return ""
+    g = gpu.upper()
+    return f"the {g} on the mark" if abs(r - 1) < 0.005 else f"the {g} {abs(r - 1):.0%} {'fast' if r > 1 else 'slow'}"
+
+
 def band_line(rows: dict) -> str:
     """What each quoted GPU's band rests on (:func:`k3lab.serving.committed.band_evidence`, decode:
-    the quote has no DSpark), in words a renter reads without the glossary (newcomers 40-46: "this fit
-    reads its runs x1.08; fits without a repo's runs too fast on 48 of 55" needed it): its factor and
-    how many repositories' runs measured it; then which GPU the misses favour — on that GPU's runs the
-    refits that had not seen their repository ran too fast, on the other's too slow
-    (:func:`k3lab.serving.committed.blind_reading`: on how many, or with one repository the median miss
-    of a fit that never saw it). How the fit used here reads each GPU's own runs (in sample) is the
-    verdict's lean (:func:`how_sure`), not repeated here. A row outside the validated domain has no band."""
+    the quote has no DSpark), in words a renter reads without the glossary: its factor and how many
+    repositories' runs measured it, then how the fit used here predicts each GPU's own public runs
+    (:func:`reads`: the lean the verdict corrects for). Newcomers 40-47: the refits' misses ("fits
+    without a repo's runs too fast on 48 of 55", "too slow on the B300 (x1.74)") read as a lean of the
+    fit used here, or as "the B300 is really 1.74x faster"; they say why a band is wide, which
+    ``compare`` and docs/serving-model.md give. A row outside the validated domain has no band."""
     from .serving.committed import band_evidence, blind_reading
     from .serving.observations import family_of
 
-    parts, fast, slow = [], [], []
+    parts, said = [], []
     for r in rows.values():
         if r is None:
             continue
@@ -139,26 +151,13 @@ def band_line(rows: dict) -> str:
         if ev["factor"] is None:
             parts.append(f"{g} none ({ev['why_not']})")
             continue
-        k, seen, repos, miss = blind_reading(r["gpu"])
-        n = repos or len(ev["repositories"])  # the repositories of the GPU's own runs, else its family's
+        n = blind_reading(r["gpu"])[2] or len(ev["repositories"])  # the GPU's own runs' repositories, else its family's
         parts.append(f"{g} x{ev['factor']:.2f} ({n} repo{'' if n == 1 else 's'})")
-        if not seen:
-            continue
-        # (newcomers 29, 34, 39: which way, without jargon) on how many of its runs, or, all from one repository,
-        # by how much a fit that never saw them missed
-        if 2 * k >= seen:
-            fast.append((g, f"{k} of {seen}" if repos > 1 else f"x{miss:.2f}"))
-        else:
-            slow.append((g, f"{seen - k} of {seen}" if repos > 1 else f"x{miss:.2f}"))
+        said += [reads(r["gpu"])] if reads(r["gpu"]) else []
     if not parts:  # no GPU quoted has a modelled row: no band to speak of
         return ""
-    said = [f"too fast on the {g} ({how})" for g, how in fast] + [f"too slow on the {g} ({how})" for g, how in slow]
-    lean = ""
-    if said:
-        lean = "; on those runs it ran " + (", ".join(said[:-1]) + " and " if len(said) > 1 else "") + said[-1]
-        # one word where the misses point one way between two GPUs: one's runs too fast, the other's too slow
-        lean += f": its errors favour the {fast[0][0]}" if len(fast) == 1 and slow else ""
-    return "band (9 in 10 public runs it was not fitted on fell inside): " + ", ".join(parts) + lean
+    lean = f"; on the runs it was fitted on it predicts {', '.join(said)}" if said else ""
+    return "band (9 in 10 public runs the model was not fitted on fell inside): " + ", ".join(parts) + lean
 
 
 def _row_layout(r):
@@ -328,12 +327,13 @@ def how_sure(u: dict) -> str:
     ratio = None if lean is None or abs(lean - 1) < 0.005 else lean / need   # a's $/M over b's, net of the lean
     # (newcomer 34: "the model's 9% optimism for it" needed docs/cli.md to decode)
     # (newcomer 39: "8% net of the 9% the model overrates it by on their runs" needed decoding: which GPU, which runs)
-    over = a if lean is not None and lean > 1 else b
     # (newcomers 40-43: "8% net of the model's 9% bias toward it: x1.08/x0.99" took docs to read): the lean in words,
     # its two readings left to the band line above
-    toward = "" if ratio is None else f"the {max(lean, 1 / lean) - 1:.0%} it favours the {over} by on fitted runs"
-    leans = ("" if ratio is None else f" ({1 - ratio:.0%} after {toward})" if ratio < 1 else
-             f" (none after {toward}: the {b} leads by {1 - 1 / ratio:.0%})")
+    # (newcomer 47: "8% after the 9% it favours the MI355X by on fitted runs" could not be decoded): what is
+    # corrected, in words; each GPU's reading is the band line's
+    toward = "correcting for how it predicts their public runs"
+    leans = ("" if ratio is None else f", {1 - ratio:.0%} after {toward}" if ratio < 1 else
+             f"; none after {toward}: the {b} leads by {1 - 1 / ratio:.0%}")
     bands = {a: be.get("a_band"), b: be.get("b_band")}
     if None in bands.values():
         word, allows = "not very", f"an error the bands together allow, x{allow:.2f}"
@@ -374,10 +374,13 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
                  f"{a['input_len']:,} in / {a['output_len']:,} out at "
                  + (target.label() if target.active else "each layout's cached peak"))
     # its own line, filled where the screen has room (the head stays one line: the measure line outranks it)
-    room = [_wrap(f"yours running beside a {a['context_tokens']:,}-token request, each with its row's setting: "
-                  f"{room}")] if room else []
+    # (newcomer 47: "c 76" beside "MI355X 120" read as two concurrencies with no bridge): which is which
+    room = [_wrap(f"beside one held {a['context_tokens']:,}-token request, memory runs {room} of yours (c: "
+                  + ("what meets your target)" if target.active else "each layout's peak)"))] if room else []
     body = [_cells(df, r, overrides) for r in rows.values() if r is not None]
-    cost_head = "$/M output (band; slow edge)" if overrides else "$/M output, independent prices"
+    # the slow edge only where a target sets one (newcomer 47: the header promised one the rows never printed)
+    cost_head = (("$/M output (band; slow edge)" if target.active else "$/M output (band)") if overrides else
+                 "$/M output, independent prices")
     heads = ["GPU", "cheapest layout that holds it", "c", "TPOT", "TTFT", "tok/s/GPU", cost_head]
     table = compare_view.fmt_table(heads, body, right={2, 3, 4, 5}) if body else []
     if overrides and any(len(x) > WIDTH for x in table):  # long prices: each row's "at $X/GPU-h" goes (the

@@ -237,8 +237,8 @@ def test_status_names_the_release_that_fixed_it_and_what_kimi_k3_needs(monkeypat
         assert " not needed: fixed in 0.5.17 " in out[1] and out[2].startswith("  aiter_head_pad: not needed: sglang ")
         # newcomer 38: the patch goes, the padding does not, each release in its own terms
         assert ("sglang pads 12 heads to 16 and slices back itself from 0.5.22 (PR #34438, likely), as this patch does: "
-                "the padding is still what AITER's fast fp8 prefill needs (--attention-backend aiter), the patch is not"
-                in out[2]) == (v == "0.5.23")
+                "the padding is still what AITER's fast fp8 prefill needs (--attention-backend aiter), the patch is not; "
+                "load-test it on the MI355X: sglang PR #33341 (open)" in out[2]) == (v == "0.5.23")
         assert ("sglang accepts 12 heads per rank from 0.5.19 (PR #34647), unpadded, on the non-fp8 prefill; its padded "
                 "fp8 prefill comes in 0.5.22 (PR #34438, likely)" in out[2]) == (v == "0.5.19")
         assert out[-1] == "note: this release needs no k3lab patch" and "--force" not in "\n".join(out)
@@ -449,7 +449,15 @@ def test_status_all_is_the_release_matrix_in_one_table():
     assert "fixed (PR #32641)" in rows[by_pr[32641].release] and "(PR #34647)" in rows[by_pr[34647].release]
     assert "(PR #34438, likely)" in rows[by_pr[34438].release]
     flat = " ".join(r.stdout.split())
-    assert "K3 branch builds older than 0.5.16 (the article's images): not in the matrix" in flat
+    assert ("K3 branch builds older than 0.5.16 (the article's images report 0.5.15.post1.dev20260723): "
+            "not in the matrix") in flat
+    # (newcomer 47: "none: recommended" beside the open PR fencing that kernel): what "load-test" asks, from the
+    # release sglang pads in, with the PR the study's conclusion cites and the switch that falls back
+    from k3lab.findings.conclusions import UPSTREAM
+
+    assert "PR #33341 (open" in UPSTREAM
+    assert (f"from {by_pr[34438].release}: load-test it on the MI355X: sglang PR #33341 (open) fences this padded fp8 "
+            "prefill off on gfx950, where it memory-faulted; if it faults, SGLANG_AITER_FP8_PREFILL_ATTN=false") in flat
     assert "--attention-backend aiter" in flat and all(len(x) <= 118 for x in lines[-4:])
     bad = _cli("status", "--all", "--version", "0.5.16")
     assert bad.returncode == 2 and bad.stderr.strip() == "k3lab_patches status: error: --all lists every release: drop --version"

@@ -17,6 +17,9 @@ from __future__ import annotations
 import sys
 import textwrap
 
+#: the version an article-era Kimi K3 branch image reports (data/public_measurements.yaml's ROCm runs): a
+#: development build of 0.5.15.post1, which sorts before 0.5.16
+BRANCH_EXAMPLE = "0.5.15.post1.dev20260723+g6c9fd0adc5"
 USAGE = "usage: python -m k3lab_patches {status [--version X | --all] | verify [--device D] [--vocab N] [--force] | serve [--force] [--dry-run] -- <sglang args>}"
 
 
@@ -95,10 +98,14 @@ def release_table() -> list[str]:
     w = [max(len(x[i]) for x in rows + [heads]) for i in range(len(heads))]
     line = lambda cells: "  ".join(c.ljust(n) for c, n in zip(cells, w)).rstrip()  # noqa: E731
     # (newcomer 45: a branch build on a measured release, e.g. 0.5.17.dev0, is judged by that release's row)
-    notes = (f"K3 branch builds older than {rows[0][0].split('–')[0]} (the article's images): not in the matrix; status "
-             "--version X says 'unknown', and serve --force applies both patches where their code is as expected",
+    # (newcomer 47: "older than 0.5.16" beside the README's "rebuilt on 0.5.16's code": the images' own version)
+    notes = (f"K3 branch builds older than {rows[0][0].split('–')[0]} (the article's images report "
+             f"{BRANCH_EXAMPLE.split('+')[0]}): not in the matrix; status --version X says 'unknown'; serve --force "
+             "applies both patches where their code is as expected",
              "every release: on ROCm sglang picks triton attention for K3's 12 heads per rank; AITER's prefill needs "
-             "--attention-backend aiter (and the MI35x recipe's SGLANG_AITER_K3_OPT=1 for a 1M-token request)")
+             "--attention-backend aiter (and the MI35x recipe's SGLANG_AITER_K3_OPT=1 for a 1M-token request)",
+             # (newcomer 47: "none: recommended" beside the open PR fencing the padded kernel: what "load-test" means)
+             f"from {pad_from}: {AiterHeadPadPatch.load_test()}")
     return [line(heads), line(["-" * n for n in w]), *map(line, rows),
             *(x for n in notes for x in textwrap.wrap(n, 118, subsequent_indent="  ", break_on_hyphens=False))]
 
@@ -127,8 +134,7 @@ def status_main(argv) -> int:
         try:
             parse(version)
         except ValueError:
-            ap.error(f"--version {args.version[:40]!r} is not a PEP 440 version (e.g. 0.5.17, "
-                     "0.5.15.post1.dev20260723+g6c9fd0adc5)")
+            ap.error(f"--version {args.version[:40]!r} is not a PEP 440 version (e.g. 0.5.17, {BRANCH_EXAMPLE})")
     else:
         try:
             version = sglang_version()

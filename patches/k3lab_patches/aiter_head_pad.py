@@ -140,8 +140,18 @@ class AiterHeadPadPatch:
     known_versions = frozenset({"0.5.16"})
     # upstream, as the study read it (data/sglang_upstream_changes.yaml; a study test holds the two equal)
     UPSTREAM = {"accepts": ("0.5.19", 34647), "prefill": ("0.5.22", 34438), "pad_heads": ("0.5.19", 36356)}
+    #: the open sglang PR that fences the padded fp8 prefill kernel off for 12-head models on gfx950 (the MI355X),
+    #: where it memory-faulted (read 2026-12-04; the study's claim P4), and the switch that falls back
+    FENCED_BY, FALLBACK = 33341, "SGLANG_AITER_FP8_PREFILL_ATTN=false"
     fixed_by = ("sglang 0.5.19 accepts 12 heads per rank (PR #34647; #36356's pad not yet reached); from 0.5.22 "
                 "its fp8 prefill pads 12 -> 16 and slices back, as this patch does (PR #34438, likely)")
+
+    @classmethod
+    def load_test(cls) -> str:
+        """What a release that pads for itself still asks on the MI355X (newcomer 47: "recommended" beside the
+        open PR fencing that kernel): load-test, and the switch that falls back."""
+        return (f"load-test it on the MI355X: sglang PR #{cls.FENCED_BY} (open) fences this padded fp8 prefill off on "
+                f"gfx950, where it memory-faulted; if it faults, {cls.FALLBACK}")
 
     @classmethod
     def fixed_says(cls, version: str) -> str:
@@ -156,7 +166,7 @@ class AiterHeadPadPatch:
         if version_key(version) >= version_key(pad_from):
             return (f"sglang pads 12 heads to 16 and slices back itself from {pad_from} (PR #{pad_pr}, likely), as this "
                     "patch does: the padding is still what AITER's fast fp8 prefill needs (--attention-backend aiter), "
-                    "the patch is not")
+                    f"the patch is not; {cls.load_test()}")
         return (f"sglang accepts 12 heads per rank from {acc_from} (PR #{acc_pr}), unpadded, on the non-fp8 prefill; "
                 f"its padded fp8 prefill comes in {pad_from} (PR #{pad_pr}, likely)")
 
