@@ -204,8 +204,9 @@ def _spec(args, gpu: str) -> tuple[Spec, tuple | None, str]:
                          f"{top}) with it")
     capped = top is not None and hi > top  # runs that drafted more accepted more than this block can
     hi = min(hi, top) if capped else hi
-    which = (f"the median of the lower group, {g['runs']} of {g['of']} public Kimi K3 runs ({whose}): the acceptance "
-             "real traffic gets (below); the range spans the group" if g["grouped"] else
+    # (newcomer 47: "the median of the lower group" was jargon): which runs, by what splits them (plan_accept)
+    which = (f"the median of the {g['runs']} of {g['of']} public Kimi K3 runs ({whose}) on prompts that do not "
+             f"repeat, what real traffic gets; the range spans those {g['runs']}" if g["grouped"] else
              f"the median of {g['runs']} public Kimi K3 runs ({whose}); the range spans them")
     return (Spec(args.spec, mid, block), (lo, hi),
             f"{mid:g} tokens per verify step, {which}, {lo:g}-{hi:g}"
