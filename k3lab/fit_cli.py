@@ -169,15 +169,17 @@ def _options_lines(p: memory.Plan) -> list[str]:
         return ["  no state-pool setting applies (no linear-attention layers)", levers]
     if not p.fit_options:
         return ["  no state-pool setting makes it fit (each of sglang's three branches searched)", levers]
-    head = (f"  it fits with one of these state-pool settings (max running requests per replica; "
-            f"{p.max_running_requests:,} as configured):")
+    # (newcomer 48: "408 running requests, 1 request of 1,048,576 tokens" read as both at once): each a limit alone
+    head = (f"  it fits with one of these state-pool settings (each limit alone, per replica: running requests at most "
+            f"({p.max_running_requests:,} as configured), and {p.context_tokens:,}-token requests held; `quote` says "
+            "how many of yours run beside a held one):")
     best = p.best_option
     width = max(len(o.flags) for o in p.fit_options)
     rows = []
     for o in p.fit_options:
         tail = "; no prefix caching" if o.settings.disable_radix_cache else ""
         mark = "  ← k3lab's pick" if o is best and len(p.fit_options) > 1 else ""
-        rows.append(f"    {o.flags:<{width}}  {o.max_running_requests:>5,} running requests, "
+        rows.append(f"    {o.flags:<{width}}  {o.max_running_requests:>5,} running requests at most; holds "
                     f"{o.full_context_requests:,} request{'s' if o.full_context_requests != 1 else ''} of {p.context_tokens:,} tokens{tail}{mark}")
     return [head, *rows]
 

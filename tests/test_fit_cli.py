@@ -168,10 +168,12 @@ def test_settings_that_would_make_it_fit_are_listed_with_their_cost():
     p = memory.plan(specs.load_model("kimi-k3"), "b300", 8, 8)
     rc, out, _ = run(*B300)
     assert "a 1,048,576-token request fits: no  (fits only with a setting)" in out
-    assert f"max running requests per replica; {p.max_running_requests} as configured" in out
+    # (newcomer 48: "408 running requests, 1 request of 1,048,576 tokens" read as both at once): each limit alone
+    assert (f"(each limit alone, per replica: running requests at most ({p.max_running_requests} as configured), and "
+            "1,048,576-token requests held; `quote` says how many of yours run beside a held one)") in out
     for o in p.fit_options:
         line = next(ln for ln in out.splitlines() if ln.strip().startswith(o.flags + " "))
-        assert f"{o.max_running_requests:,} running requests" in line
+        assert f"{o.max_running_requests:,} running requests at most; holds {o.full_context_requests} request" in line
     assert "k3lab's pick" in next(ln for ln in out.splitlines() if p.best_option.flags in ln)
     assert "no prefix caching" in next(ln for ln in out.splitlines() if "--disable-radix-cache" in ln)
     rc, out, _ = run(*MI)
