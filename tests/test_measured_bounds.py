@@ -163,8 +163,9 @@ def test_the_latency_to_plan_on_takes_the_band_narrowed_to_the_measured_bounds()
                            "ranges come from: sglang_pr37878 (sglang v0.5.18 @ 71de97b2) measured your layout and lengths "
                            "at c16, every request running.")
     # (newcomer 40: the rules "nearly unparseable"): each said as a sentence, the ceiling's scale and excess named
-    assert said.endswith("Latency does not fall as requests are added, so a figure at fewer requests is a floor (a "
-                         "DSpark TPOT: one accepting as many tokens a step or more) and one at more a ceiling; nor does "
+    assert said.endswith("Latency does not fall as requests are added, so a figure at fewer requests is a floor (for "
+                         "DSpark's TPOT, only from a run accepting at least as many tokens a step) and one at more a "
+                         "ceiling; nor does "
                          "it grow faster than their number, so a figure at fewer requests times 32/16 is a ceiling too "
                          f"(TTFT x{x:.2f} more: the most any of {len(measured_bounds.pairs('ttft_ms'))} public pairs on "
                          "one setup outgrew it).")

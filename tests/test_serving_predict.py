@@ -522,8 +522,9 @@ def test_cli_text_names_the_settings_and_the_admission(runs):
     assert rc == 0 and se == "", se
     a = P.admission(CFG, MI355X, 9216).requests
     lines = so.splitlines()
-    assert lines[0] == ("kimi-k3 on 8×MI355X TP8 — sglang (cohort regime: closed_loop arrivals, fixed lengths), "
-                        "settings: defaults")
+    # (newcomers 47-48: "cohort regime: closed_loop arrivals" needed the docs): the load in words
+    assert lines[0] == ("kimi-k3 on 8×MI355X TP8 — sglang; load: each client sends its next request when one ends, "
+                        "fixed lengths (requests run in step: the model's cohort regime), settings: defaults")
     assert (f"concurrency {a} running (asked 64: the engine admits {a}, the rest queue and wait in the TTFT)"
             in lines[1]) and "no speculative decoding" in lines[1]
     assert "A model, not a measurement" in so

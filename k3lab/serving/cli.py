@@ -305,6 +305,13 @@ def _differs(n: dict, p: Prediction) -> str:
     return out
 
 
+#: a benchmark harness's arrivals (:data:`k3lab.serving.engines.ARRIVALS`) and the model's regimes
+#: (:data:`k3lab.serving.engines.REGIMES`) in words
+ARRIVAL_WORDS = {"closed_loop": "each client sends its next request when one ends", "ramped": "clients ramped one by one",
+                 "rate": "requests at a set rate", "burst": "every request sent at once"}
+REGIME_WORDS = {"cohort": "run in step", "staggered": "arrive spread out", "mixed": "ride prompts in decode steps"}
+
+
 def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = (), after_table: list[str] = (),
                       stated: set = frozenset(), bounds: dict | None = None) -> str:
     """The human-readable answer: header naming the settings (``flags``: sglang flags the question
@@ -319,8 +326,11 @@ def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = (), a
     def band_word(kind):
         return band_words(p.band_of(kind))
 
-    head = [f"kimi-k3 on {p.layout} — {p.engine} ({p.regime} regime: {p.harness.arrival} arrivals, "
-            f"{p.harness.lengths} lengths), settings: {', '.join([*p.variants, *flags]) or 'defaults'}",
+    # (newcomers 47-48: "cohort regime: closed_loop arrivals" needed docs/serving-model.md): the load in words, the
+    # regime's name after them for the docs
+    head = [f"kimi-k3 on {p.layout} — {p.engine}; load: {ARRIVAL_WORDS[p.harness.arrival]}, {p.harness.lengths} "
+            f"lengths (requests {REGIME_WORDS[p.regime]}: the model's {p.regime} regime), settings: "
+            f"{', '.join([*p.variants, *flags]) or 'defaults'}",
             f"  workload: {p.input_len:,} in / {p.output_len:,} out, concurrency {p.concurrency:,}"
             + (f" running (asked {p.concurrency_asked:,}: the engine admits {p.admitted:,}, the rest queue and wait "
                "in the TTFT)" if p.concurrency < p.concurrency_asked else f" (the engine admits {p.admitted:,})")

@@ -232,7 +232,7 @@ def source(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int | 
                       "outgrew it)" for k in more))
     return (f"Where the ranges come from: {src} measured your layout and lengths at c{'/'.join(map(str, cs))}, every "
             f"request running. Latency does not fall as requests are added, so a figure at fewer requests is a floor"
-            + (" (a DSpark TPOT: one accepting as many tokens a step or more)" if dspark else "")
+            + (" (for DSpark's TPOT, only from a run accepting at least as many tokens a step)" if dspark else "")
             + f" and one at more a ceiling{grow}.")
 
 
