@@ -498,8 +498,9 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     more = [["more: python -m k3lab compare (every layout and price source, same flags); nothing here ran on a GPU"]]
     # newcomer 20: with no target the $/M is at each peak's TPOT (61 ms on the MI355X), seen only in a column
     loose = ([] if target.active else
-             [_wrap("latency: none asked, so each layout at its peak, at the TPOT its row shows; --max-tpot MS prices "
-                    "each at yours")])
+             # (newcomer 48: "cached peak" never defined): what the peak is, here where it is used
+             [_wrap("latency: none asked, so each layout at its cached peak (the most requests its pools admit with "
+                    "prefix caching on), at the TPOT its row shows; --max-tpot MS prices each at yours")])
     order = [*room, *settings, *notes, *capped, *said, *trap, *recipe, *loose, *more]
     groups = []
     for g in [*said, *settings, *trap, *notes, *capped, *recipe, *room, *loose, *more]:
