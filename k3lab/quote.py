@@ -337,27 +337,29 @@ def how_sure(u: dict) -> str:
     # its two readings left to the band line above
     # (newcomer 47: "8% after the 9% it favours the MI355X by on fitted runs" could not be decoded): what is
     # corrected, in words; each GPU's reading is the band line's
-    toward = "correcting for how it predicts their runs"
-    leans = ("" if ratio is None else f", {1 - ratio:.0%} after {toward}" if ratio < 1 else
-             f"; none after {toward}: the {b} leads by {1 - 1 / ratio:.0%}")
+    # (newcomer 49: the break-even price on the model's basis beside the lead on the corrected one): both bases for
+    # each, "corrected" named the same way
+    toward = "corrected for its fitted runs"
+    leans = ("" if ratio is None else f" ({1 - ratio:.0%} {toward})" if ratio < 1 else
+             f" (none {toward}: the {b} leads by {1 - 1 / ratio:.0%})")
     bands = {a: be.get("a_band"), b: be.get("b_band")}
+    # why "not very" (newcomers 47-49: "an error in either band" decoded by hand): the gap against the bands
     if None in bands.values():
-        word, allows = "not very", f"the bands together allow x{allow:.2f}"
+        word, gap = "not very", f"the bands together allow x{allow:.2f}"
     elif need <= min(bands.values()):
-        word, allows = "not very", "in either band"
+        word, gap = "not very", "a gap inside either band"
     elif need <= max(bands.values()):
-        word, allows = "somewhat", f"only the {max(bands, key=bands.get)}'s band allows it"
+        word, gap = "somewhat", f"a gap only the {max(bands, key=bands.get)}'s band covers"
     else:
-        word, allows = "fairly", f"only both bands together allow it, x{allow:.2f}"
-    # the model's error that turns it, as a share (newcomer 47 worked out "an 18% error flips it" by hand)
-    pct = f"{need - 1:.0%}"
-    err = f"{'an' if pct.startswith('8') or pct[:2] in ('11', '18') else 'a'} {pct} error"
+        word, gap = "fairly", f"a gap only both bands together cover, x{allow:.2f}"
+    price = u["second_usd_per_gpu_hour"] / need
+    fixed = f" (${price * lean:,.2f} {toward.split()[0]})" if ratio is not None and ratio < 1 else ""
     # "lead": the centre's (the slow edges' pick, said before it, may be the other GPU: at 8,192/1,024 "the MI355X
     # wins instead" after "the lower-risk pick: the MI355X" read as a contradiction)
     # (newcomers 40-43: "lead ... goes if" read backwards): which GPU is cheaper, then what makes the other win
-    return (f"How sure: {word}: the {a} is {1 - 1 / need:.0%} cheaper by the model{leans}; the {b} wins at over "
-            f"{1 / u['price_ratio']:.2f}x the {a}'s tok/s/GPU (modelled: {1 / be['ratio']:.2f}x: {err}, {allows}) or "
-            f"costs under ${u['second_usd_per_gpu_hour'] / need:,.2f}/GPU-h")
+    return (f"How sure: {word}: the {a} is {1 - 1 / need:.0%} cheaper by the model{leans}, {gap}; the {b} wins at "
+            f"over {1 / u['price_ratio']:.2f}x the {a}'s tok/s/GPU (modelled {1 / be['ratio']:.2f}x) or costs "
+            f"under ${price:,.2f}/GPU-h{fixed}")
 
 
 def _wrap(text: str) -> list[str]:
@@ -384,8 +386,10 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
                  + (target.label() if target.active else "each layout's cached peak"))
     # its own line, filled where the screen has room (the head stays one line: the measure line outranks it)
     # (newcomer 47: "c 76" beside "MI355X 120" read as two concurrencies with no bridge): which is which
-    room = [_wrap(f"beside one held {a['context_tokens']:,}-token request, memory runs {room} of yours (c: "
-                  + ("what meets your target)" if target.active else "each layout's peak)"))] if room else []
+    # (newcomers 49-50: "111§" in the table beside "B300 110§ of yours" here: one counts the held request): c is
+    # without one held
+    room = [_wrap(f"holding one {a['context_tokens']:,}-token request, memory still runs {room} of yours beside it "
+                  "(c: without it)")] if room else []
     body = [_cells(df, r, overrides) for r in rows.values() if r is not None]
     # the slow edge only where a target sets one (newcomer 47: the header promised one the rows never printed)
     cost_head = (("$/M output (band; slow edge)" if target.active else "$/M output (band)") if overrides else

@@ -123,10 +123,11 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     # quotient of the two readings the band line prints
     # (newcomers 40-43: "lead ... goes if ... x1.08/x0.99" took docs to read): which is cheaper, then what makes the
     # other win; the lean in words (its two readings are the band line's)
-    assert lean > 1.005 and (f"How sure: not very: the MI355X is 15% cheaper by the model, {net:.0%} after "
-                             f"correcting for how it predicts their runs; the B300 wins at over 1.83x the MI355X's "
-                             f"tok/s/GPU (modelled: {per[B300] / per[MI]:.2f}x: an {flip - 1:.0%} error, in either band) or costs under "
-                             f"${5.5 / flip:.2f}/GPU-h.") in flat
+    # (newcomer 49: the break-even price on the model's basis beside the lead on the corrected one): both, each named
+    assert lean > 1.005 and (f"How sure: not very: the MI355X is 15% cheaper by the model ({net:.0%} corrected for its "
+                             f"fitted runs), a gap inside either band; the B300 wins at over 1.83x the MI355X's "
+                             f"tok/s/GPU (modelled {per[B300] / per[MI]:.2f}x) or costs under ${5.5 / flip:.2f}/GPU-h "
+                             f"(${5.5 / flip * lean:.2f} corrected).") in flat
     # ... named the same way where the other GPU is the cheaper (newcomer 14: "overrates" at one workload and
     # "underrates" at another read as two biases)
     d8 = decision.decide("kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5},
@@ -134,9 +135,9 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     big = " ".join(x.strip() for x in quote.quote_lines(d8))
     u8 = {lay: d8.comparison.set_index("layout").loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
     p8 = {lay: d8.comparison.set_index("layout").loc[lay, "model_tok_s"] / 8 for lay in (MI, B300)}
-    assert (f"the B300 is 8% cheaper by the model, {1 - u8[B300] / u8[MI] / lean:.0%} after correcting "
-            f"for how it predicts their runs; the MI355X wins at over {3.0 / 5.5:.2f}x the B300's tok/s/GPU (modelled: "
-            f"{p8[MI] / p8[B300]:.2f}x: an {3.0 / 5.5 / (p8[MI] / p8[B300]) - 1:.0%} error, in either band)") in big
+    assert (f"the B300 is 8% cheaper by the model ({1 - u8[B300] / u8[MI] / lean:.0%} corrected for its fitted runs), "
+            f"a gap inside either band; the MI355X wins at over {3.0 / 5.5:.2f}x the B300's tok/s/GPU (modelled "
+            f"{p8[MI] / p8[B300]:.2f}x)") in big
     # the trap the MI355X's setting avoids, in brief where the setting is named (the ratio: the model's at each one's
     # operating point, as predict says it in full)
     assert re.search(r"MI355X SGLANG_AITER_K3_OPT=1 \(without it: x0\.\d\d output tok/s at TPOT ≤ 50 ms, no "
@@ -252,22 +253,25 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     # said as speeds a renter measures: the B300 needs $6.00 / $3.00 = 2.00x the MI355X's tok/s per GPU, the
     # breakeven's 0.75 puts it at 1 / 0.75 = 1.33x
     assert said == ("too close to call, leaning to the MI355X: measure both. How sure: fairly: the MI355X is 33% "
-                    "cheaper by the model; the B300 wins at over 2.00x the MI355X's tok/s/GPU (modelled: "
-                    "1.33x: a 50% error, only both bands together allow it, x1.50) or costs under $4.00/GPU-h.")
+                    "cheaper by the model, a gap only both bands together cover, x1.50; the B300 wins at over 2.00x the "
+                    "MI355X's tok/s/GPU (modelled 1.33x) or costs under $4.00/GPU-h.")
     # which band allows the flip: x1.07 (a price ratio of 0.7) either GPU's; x1.22 (0.75 / 0.615) the B300's alone
-    assert ("How sure: not very: the MI355X is 7% cheaper by the model; the B300 wins at over 1.43x the "
-            "MI355X's tok/s/GPU (modelled: 1.33x: a 7% error, in either band) or costs under $5.60/GPU-h."
+    assert ("How sure: not very: the MI355X is 7% cheaper by the model, a gap inside either band; the B300 wins at "
+            "over 1.43x the MI355X's tok/s/GPU (modelled 1.33x) or costs under $5.60/GPU-h."
             in quote.quote_verdict(dict(u, price_ratio=0.7)))     # 1 / 0.7; $6.00 / (0.75 / 0.7)
-    assert ("How sure: somewhat: the MI355X is 18% cheaper by the model; the B300 wins at over 1.63x the "
-            "MI355X's tok/s/GPU (modelled: 1.33x: a 22% error, only the B300's band allows it)" in quote.quote_verdict(dict(u, price_ratio=0.615)))
+    assert ("How sure: somewhat: the MI355X is 18% cheaper by the model, a gap only the B300's band covers; the B300 "
+            "wins at over 1.63x the MI355X's tok/s/GPU (modelled 1.33x)" in quote.quote_verdict(dict(u, price_ratio=0.615)))
     # the lead net of the fit's lean on the two GPUs' own public runs, either way: 1 - (1/1.5) x lean; none left
     # where the lean is larger than the lead (the other then leads by 1 - 1.5 / lean)
-    assert ("the MI355X is 33% cheaper by the model, 29% after correcting for how it predicts their runs; the B300 wins"
-            ) in quote.quote_verdict(dict(u, fitted_lean=1.06))
-    assert ("the MI355X is 33% cheaper by the model, 40% after correcting for how it predicts their runs; the B300 wins"
+    assert ("the MI355X is 33% cheaper by the model (29% corrected for its fitted runs), a gap only both bands "
+            "together cover, x1.50; the B300 wins at over 2.00x the MI355X's tok/s/GPU (modelled 1.33x) or costs under "
+            "$4.00/GPU-h ($4.24 corrected)") in quote.quote_verdict(dict(u, fitted_lean=1.06))   # $6.00 / 1.5 x 1.06
+    assert ("the MI355X is 33% cheaper by the model (40% corrected for its fitted runs), a gap"
             ) in quote.quote_verdict(dict(u, fitted_lean=0.9))
-    assert ("the MI355X is 33% cheaper by the model; none after correcting for how it predicts their runs: the B300 leads by "
-            "25%; the B300 wins") in quote.quote_verdict(dict(u, fitted_lean=2.0))         # 1 - 1.5 / 2
+    # none left: no corrected break-even price (the other already leads there)
+    none = quote.quote_verdict(dict(u, fitted_lean=2.0))
+    assert ("the MI355X is 33% cheaper by the model (none corrected for its fitted runs: the B300 leads by 25%), a gap"
+            ) in none and "corrected)" not in none                                           # 1 - 1.5 / 2
     # a pair one of whose rows has no band (outside the model's domain): the centre, and no verdict leaning on a band
     nob = quote.quote_verdict(dict(u, breakeven={"ratio": 0.75, "low": None, "high": None}, fitted_lean=1.06))
     assert nob == ("At $3.00 vs $6.00/GPU-h the MI355X is 33% cheaper per token than the B300 at the model's centre, but "
@@ -380,12 +384,10 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     usd = {lay: rows.loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
     assert f"{1 - usd[MI] / usd[B300]:.0%}" == f"{1 - (3.0 / 5.5) / be:.0%}"
     assert "verdict: too close to call: measure both." in flat
-    assert (f"How sure: not very: the MI355X is {1 - usd[MI] / usd[B300]:.0%} cheaper by the model, "
-            f"{1 - usd[MI] / usd[B300] * lean:.0%} after correcting for how it predicts their runs; the B300 wins at "
-            f"over {5.5 / 3.0:.2f}x the MI355X's tok/s/GPU (modelled: {1 / be:.2f}x: an {be / (3.0 / 5.5) - 1:.0%} error, "
-            f"in either band) or "
-            f"costs under "
-            f"${5.5 * usd[MI] / usd[B300]:,.2f}/GPU-h.") in flat and be / (3.0 / 5.5) <= min(a, b)
+    assert (f"How sure: not very: the MI355X is {1 - usd[MI] / usd[B300]:.0%} cheaper by the model ("
+            f"{1 - usd[MI] / usd[B300] * lean:.0%} corrected for its fitted runs), a gap inside either band; the B300 "
+            f"wins at over {5.5 / 3.0:.2f}x the MI355X's tok/s/GPU (modelled {1 / be:.2f}x) or costs under "
+            f"${5.5 * usd[MI] / usd[B300]:,.2f}/GPU-h") in flat and be / (3.0 / 5.5) <= min(a, b)
     assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (1 repo" in flat
     assert flat.index("band (") < flat.index("verdict: ")
     # the table's slow edges read: each GPU's $/M if its model is as slow as its band allows, at the target
@@ -397,7 +399,7 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     assert "measure both. The lower-risk pick: the MI355X, cheaper at both slow edges. How sure:" in flat
     big = " ".join(x.strip() for x in quote.quote_lines(decision.decide(
         "kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50))))
-    assert "How sure: not very: the B300 is 8% cheaper by the model, 15% after correcting" in big and \
+    assert "How sure: not very: the B300 is 8% cheaper by the model (15% corrected" in big and \
         "The lower-risk pick: the MI355X, cheaper at both slow edges (the B300's band is wider)." in big
     # without a target there are no slow edges, and no such sentence
     plain = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})
@@ -557,8 +559,8 @@ def test_the_named_state_pool_setting_says_how_little_room_it_leaves():
     # how little room it leaves is the head's (newcomers 20, 21: said for every GPU, not the B300 alone): none of
     # yours beside the full-context request on the B300; on the MI355X what its KV cache leaves, in whole requests
     mi = memory.fit(cfg, specs.parse_layout("8xmi355x tp8"), 0.9, "bf16", variants=("aiter-k3-opt",)).max_kv_tokens
-    assert (f"beside one held 1,048,576-token request, memory runs MI355X {(mi - 1_048_576) // (8192 + 1024)}, B300 "
-            "none of yours (c: what meets your target) settings:") in flat
+    assert (f"holding one 1,048,576-token request, memory still runs MI355X {(mi - 1_048_576) // (8192 + 1024)}, B300 "
+            "none of yours beside it (c: without it) settings:") in flat
     # with a GiB held before the weights load, 0.795 no longer holds it
     assert not memory.fit(cfg, dep, 0.9, "bf16", mamba_full_memory_ratio=0.795, init_overhead_bytes=2**30).fits
 
@@ -657,7 +659,7 @@ def test_attack_5_the_measure_line_names_the_verdicts_two_and_comes_back_when_it
                      f"{int(rows.loc[B300, 'model_concurrency'])}") in lines) == fits
             assert any(x.startswith("band (9 in 10 public runs the model was not fitted on fell inside)") for x in lines)
             assert fits or len(lines) == quote.MAX_LINES   # dropped for want of room, never while it fitted
-        assert re.search(r"How sure: not very: the (MI355X|B300) is \d+% cheaper by the model, \d+% after correcting for how it predicts their runs;", " ".join(x.strip() for x in lines))
+        assert re.search(r"How sure: not very: the (MI355X|B300) is \d+% cheaper by the model \(\d+% corrected for its fitted runs\), a gap", " ".join(x.strip() for x in lines))
 
 
 def test_attack_5_long_prices_keep_the_screen_width():
@@ -819,9 +821,9 @@ def test_the_head_says_how_many_of_yours_run_beside_a_full_context_request():
     assert rows.loc[B300, "priced_with"] == "--disable-radix-cache --max-running-requests 111"
     lines = quote.quote_lines(d)
     # (the B300's under its § setting, the radix cache off: the README's "none" is at --mamba-full-memory-ratio 0.795)
-    # (newcomer 47: "c 76" beside "MI355X 120" with no bridge): which figure is which
-    assert (f"beside one held 1,048,576-token request, memory runs MI355X {slots - 1}, B300 110§ of yours (c: what "
-            "meets your target)") in lines
+    # (newcomers 47-50: "c 76" and "111§" beside "MI355X 120" and "B300 110§" with no bridge): which figure is which
+    assert (f"holding one 1,048,576-token request, memory still runs MI355X {slots - 1}, B300 110§ of yours beside it "
+            "(c: without it)") in lines
     # the head stays one line (the measure line outranks this one: it is filled where the screen has room)
     assert not lines[1].startswith("  ") and any(x.startswith("measure: ") for x in lines)
 
