@@ -743,7 +743,7 @@ def test_a_nearest_run_the_fit_misses_past_any_band_says_so():
                for x in rows if "nospec_128k512" in x)
     # newcomer 15: that DSpark run sat among a no-DSpark question's nearest, unexplained; the question's own
     # setting comes first now, and the run is named under a DSpark question, with its miss and its setting
-    assert not any("DSpark τ" in x for x in rows)   # (a DSpark run's TTFT is a prefill's: listed as one)
+    assert not any("DSpark accepting" in x for x in rows)   # (a DSpark run's TTFT is a prefill's: listed as one)
     q = P.predict(CFG, parse_layout("8xmi355x tp8"), Workload(172_000, 1024, 1), Spec("dspark", 1.25),
                   variants=("aiter-k3-opt",))
     ds = next(x for x in format_prediction(q).splitlines() if x.startswith("    arist12_pb54_dspark_128k512_c1_tpot"))

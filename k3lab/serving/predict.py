@@ -254,7 +254,8 @@ def nearest(gpu: str, work: Workload, spec: Spec, k: int = 3, engine: str = "sgl
                 break
     return tuple({"id": o.id, "source": o.source, "gpu": o.gpu, "layout": o.layout, "engine": o.engine,
                   "workload": f"{o.input_len}/{o.output_len} c{o.concurrency}"
-                              + (f" DSpark τ={o.accept_len:g}" if o.spec != "none" else ""),
+                              # (newcomers 48-50: "τ" never explained)
+                              + (f" DSpark accepting {o.accept_len:g}" if o.spec != "none" else ""),
                   "kind": o.kind, "value": o.value, "fitted": o.fitted,
                   "normalisation": o.normalisation or "", "concurrency": o.concurrency, "admitted": o.admitted,
                   "input_len": o.input_len, "output_len": o.output_len,
