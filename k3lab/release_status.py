@@ -79,7 +79,22 @@ def patch_verdicts(doc: dict | None = None) -> dict:
                         "kimi_k3_module": "the release ships sglang/srt/models/kimi_k3.py (it can run Kimi K3)",
                         "hip_default_attention_k3_tp8": "the attention backend sglang picks on HIP for 96 heads "
                                                         "at TP8 unless --attention-backend says otherwise"},
-            "rows": rows}
+            "rows": rows, "k3_images": k3_images()}
+
+
+def k3_images() -> dict:
+    """The article's Kimi K3 images as the study emulated them (not a measured release: newcomers 49-50 found no
+    row for the NameError the question names): the state label and the exception the emulation raised
+    (``data/measured/cpu-2core/sglang_topk_repro.json``, its PR #32621 state: top-p bound on HIP, top-k never),
+    beside the version those images report (``data/public_measurements.yaml``'s ROCm runs on them)."""
+    import re
+
+    t = data.load("sglang_topk_repro")
+    seen = sorted({m.group(1) for x in data.load("public_measurements").measurements
+                   for m in [re.search(r"reporting\s+(\S+?\.dev\d+)", " ".join((x.engine_version or "").split()))] if m})
+    return {"state": t["state_labels"]["pr32621"], "raises": t["crash"]["last_line"].split(":")[0],
+            "reports": seen[0] if seen else None,
+            "source": "k3lab study, data/measured/cpu-2core/sglang_topk_repro.json (emulated on 0.5.16's code)"}
 
 
 def write_patch_verdicts(path: Path | None = None, doc: dict | None = None) -> Path:

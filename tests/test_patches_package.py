@@ -449,8 +449,17 @@ def test_status_all_is_the_release_matrix_in_one_table():
     assert "fixed (PR #32641)" in rows[by_pr[32641].release] and "(PR #34647)" in rows[by_pr[34647].release]
     assert "(PR #34438, likely)" in rows[by_pr[34438].release]
     flat = " ".join(r.stdout.split())
-    assert ("K3 branch builds older than 0.5.16 (the article's images report 0.5.15.post1.dev20260723): "
-            "not in the matrix") in flat
+    # (newcomers 49-50: no row for the NameError the question names): the article's images, first, from the study's
+    # emulation (the top-k transcript's PR #32621 state and its exception) and the version public runs on them report
+    topk = data.load("sglang_topk_repro")
+    assert topk["crash"]["last_line"].startswith("NameError: name 'top_k_renorm_prob' is not defined")
+    img = [c.strip() for c in re.split(r"\s{2,}", lines[2])]
+    assert img == ["K3 images (0.5.15.post1.dev20260723)", "yes", "NameError (emulated)",
+                   "refused" if release_status.aiter_refuses_12_heads(matrix[0]) else "?", "both, --force (untested there)"]
+    assert any("reporting 0.5.15.post1.dev20260723" in " ".join((m.engine_version or "").split())
+               for m in data.load("public_measurements").measurements)
+    assert ("K3 images: the article's branch builds, outside the matrix (the row: the study's emulation of their PR "
+            "#32621 state)") in flat
     # (newcomer 47: "none: recommended" beside the open PR fencing that kernel): what "load-test" asks, from the
     # release sglang pads in, with the PR the study's conclusion cites and the switch that falls back
     from k3lab.findings.conclusions import UPSTREAM

@@ -173,8 +173,6 @@ def _checked_fragments(block: str) -> list[str]:
     """Sentences of the README's prose computed here from the study's code and data (and, for a unit the
     bottom line writes otherwise, from ``block``, that bottom line): what the README must say, to the digit,
     for each number no pasted output holds."""
-    import calendar
-    import datetime
 
     from k3lab import attention, claims, data, specs
     from k3lab.findings import f3_prefill
@@ -192,8 +190,6 @@ def _checked_fragments(block: str) -> list[str]:
 
     near = nearest_fallback_ttft("amd-cdna4", n[1], 1)
     assert near.fitted > near.value   # the model overstates Triton there: the gain it gives here is high
-    pr = next(c for c in data.load("upstream_changes").changes if c.pr == 32641)
-    opened = datetime.date.fromisoformat(str(pr.opened))
     # the issue's what-if beside the README's screen at the renter's 1,024 / 400 (newcomers 20-22: the two point
     # different ways at the centre; newcomer 26: a headline at another workload than the question's): each GPU's
     # cheapest row at 8,192 / 1,024, $3.00 and $5.50, TPOT <= 50 ms
@@ -243,7 +239,6 @@ def _checked_fragments(block: str) -> list[str]:
         # kernel at an equal share of its peak (the spec sheet's fp8 over bf16, x 12/16)
         f"fp8's twice bf16's, ×{mi.dense_fp8_tflops / mi.dense_bf16_tflops * per_rank / padded:.1f} the\nattention"
         if mi.dense_fp8_tflops == 2 * mi.dense_bf16_tflops else "(the MI355X's fp8 peak is not twice its bf16)",
-        f"late {calendar.month_name[opened.month]} {opened.year}" if opened.day > 20 else "(the fix opened early)",
         "the {}–{}× TTFT".format(*claims.get("P6").claimed.split("-"))]
 
 

@@ -94,13 +94,22 @@ def release_table() -> list[str]:
             rows[-1][0] = f"{rows[-1][0].split('–')[0]}–{v}"
         else:
             rows.append(row)
+    # the article's images, emulated, not measured (newcomers 49-50: no row for the NameError the question names):
+    # first, as they sort before every measured release
+    img = doc.get("k3_images")
+    if img:
+        rows.insert(0, [f"K3 images ({img['reports']})", "yes", f"{img['raises']} (emulated)", "refused",
+                        "both, --force (untested there)"])
     heads = ["sglang", "runs K3", "top-k crash on HIP", "12 heads, AITER prefill", "k3lab patch"]
     w = [max(len(x[i]) for x in rows + [heads]) for i in range(len(heads))]
     line = lambda cells: "  ".join(c.ljust(n) for c, n in zip(cells, w)).rstrip()  # noqa: E731
     # (newcomer 45: a branch build on a measured release, e.g. 0.5.17.dev0, is judged by that release's row)
     # (newcomer 47: "older than 0.5.16" beside the README's "rebuilt on 0.5.16's code": the images' own version)
-    notes = (f"K3 branch builds older than {rows[0][0].split('–')[0]} (the article's images report "
-             f"{BRANCH_EXAMPLE.split('+')[0]}): not in the matrix; status --version X says 'unknown'; serve --force "
+    first = next(r[0] for r in rows if r[0][:1].isdigit()).split("–")[0]
+    notes = ((f"K3 images: the article's branch builds, outside the matrix (the row: the study's emulation of their "
+              f"{img['state'].split(' (')[0]}); status says 'unknown' there; serve --force patches where the code is as "
+              "expected") if img else
+             f"K3 branch builds older than {first}: not in the matrix; status --version X says 'unknown'; serve --force "
              "applies both patches where their code is as expected",
              "every release: on ROCm sglang picks triton attention for K3's 12 heads per rank; AITER's prefill needs "
              "--attention-backend aiter (and the MI35x recipe's SGLANG_AITER_K3_OPT=1 for a 1M-token request)",
