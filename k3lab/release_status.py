@@ -67,10 +67,18 @@ K3_FACTS = {"kimi_k3_module": lambda r: bool(r["kimi_k3"]["model_file"]),
 def patch_verdicts(doc: dict | None = None) -> dict:
     """The matrix reduced to what the patches need: per measured release, oldest first,
     whether it has the bug each patch fixes (``{"sglang": v, "topk_renorm": bool, …}``), and
-    the release facts of :data:`K3_FACTS` (``kimi_k3_module``, ``hip_default_attention_k3_tp8``)."""
+    the release facts of :data:`K3_FACTS` (``kimi_k3_module``, ``hip_default_attention_k3_tp8``), the exception
+    the top-k transcript raised on the release it ran (``topk_crash``), and :func:`k3_images`."""
     doc = load_matrix() if doc is None else doc
     rows = [{"sglang": r["sglang"], **{n: bool(f(r)) for n, f in PATCH_VERDICTS.items()},
              **{k: f(r) for k, f in K3_FACTS.items()}} for r in doc["rows"]]
+    # the exception the top-k transcript saw on a release it ran (0.5.16: a TypeError, not the article's NameError;
+    # newcomer 51 found that only in the bottom line)
+    t = data.load("sglang_topk_repro")
+    seen = {x["error"].split(":")[0] for x in t["rows"] if x["state"] == t["sglang_version"] and x["outcome"] != "ok"}
+    for r in rows:
+        if r["sglang"] == t["sglang_version"] and r["topk_renorm"] and len(seen) == 1:
+            r["topk_crash"] = seen.pop()
     return {"source": (f"k3lab study, data/measured/cpu-2core/{MATRIX} (measured "
                        f"{data.load(NAME + '_meta')['date']}); rewritten by "
                        "benchmarks/sglang_release_matrix.py"),

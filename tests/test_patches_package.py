@@ -455,7 +455,11 @@ def test_status_all_is_the_release_matrix_in_one_table():
     assert topk["crash"]["last_line"].startswith("NameError: name 'top_k_renorm_prob' is not defined")
     img = [c.strip() for c in re.split(r"\s{2,}", lines[2])]
     assert img == ["K3 images (0.5.15.post1.dev20260723)", "yes", "NameError (emulated)",
-                   "refused" if release_status.aiter_refuses_12_heads(matrix[0]) else "?", "both, --force (untested there)"]
+                   "refused" if release_status.aiter_refuses_12_heads(matrix[0]) else "?", "both, --force (status: unknown; untested)"]
+    # ... and the release the transcript ran says which exception it raised there (newcomer 51: only in the bottom line)
+    raised = {x["error"].split(":")[0] for x in topk["rows"] if x["state"] == topk["sglang_version"] and x["outcome"] != "ok"}
+    assert raised == {"TypeError"} and re.search(rf"^{re.escape(topk['sglang_version'])} .* crashes \(TypeError\) ",
+                                                 "\n".join(lines), re.M)
     assert any("reporting 0.5.15.post1.dev20260723" in " ".join((m.engine_version or "").split())
                for m in data.load("public_measurements").measurements)
     assert ("K3 images: the article's branch builds, outside the matrix (the row: the study's emulation of their PR "

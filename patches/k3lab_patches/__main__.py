@@ -73,7 +73,8 @@ def release_table() -> list[str]:
     rows = []
     for r in doc["rows"]:
         v = r["sglang"]
-        crash = "crashes" if r["topk_renorm"] else "fixed" + (" (PR #32641)" if v == crash_fix else "")
+        crash = (f"crashes{' (' + r['topk_crash'] + ')' if r.get('topk_crash') else ''}" if r["topk_renorm"] else
+                 "fixed" + (" (PR #32641)" if v == crash_fix else ""))
         if r["aiter_head_pad"]:
             heads = "refused"
         elif version_key(v) >= version_key(pad_from):
@@ -99,7 +100,7 @@ def release_table() -> list[str]:
     img = doc.get("k3_images")
     if img:
         rows.insert(0, [f"K3 images ({img['reports']})", "yes", f"{img['raises']} (emulated)", "refused",
-                        "both, --force (untested there)"])
+                        "both, --force (status: unknown; untested)"])
     heads = ["sglang", "runs K3", "top-k crash on HIP", "12 heads, AITER prefill", "k3lab patch"]
     w = [max(len(x[i]) for x in rows + [heads]) for i in range(len(heads))]
     line = lambda cells: "  ".join(c.ljust(n) for c, n in zip(cells, w)).rstrip()  # noqa: E731
@@ -107,8 +108,8 @@ def release_table() -> list[str]:
     # (newcomer 47: "older than 0.5.16" beside the README's "rebuilt on 0.5.16's code": the images' own version)
     first = next(r[0] for r in rows if r[0][:1].isdigit()).split("–")[0]
     notes = ((f"K3 images: the article's branch builds, outside the matrix (the row: the study's emulation of their "
-              f"{img['state'].split(' (')[0]}); status says 'unknown' there; serve --force patches where the code is as "
-              "expected") if img else
+              f"{img['state'].split(' (')[0]}); status --version says 'unknown' for them; serve --force patches where "
+              "the code is as expected") if img else
              f"K3 branch builds older than {first}: not in the matrix; status --version X says 'unknown'; serve --force "
              "applies both patches where their code is as expected",
              "every release: on ROCm sglang picks triton attention for K3's 12 heads per rank; AITER's prefill needs "
