@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections import defaultdict
 
+import pytest
 import yaml
 
 from k3lab.paths import REPO_ROOT
@@ -211,10 +212,14 @@ def test_predict_prints_the_bounds_under_the_dspark_table_and_in_json():
         "Where the ranges come from: sglang_pr37878 (sglang v0.5.18 @ 71de97b2) measured your layout and lengths at c16")
     # ... and the table says the same, cell by cell
     table = lines[src - 5:src - 1]   # without DSpark, at 2, its acceptance range, at 6.4
-    assert " ".join(table[0].split()) == "without DSpark 969 (515-1,822) 29.8 (19.5-38.9) 3.5-8.0"
+    # the tok/s band narrowed to what those latencies allow (newcomer 51: "969 (515-1,822)" beside 19.5-38.9 ms and
+    # 3.5-8.0 s): 32 requests of 1,024 tokens, each TTFT + 1,023 TPOT long, from the c16 run's 3,539 ms and 19.47 ms
+    x = measured_bounds.slack("ttft_ms")
+    lo, hi = (32 * 1024 / ((3539 * 2 * x + 1023 * 2 * 19.47) / 1e3), 32 * 1024 / ((3539 + 1023 * 19.47) / 1e3))
+    assert " ".join(table[0].split()) == f"without DSpark 969 ({lo:,.0f}-{hi:,.0f}) 29.8 (19.5-38.9) 3.5-8.0"
     assert [x.split()[-2] for x in (table[1], table[3])] == ["3.9-8.9", "3.9-8.9"]
-    assert ("    TPOT and TTFT narrowed to the bounds public runs on this setup measured (below); TTFT: no "
-            "band here") in lines
+    assert ("    TPOT and TTFT narrowed to the bounds public runs on this setup measured (below), tok/s to what they "
+            "allow; TTFT: no band here") in lines
     # ... and the prediction's own table at the end: the measured range in place of the model's TTFT under it
     # (newcomer 39: "TTFT (ms) 3,317 not validated" under "TTFT 3.94-8.86 s")
     assert " ".join(next(x for x in lines if x.startswith("  TTFT (ms) ")).split()) == (
@@ -275,3 +280,21 @@ def test_brief_prints_the_answer_and_not_its_reasons():
                                   check=True, cwd=REPO_ROOT).stdout.splitlines() for more in ([], ["--brief"]))
     backend = [x for x in full if x.startswith("  attention backend: aiter priced")]
     assert backend and backend[0] in brief
+
+
+def test_the_output_rate_the_latency_bounds_allow_is_said_only_where_every_request_runs_and_both_are_bound():
+    """c requests of O output tokens, each TTFT + (O - 1) TPOT long, serve c O / (TTFT + (O - 1) TPOT) tok/s: the
+    model's own rate at its own latencies, and the rate each pair of bounds allows (newcomer 51); none where a bound
+    is missing, requests queue, or there is one output token."""
+    p = predict(load_model("kimi-k3"), B300, Workload(8192, 1024, 32))
+    assert measured_bounds.throughput(p, {"ttft_ms": (p.ttft_ms,) * 2, "tpot_ms": (p.tpot_ms,) * 2}) == \
+        pytest.approx((p.output_tok_s, p.output_tok_s), rel=1e-3)
+    lo, hi = measured_bounds.throughput(p, {"ttft_ms": (3000, 8000), "tpot_ms": (20, 40)})
+    assert lo == pytest.approx(32 * 1024 / (8 + 1023 * 0.04)) and hi == pytest.approx(32 * 1024 / (3 + 1023 * 0.02))
+    assert measured_bounds.throughput(p, {"ttft_ms": (3000, None), "tpot_ms": (20, 40)}) is None
+    assert measured_bounds.throughput(p, {"tpot_ms": (20, 40)}) is None
+    queued = predict(load_model("kimi-k3"), B300, Workload(8192, 1024, 4096))
+    assert queued.concurrency < queued.concurrency_asked
+    assert measured_bounds.throughput(queued, {"ttft_ms": (3000, 8000), "tpot_ms": (20, 40)}) is None
+    one = predict(load_model("kimi-k3"), B300, Workload(8192, 1, 32))
+    assert measured_bounds.throughput(one, {"ttft_ms": (3000, 8000), "tpot_ms": (20, 40)}) is None

@@ -367,9 +367,9 @@ def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = (), a
         band = ("not validated" if iv is None else "outside its domain" if outside
                 else f"{fmt.format(iv[0])} – {fmt.format(iv[1])}")
         value, before = fmt.format(getattr(p, kind) * sc), band
-        b = (bounds or {}).get(kind, (None, None))
+        b = [None if x is None else x * sc for x in (bounds or {}).get(kind, (None, None))]   # per node, per GPU
         if any(x is not None for x in b):
-            side, (lo, hi) = measured_bounds.bounded(getattr(p, kind), None if iv is None or outside else iv, *b)
+            side, (lo, hi) = measured_bounds.bounded(getattr(p, kind) * sc, None if iv is None or outside else iv, *b)
             span = measured_bounds.span_text(lo, hi, lambda x: fmt.format(x))
             if side:   # the model's value is outside what public runs on this setup measured: theirs in its place
                 value, band = span.replace("-", "–"), f"measured; model {value}"
@@ -381,7 +381,9 @@ def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = (), a
         body.append(f"  {name:<26}{value:>11}  {band:>21}")
     body += [] if p.decodes else [f"  TPOT and decode step: — ({p.NO_DECODE})"]
     body += ["  TPOT, TTFT: narrowed to (or, where the model falls outside, replaced by) what public runs on this setup "
-             "measured: the latency line above"] if bounded else []
+             "measured: the latency line above" + ("; output tok/s to what those latencies allow, c x output / (TTFT + "
+                                                   "(output - 1) x TPOT)" if "output_tok_s" in (bounds or {}) else "")
+             ] if bounded else []
     near = ["", "  nearest public measurements (same family; the fit's value for each run as it ran, its harness, "
                 "block and build, and that over the measurement):"]
     left = [n for n in p.nearest if n["id"] not in stated]
@@ -490,7 +492,9 @@ def cli_main(argv: list[str] | None = None) -> int:
         def bounds_of(q: Prediction) -> dict:   # a row of the DSpark table: its measured (floor, ceiling), ms by kind
             fl, ce = (measured_bounds.floors(q, kernel, args.kv_dtype, block),
                       measured_bounds.ceilings(q, kernel, args.kv_dtype, block))
-            return {k: (getattr(fl.get(k), "value", None), getattr(ce.get(k), "value", None)) for k in {*fl, *ce}}
+            out = {k: (getattr(fl.get(k), "value", None), getattr(ce.get(k), "value", None)) for k in {*fl, *ce}}
+            rate = measured_bounds.throughput(q, out)   # what the latencies' bounds allow the output rate
+            return {**out, "output_tok_s": rate} if rate else out
     except (ValueError, OverflowError) as e:
         print(f"k3lab predict: error: {e}", file=sys.stderr)
         return 2

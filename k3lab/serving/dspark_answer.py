@@ -343,7 +343,9 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
             + (f"  {f'$/M at ${usd:,.2f}':>13}" if usd is not None else ""))
     fog = [r[1] for r in rows if r[1] is not None and not r[1].band_holds("ttft_ms")]
     legend = ([f"    † TTFT: no band ({fog[0].not_validated('ttft_ms')[0]})"] if daggered else [])
+    rate = any("output_tok_s" in (bounds_of(r[1]) if bounds_of is not None else {}) for r in rows if r[1] is not None)
     legend += (["    TPOT and TTFT narrowed to the bounds public runs on this setup measured (below)"
+                + (", tok/s to what they allow" if rate else "")
                 + ("; TTFT: no band here" if fog and not daggered else "")] if floored else [])
     return [head, cols, *table, *legend]
 

@@ -252,6 +252,21 @@ def sentence(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int 
     return " ".join(x for x in parts(rows, kernel, kv_dtype, block) if x)
 
 
+def throughput(p: Prediction, latency: dict) -> tuple[float, float] | None:
+    """(floor, ceiling) output tok/s per deployment that the latency bounds ``latency`` (``{"ttft_ms": (floor,
+    ceiling), "tpot_ms": ...}``, ms) imply for ``p`` where all four are given and every request runs at once: a
+    closed loop of ``c`` requests of ``O`` output tokens, each ``TTFT + (O − 1) · TPOT`` long (bench_serving's
+    TPOT), serves ``c · O / (TTFT + (O − 1) · TPOT)`` (the model's own rate, :func:`k3lab.serving.model.benchmark`);
+    the floor from both ceilings, the ceiling from both floors (newcomer 51: "969 (515-1,822)" beside latencies
+    narrowed to 19.5-38.9 ms and 3.5-8.0 s, which allow 686-1,394). None otherwise (requests queueing, one output
+    token, a bound missing)."""
+    (tf, tc), (pf, pc) = latency.get("ttft_ms", (None, None)), latency.get("tpot_ms", (None, None))
+    if None in (tf, tc, pf, pc) or p.concurrency != p.concurrency_asked or p.output_len < 2:
+        return None
+    c, o = p.concurrency, p.output_len
+    return c * o / ((tc + (o - 1) * pc) / 1e3), c * o / ((tf + (o - 1) * pf) / 1e3)
+
+
 def as_dict(p: Prediction, kernel: str, kv_dtype: str = "bf16", block: int | None = None) -> dict:
     """:func:`floors` and :func:`ceilings` JSON-ready: per kind and side the bound's ms, the run's measured ms,
     the scale, its concurrency, acceptance, id, source and build, and where the model's value sits."""
