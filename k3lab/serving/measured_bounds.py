@@ -167,17 +167,18 @@ def _ms(kind: str, v: float) -> str:
     return f"{v / 1000:,.2f} s" if kind == "ttft_ms" else f"{v:,.1f} ms"
 
 
-def _range(kind: str, v: float, iv, fl: Bound | None, ce: Bound | None, what: str) -> str:
+def _range(kind: str, v: float, iv, fl: Bound | None, ce: Bound | None, what: str, on: str = "") -> str:
     """One latency to plan on: the model's value ``v`` (ms) with its range ``iv`` ((low, high) ms: a band, or
     ``what`` says which range; None: none holds) narrowed to the floor ``fl`` and ceiling ``ce``; where the
-    model's value sits outside them, the measured range alone, the model's value named after it."""
+    model's value sits outside them, the measured range alone, the model's value named after it; ``on`` says
+    which runs measured it where that differs from the question's other row (e.g. " on DSpark runs, ...")."""
     name = KINDS[kind]
     side, (lo, hi) = bounded(v, iv, None if fl is None else fl.value, None if ce is None else ce.value)
     unit = _ms(kind, v).split()[-1]
     num = (lambda x: f"{x / 1000:,.2f}") if kind == "ttft_ms" else (lambda x: f"{x:,.1f}")
     span = span_text(lo, hi, num).replace("≥", "≥ ").replace("≤", "≤ ")
     if side:
-        return (f"{name} {span} {unit} (measured bounds; the model's {num(v)} {unit} is "
+        return (f"{name} {span} {unit} (measured bounds{on}; the model's {num(v)} {unit} is "
                 f"{'under' if side == 'under' else 'over'} them)")
     if iv is None:
         return f"{name} {num(v)} {unit} (no band" + (f"; {span} {unit} measured)" if span else ")")
@@ -203,8 +204,11 @@ def texts(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int | N
             if kind == "tpot_ms" and not p.decodes:
                 continue
             iv = p.interval(kind) if p.band_holds(kind) else (tpot_iv if kind == "tpot_ms" else None)
+            # (newcomer 52: DSpark's TTFT bounds above the plain ones "with no stated reason"): whose runs, and why
+            on = (" on DSpark runs, whose prefill includes the draft's" if kind == "ttft_ms" and p.spec_on and
+                  len(rows) > 1 else "")
             said.append(_range(kind, getattr(p, kind), iv, fl.get(kind), ce.get(kind),
-                               "" if p.band_holds(kind) or kind != "tpot_ms" else what))
+                               "" if p.band_holds(kind) or kind != "tpot_ms" else what, on))
         out.append(", ".join(said))
     return out
 
