@@ -330,7 +330,11 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
                       + (f"  {usd_m:>13}" if usd is not None else "")).rstrip())
     aimed = target is not None and target.active
     only = aimed and bool(target.misses(pl)) and not target.misses(p)   # only DSpark meets the target here
-    nob = f" (DSpark at {p.accept_len:g} has no validated band)" if extra else ""
+    # why no band, where the table's reader sees it (newcomers 48, 52: "outside the measured 4.5-6.41" only in the
+    # full output)
+    why = next((x.split("outside the measured ")[-1] for x in p.outside if x.startswith("acceptance")), "")
+    nob = ("" if not extra else f" (DSpark at {p.accept_len:g}: no band, fitted on {why})" if why else
+           f" (DSpark at {p.accept_len:g} has no validated band)")
     if only:
         plan = (f"DSpark at {p.accept_len:g}, the only row that meets your {target.label()} at this concurrency"
                 + ("; it has no validated band" if extra else ""))
