@@ -462,8 +462,8 @@ def test_status_all_is_the_release_matrix_in_one_table():
                                                  "\n".join(lines), re.M)
     assert any("reporting 0.5.15.post1.dev20260723" in " ".join((m.engine_version or "").split())
                for m in data.load("public_measurements").measurements)
-    assert ("K3 images: the article's branch builds, outside the matrix (the row: the study's emulation of their PR "
-            "#32621 state)") in flat
+    assert (f"K3 images: the article's branch builds, outside the matrix (the row: the study's emulation of their code, "
+            f"{topk['state_labels']['pr32621'].split(' (')[-1].rstrip(')')})") in flat
     # (newcomer 47: "none: recommended" beside the open PR fencing that kernel): what "load-test" asks, from the
     # release sglang pads in, with the PR the study's conclusion cites and the switch that falls back
     from k3lab.findings.conclusions import UPSTREAM

@@ -238,7 +238,8 @@ def _checked_fragments(block: str) -> list[str]:
         f"nearest public run ({near.input_len:,} tokens) | ×{pad.loc[n[1], 'fp8_gain_x']:.2f} | a real gain",
         # (newcomers 46, 51, 52: "×6.9" where predict prints "more than x2.49"): past k3lab's latency cap the gain is
         # said as predict says it, a bound
-        f"| {n[2]:,} | +{pad.loc[n[2], 'zero_heads_pct']:.0f}% | more than ×{cap / (pad.loc[n[2], 'aiter_ttft_s'] * 1e3):.2f}: "
+        f"| {n[2]:,} ({cfg.max_position_embeddings // 2 ** 20}M less the output token) | "
+        f"+{pad.loc[n[2], 'zero_heads_pct']:.0f}% | more than ×{cap / (pad.loc[n[2], 'aiter_ttft_s'] * 1e3):.2f}: "
         f"Triton's TTFT passes k3lab's {cap / 1e3:,.0f} s latency cap | "
         f"×{pad.loc[n[2], 'fp8_gain_x']:.2f} |" if pad.loc[n[2], "triton_ttft_s"] * 1e3 > cap else "(Triton under the cap)",
         # (newcomers 44-46, Q5: the padded fp8's gain over what 0.5.19-0.5.21 ran was unpriced): modelled with each

@@ -107,9 +107,10 @@ def release_table() -> list[str]:
     # (newcomer 45: a branch build on a measured release, e.g. 0.5.17.dev0, is judged by that release's row)
     # (newcomer 47: "older than 0.5.16" beside the README's "rebuilt on 0.5.16's code": the images' own version)
     first = next(r[0] for r in rows if r[0][:1].isdigit()).split("–")[0]
-    notes = ((f"K3 images: the article's branch builds, outside the matrix (the row: the study's emulation of their "
-              f"{img['state'].split(' (')[0]}); status --version says 'unknown' for them; serve --force patches where "
-              "the code is as expected") if img else
+    # (newcomer 53: "PR #32621 state" beside the fix's PR #32641 read as one number): the state in words
+    notes = ((f"K3 images: the article's branch builds, outside the matrix (the row: the study's emulation of their code, "
+              f"{img['state'].split(' (')[-1].rstrip(')')}); status --version says 'unknown' for them; serve --force "
+              "patches where the code is as expected") if img else
              f"K3 branch builds older than {first}: not in the matrix; status --version X says 'unknown'; serve --force "
              "applies both patches where their code is as expected",
              "every release: on ROCm sglang picks triton attention for K3's 12 heads per rank; AITER's prefill needs "
