@@ -311,19 +311,20 @@ def quote_verdict(u: dict) -> str:
 
 
 def how_sure(u: dict) -> str:
-    """'How sure: not very: the MI355X is 15% cheaper by the model (8% after the 9% it favours the MI355X by on
-    fitted runs); the B300 wins at over 1.83x the MI355X's tok/s/GPU (modelled: 1.55x; an error in either band) or costs
-    under $4.65/GPU-h': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip, the
+    """'How sure: not very: the MI355X is 15% cheaper by the model (8% corrected for its fitted runs), a gap inside
+    either band; the B300 wins at over 1.83x the MI355X's tok/s/GPU (modelled 1.55x) or costs under $4.65/GPU-h
+    ($5.06 corrected)': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip, the
     flip of :func:`k3lab.compare_view.sensitivity`: break-even ÷ your price ratio) said as what a renter
     can measure (newcomers 27-33 graded "how sure" down with nothing to act on): the runner-up's output
     tok/s per GPU over the first's at which your prices break even (your $/GPU-hour ratio inverted;
     $/GPU-hour is per GPU, so per GPU), beside the table's (the model's: the break-even ratio inverted),
-    their quotient the flip; which band allows that error, said as a word a manager reads ("not very":
-    either GPU's band alone; "somewhat": only the wider one's; "fairly": only the two together, their
-    product); the margin net of the fit's lean on the two GPUs' own public runs (``fitted_lean``, the
+    their quotient the flip; which band allows that error, said as a word a manager reads and as the gap
+    against the bands ("not very", "a gap inside either band": either GPU's band alone; "somewhat": only
+    the wider one's; "fairly": only the two together, their product); the margin net of the fit's lean on the two GPUs' own public runs (``fitted_lean``, the
     first's reading over the runner-up's: 1 − its $/M × lean ÷ the runner-up's); and the runner-up's
-    $/GPU-hour at which the centre breaks even (your price ÷ the flip). For a verdict inside the bands
-    (too close to call); no closing full stop."""
+    $/GPU-hour at which the centre breaks even (your price ÷ the flip), and where the lean leaves the first
+    ahead, the same net of it (your price ÷ the flip × lean). For a verdict inside the bands (too close to
+    call); no closing full stop."""
     be = u["breakeven"]
     a, b = compare_view.gpu_name(u["first"]), compare_view.gpu_name(u["second"])
     need, allow = be["ratio"] / u["price_ratio"], be["ratio"] / be["low"]
