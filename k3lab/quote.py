@@ -320,8 +320,9 @@ def how_sure(u: dict) -> str:
     $/GPU-hour is per GPU, so per GPU), beside the table's (the model's: the break-even ratio inverted),
     their quotient the flip; which band allows that error, said as a word a manager reads and as the gap
     against the bands ("not very", "a gap inside either band": either GPU's band alone; "somewhat": only
-    the wider one's; "fairly": only the two together, their product); the margin net of the fit's lean on the two GPUs' own public runs (``fitted_lean``, the
-    first's reading over the runner-up's: 1 − its $/M × lean ÷ the runner-up's); and the runner-up's
+    the wider one's; "fairly": only the two together, their product); the margin net of the fit's lean
+    on the two GPUs' own public runs (``fitted_lean``, the first's reading over the runner-up's: 1 − its
+    $/M × lean ÷ the runner-up's); and the runner-up's
     $/GPU-hour at which the centre breaks even (your price ÷ the flip), and where the lean leaves the first
     ahead, the same net of it (your price ÷ the flip × lean). For a verdict inside the bands (too close to
     call); no closing full stop."""
