@@ -116,16 +116,9 @@ def _band(r) -> float:
     return math.log(r["model_tok_s_high"] / r["model_tok_s"])
 
 
-def reads(gpu: str) -> str:
-    """'the MI355X 8% fast': how the fit used here predicts the GPU's own public decode runs (in sample:
-    :func:`k3lab.serving.committed.own_runs_reading`, the median fit ÷ measured), in words; "" without
-    runs of its own."""
-    from .serving.committed import own_runs_reading
-
-    r = own_runs_reading(gpu)[0]
-    if r is None:
-        return ""
-    g = gpu.upper()
+def _reads(g: str, r: float) -> str:
+    """'the MI355X 8% fast': GPU ``g``'s reading ``r`` (how the fit used here predicts its own public decode
+    runs, in sample: the median fit ÷ measured of :func:`k3lab.serving.committed.own_runs_reading`) in words."""
     return f"the {g} on the mark" if abs(r - 1) < 0.005 else f"the {g} {abs(r - 1):.0%} {'fast' if r > 1 else 'slow'}"
 
 
@@ -133,14 +126,14 @@ def band_line(rows: dict) -> str:
     """What each quoted GPU's band rests on (:func:`k3lab.serving.committed.band_evidence`, decode:
     the quote has no DSpark), in words a renter reads without the glossary: its factor and how many
     repositories' runs measured it, then how the fit used here predicts each GPU's own public runs
-    (:func:`reads`: the lean the verdict corrects for). Newcomers 40-47: the refits' misses ("fits
+    (:func:`_reads`: the lean the verdict corrects for). Newcomers 40-47: the refits' misses ("fits
     without a repo's runs too fast on 48 of 55", "too slow on the B300 (x1.74)") read as a lean of the
     fit used here, or as "the B300 is really 1.74x faster"; they say why a band is wide, which
     ``compare`` and docs/serving-model.md give. A row outside the validated domain has no band."""
     from .serving.committed import band_evidence, blind_reading, own_runs_reading
     from .serving.observations import family_of
 
-    parts, said, readings = [], [], []
+    parts, readings = [], []   # readings: (GPU, its own runs' reading) for each banded GPU that has runs
     for r in rows.values():
         if r is None:
             continue
@@ -153,13 +146,14 @@ def band_line(rows: dict) -> str:
             continue
         n = blind_reading(r["gpu"])[2] or len(ev["repositories"])  # the GPU's own runs' repositories, else its family's
         parts.append(f"{g} x{ev['factor']:.2f} ({n} repo{'' if n == 1 else 's'})")
-        said += [reads(r["gpu"])] if reads(r["gpu"]) else []
-        readings.append((g, own_runs_reading(r["gpu"])[0]))
+        read = own_runs_reading(r["gpu"])[0]
+        readings += [(g, read)] if read is not None else []
     if not parts:  # no GPU quoted has a modelled row: no band to speak of
         return ""
+    said = [_reads(g, x) for g, x in readings]
     lean = f"; on the runs it was fitted on it predicts {', '.join(said)}" if said else ""
     # between two GPUs, the quotient compare says ("favours the MI355X by 9%"; newcomer 48: 8% here, 9% there)
-    if len(said) == 2 and all(x is not None for _, x in readings) and abs(readings[0][1] / readings[1][1] - 1) >= 0.005:
+    if len(readings) == 2 and abs(readings[0][1] / readings[1][1] - 1) >= 0.005:
         (g1, r1), (g2, r2) = readings
         fav, by = (g1, r1 / r2) if r1 > r2 else (g2, r2 / r1)
         lean += f" ({by - 1:.0%} in the {fav}'s favour)"
@@ -355,7 +349,7 @@ def how_sure(u: dict) -> str:
     else:
         word, gap = "fairly", f"a gap only both bands together cover, x{allow:.2f}"
     price = u["second_usd_per_gpu_hour"] / need
-    fixed = f" (${price * lean:,.2f} {toward.split()[0]})" if ratio is not None and ratio < 1 else ""
+    fixed = f" (${price * lean:,.2f} corrected)" if ratio is not None and ratio < 1 else ""
     # "lead": the centre's (the slow edges' pick, said before it, may be the other GPU: at 8,192/1,024 "the MI355X
     # wins instead" after "the lower-risk pick: the MI355X" read as a contradiction)
     # (newcomers 40-43: "lead ... goes if" read backwards): which GPU is cheaper, then what makes the other win

@@ -51,7 +51,7 @@ def unpadded_bf16_efficiency(fast_efficiency: float, gpu_spec) -> float | None:
     (taken as the padded fp8 kernel's: 16 heads' FLOPs at a share ``u`` of the fp8 peak give
     ``u · fp8/bf16 · 12/16`` in these units): ``fast_efficiency · bf16/fp8 peak · 16/12``; None
     where the spec sheet states no fp8 peak."""
-    fp8, bf16 = getattr(gpu_spec, "dense_fp8_tflops", None), gpu_spec.dense_bf16_tflops
+    fp8, bf16 = gpu_spec.dense_fp8_tflops, gpu_spec.dense_bf16_tflops
     if not fp8 or not bf16:
         return None
     return fast_efficiency * bf16 / fp8 * PADDED / REAL

@@ -304,7 +304,7 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     def cost(q):
         return usd_per_million_tokens(q.output_tok_s, q.num_gpus, usd)
 
-    table, floored, daggered = [], False, False
+    table, floored, daggered, rated = [], False, False, False
     for r in rows:
         name, q, x = r[0], r[1], r[2]
         if q is None:
@@ -324,6 +324,7 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
             ttft = (measured_bounds.span_text(lo, hi, s) if side or (lo is not None and hi is not None) else
                     s(q.ttft_ms) + ("" if q.band_holds("ttft_ms") else "†"))
             floored = floored or any(x is not None for x in (*b, *bounds(q, "tpot_ms")))
+            rated = rated or any(x is not None for x in bounds(q, "output_tok_s"))
             daggered = daggered or ttft.endswith("†")
             usd_m = f"${cost(q):,.2f}" if usd is not None else ""
         table.append((f"    {name:<36}{tok:>17}  {tpot:>17}  {ttft:>7}  {x:>10}"
@@ -332,9 +333,10 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     only = aimed and bool(target.misses(pl)) and not target.misses(p)   # only DSpark meets the target here
     # why no band, where the table's reader sees it (newcomers 48, 52: "outside the measured 4.5-6.41" only in the
     # full output)
-    why = next((x.split("outside the measured ")[-1] for x in p.outside if x.startswith("acceptance")), "")
-    nob = ("" if not extra else f" (DSpark at {p.accept_len:g}: no band, fitted on {why})" if why else
-           f" (DSpark at {p.accept_len:g} has no validated band)")
+    fit = a.speed_fit   # the acceptances the speed fit saw (the domain's own reason, said as the range)
+    outside = bool(fit) and not fit[0] <= p.accept_len <= fit[-1]
+    nob = ("" if not extra else f" (DSpark at {p.accept_len:g}: no band, fitted on {fit[0]:g}-{fit[-1]:g})" if outside
+           else f" (DSpark at {p.accept_len:g} has no validated band)")
     if only:
         plan = (f"DSpark at {p.accept_len:g}, the only row that meets your {target.label()} at this concurrency"
                 + ("; it has no validated band" if extra else ""))
@@ -347,9 +349,8 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
             + (f"  {f'$/M at ${usd:,.2f}':>13}" if usd is not None else ""))
     fog = [r[1] for r in rows if r[1] is not None and not r[1].band_holds("ttft_ms")]
     legend = ([f"    † TTFT: no band ({fog[0].not_validated('ttft_ms')[0]})"] if daggered else [])
-    rate = any("output_tok_s" in (bounds_of(r[1]) if bounds_of is not None else {}) for r in rows if r[1] is not None)
     legend += (["    TPOT and TTFT narrowed to the bounds public runs on this setup measured (below)"
-                + (", tok/s to what they allow" if rate else "")
+                + (", tok/s to what they allow" if rated else "")
                 + ("; TTFT: no band here" if fog and not daggered else "")] if floored else [])
     return [head, cols, *table, *legend]
 
