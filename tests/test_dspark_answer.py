@@ -13,7 +13,7 @@ import yaml
 
 from k3lab import data
 from k3lab.paths import REPO_ROOT
-from k3lab.serving import measured_bounds, dspark_answer, field
+from k3lab.serving import dspark_answer, dspark_checks, field, measured_bounds
 from k3lab.serving.model import NO_SPEC, Spec, Workload
 from k3lab.serving.predict import predict
 from k3lab.specs import load_model, parse_layout
@@ -179,7 +179,8 @@ def test_where_dspark_is_extrapolated_the_answer_says_what_to_plan_on(runs):
     seen = {o.accept_len for o in __import__("k3lab.serving.committed", fromlist=["x"]).fitted_observations()
             if o.family == "nvidia-blackwell" and o.metric == "dspark"}
     lo_seen, hi_seen = min(seen), max(seen)
-    assert (f"plan on the first row, without it (DSpark at {low:g}: no band, fitted on {lo_seen:g}-{hi_seen:g}): "
+    assert (f"plan on the first row, without it (DSpark at {low:g}: no band, fitted on {lo_seen:g}-{hi_seen:g}; "
+            f"{dspark_checks.check_brief('nvidia-blackwell')}): "
             f"output tok/s TPOT ms TTFT s "
             f"vs without without DSpark {plain.output_tok_s:,.0f} ({rate[0]:,.0f}-{rate[1]:,.0f}) {plain.tpot_ms:,.1f} "
             f"(19.5-38.9) 3.5-8.0 DSpark at {low:g} (natural text) "   # the c16 runs' bounds (test_measured_bounds)

@@ -335,7 +335,10 @@ def summary(p: Prediction, a: DSparkAnswer, usd: float | None = None, target=Non
     # full output)
     fit = a.speed_fit   # the acceptances the speed fit saw (the domain's own reason, said as the range)
     outside = bool(fit) and not fit[0] <= p.accept_len <= fit[-1]
-    nob = ("" if not extra else f" (DSpark at {p.accept_len:g}: no band, fitted on {fit[0]:g}-{fit[-1]:g})" if outside
+    # (newcomers 52-54: "an extrapolation" with its natural-text check only in the full output): the check, briefly
+    seen = dspark_checks.check_brief(p.family) if outside and a.checks else ""
+    nob = ("" if not extra else f" (DSpark at {p.accept_len:g}: no band, fitted on {fit[0]:g}-{fit[-1]:g}"
+           + (f"; {seen}" if seen else "") + ")" if outside
            else f" (DSpark at {p.accept_len:g} has no validated band)")
     if only:
         plan = (f"DSpark at {p.accept_len:g}, the only row that meets your {target.label()} at this concurrency"

@@ -130,6 +130,18 @@ def fixed_shares(cfg, family: str, dep, concurrency: int, context_tokens: float,
     return there, step_fixed_share(cfg, dep, concurrency, context_tokens, params, kv_dtype)
 
 
+def check_brief(family: str) -> str:
+    """The natural-text checks of ``family`` in one clause for ``predict --brief``'s table head (newcomers 52-54:
+    "DSpark at 2 is an extrapolation" with the checks only in the full output): "gain checked on 3 natural-text
+    runs of 16×B200 TP16 EP: within 5%", the worst of :func:`check_line`'s gain misses; "" without any."""
+    cs = gain_checks(family)
+    if not cs:
+        return ""
+    worst = max(abs(math.log(c.model_gain / c.measured_gain)) for c in cs)
+    where = ", ".join(dict.fromkeys(c.dspark.deployment.label for c in cs))
+    return f"gain checked on {len(cs)} natural-text runs of {where}: within {math.exp(worst) - 1:.0%}"
+
+
 def check_line(family: str, gpu: str | None = None, layout: str | None = None,
                yours: float | None = None, shares: tuple[float, float] | None = None) -> str:
     """One sentence: what the natural-text checks of ``family`` measured and what the model says
