@@ -190,7 +190,8 @@ def state_pool_cap(p: memory.Plan) -> int | None:
 #: the serving model's columns of a row without a throughput
 NO_MODEL = {"model_tok_s": math.nan, "model_tok_s_low": math.nan, "model_tok_s_high": math.nan, "model_concurrency": 0,
             "model_in_domain": False, "model_tpot_ms": math.nan, "model_ttft_ms": math.nan,
-            "model_ttft_validated": False, "slow_concurrency": 0, "slow_tok_s": math.nan, "model_capped_by": ""}
+            "model_ttft_validated": False, "slow_concurrency": 0, "slow_tok_s": math.nan, "fast_concurrency": 0,
+            "fast_tok_s": math.nan, "model_capped_by": ""}
 
 
 def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fraction, max_running=None, slo=None,
@@ -231,6 +232,7 @@ def _throughput(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fractio
             "model_concurrency": p.concurrency, "model_in_domain": p.in_domain, "model_tpot_ms": p.tpot_ms,
             "model_ttft_ms": p.ttft_ms, "model_ttft_validated": p.validated("ttft_ms"),
             "slow_concurrency": 0 if op.slow is None else op.slow.concurrency, "slow_tok_s": op.slow_tok_s,
+            "fast_concurrency": 0 if op.fast is None else op.fast.concurrency, "fast_tok_s": op.fast_tok_s,
             # under a latency target, what stopped the concurrency below it: the requests the state-pool
             # setting leaves, or what the pools admit ("" when the target did)
             "model_capped_by": ("" if not op.capped else "setting" if max_running is not None and op.limit == max_running
@@ -331,8 +333,8 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     the model. ``include_all``: also rows that do not hold the request (``reason`` says why) and
     layouts the model cannot shard; without it, the rows of :data:`LISTED_VERDICTS`. ``gpus``: only
     these GPUs. ``slo``: a :class:`k3lab.serving.slo.SLO`; each row is then priced at the highest
-    concurrency whose modelled latency meets it, and at the band's slow edge (columns ``_slow``;
-    default: at its peak, no slow edge). ``usd_per_kwh``: adds ``power_usd_per_hour`` (board power × the middle PUE of
+    concurrency whose modelled latency meets it, and at the band's slow and fast edges (columns
+    ``_slow``, ``_fast``; default: at its peak, no edges). ``usd_per_kwh``: adds ``power_usd_per_hour`` (board power × the middle PUE of
     ``data/prices.yaml`` × $/kWh, whole deployment). ``sort``: ``gpus`` (fewest GPUs, then least
     weight per GPU) or ``cost`` (lowest $/M output tokens under the first chosen tier that prices
     the row, then $/hour). ``top``: keep the first N rows after sorting.
@@ -345,7 +347,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     ``cannot shard``), holds (fits with defaults or a setting), reason, model_tok_s (+ _low,
     _high), model_concurrency, model_in_domain, model_tpot_ms and model_ttft_ms (the latency at the
     priced point; model_ttft_validated: TTFT has a validated band), slow_concurrency and slow_tok_s
-    (the slow edge under an SLO: 0 / NaN without one), model_capped_by (under an SLO, ``setting`` or
+    (the slow edge under an SLO: 0 / NaN without one), fast_concurrency and fast_tok_s (its fast edge), model_capped_by (under an SLO, ``setting`` or
     ``pools`` when what is admitted, not the target, set the concurrency; ``""`` otherwise),
     priced_with, cache_concurrency, cache_tok_s, cache_tpot_ms (:func:`_past_the_cache`: the
     radix-cache-off setting a row is priced under where the target wants more requests than the
@@ -354,7 +356,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     one GPU, and as sglang pads it: why a setting may change nothing), model_note, user_tok_s, priced_tok_s (what the
     $/M columns use), priced_by (``model`` / ``your --tok-s`` / ``—``), roofline_bound_tok_s (UPPER
     BOUND at the model's concurrency), one ``usd_per_hour[<tier>]`` and ``usd_per_million_tokens
-    [<tier>]`` (with ``_low`` / ``_high`` from the model's band, ``_slow`` at the slow edge) per
+    [<tier>]`` (with ``_low`` / ``_high`` from the model's band, ``_slow`` / ``_fast`` at its edges) per
     tier (NaN: no price).
     ``df.attrs`` holds the inputs. ValueError (one line) for an unknown model, variant, tier or
     GPU, or a bad number.
@@ -436,13 +438,13 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                 row["user_tok_s"] = math.nan if user is None else user * n
                 if user is not None:
                     row.update({"priced_tok_s": user * n, "priced_by": USER_TOK_S, "_lo": user * n, "_hi": user * n,
-                                "_slow": math.nan})
+                                "_slow": math.nan, "_fast": math.nan})
                 elif row.get("model_tok_s") == row.get("model_tok_s"):
                     row.update({"priced_tok_s": row["model_tok_s"], "priced_by": "model", "_lo": row["model_tok_s_low"],
-                                "_hi": row["model_tok_s_high"], "_slow": row["slow_tok_s"]})
+                                "_hi": row["model_tok_s_high"], "_slow": row["slow_tok_s"], "_fast": row["fast_tok_s"]})
                 else:
                     row.update({"priced_tok_s": math.nan, "priced_by": "—", "_lo": math.nan, "_hi": math.nan,
-                                "_slow": math.nan})
+                                "_slow": math.nan, "_fast": math.nan})
                 if usd_per_kwh is not None:
                     row["power_usd_per_hour"] = n * prices.electricity_usd_per_gpu_hour(
                         load_gpu(gpu).board_power_w, pue, usd_per_kwh)
@@ -451,7 +453,8 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
                     row[f"{HOUR_PREFIX}[{t}]"] = math.nan if mid is None else n * mid
                     # the $/M band: the model's fast edge at the price's low end, its slow edge at the high end
                     for key, v, usd in (("", row["priced_tok_s"], mid), ("_low", row["_hi"], lo),
-                                        ("_high", row["_lo"], hi), ("_slow", row["_slow"], mid)):
+                                        ("_high", row["_lo"], hi), ("_slow", row["_slow"], mid),
+                                        ("_fast", row["_fast"], mid)):
                         row[f"{MTOK_PREFIX}{key}[{t}]"] = (math.nan if usd is None or not v == v
                                                             else usd_per_million_tokens(v, n, usd))
                 rows.append(row)
@@ -460,7 +463,7 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
             "fits_with", "holds", "reason", "moe_intermediate_per_gpu", "moe_intermediate_padded_per_gpu",
             *NO_MODEL, "model_note", *PRICED_WITH, "user_tok_s", "priced_tok_s", "priced_by", "roofline_bound_tok_s"]
     priced = [f"{pre}[{t}]" for pre in (HOUR_PREFIX, MTOK_PREFIX, MTOK_PREFIX + "_low", MTOK_PREFIX + "_high",
-                                         MTOK_PREFIX + "_slow") for t in chosen]
+                                         MTOK_PREFIX + "_slow", MTOK_PREFIX + "_fast") for t in chosen]
     power = ["power_usd_per_hour"] if usd_per_kwh is not None else []
     df = pd.DataFrame(rows, columns=[*base, "_w", *power, *priced])
     df["_w"] = df["_w"].astype(float).fillna(float("inf"))

@@ -94,18 +94,22 @@ def answers(df) -> list[dict]:
 def latency(r, tier: str) -> dict:
     """Where row ``r`` of a comparison was priced: concurrency, TPOT and TTFT there (ms, the model's
     central values; ttft_validated: TTFT has a validated band), and under an SLO the band's slow
-    edge (slow_concurrency, 0 without one) with its $/M output tokens under ``tier``; None where a
+    edge (slow_concurrency, 0 without one) with its $/M output tokens under ``tier``, and its fast
+    edge the same way (fast_concurrency, usd_per_million_tokens_fast); None where a
     value is missing (JSON-ready). A row priced at the user's ``--tok-s`` has no latency
     (``latency_unknown`` says why): the model's point is another rate's."""
     f = lambda k: float(r[k]) if k in r and r[k] == r[k] else None  # noqa: E731
     n = lambda k: 0 if f(k) is None else int(f(k))  # noqa: E731
     if r.get("priced_by") == USER_TOK_S:  # the model's point is not the user's: at their rate the latency is unknown
         return {"concurrency": 0, "tpot_ms": None, "ttft_ms": None, "ttft_validated": False, "slow_concurrency": 0,
-                "usd_per_million_tokens_slow": None, "latency_unknown": LATENCY_UNKNOWN}
+                "usd_per_million_tokens_slow": None, "fast_concurrency": 0, "usd_per_million_tokens_fast": None,
+                "latency_unknown": LATENCY_UNKNOWN}
     return {"concurrency": n("model_concurrency"), "tpot_ms": f("model_tpot_ms"),
             "ttft_ms": f("model_ttft_ms"), "ttft_validated": bool(r.get("model_ttft_validated", False)),
             "slow_concurrency": n("slow_concurrency"),
-            "usd_per_million_tokens_slow": f(f"{MTOK_PREFIX}_slow[{tier}]")}
+            "usd_per_million_tokens_slow": f(f"{MTOK_PREFIX}_slow[{tier}]"),
+            "fast_concurrency": n("fast_concurrency"),
+            "usd_per_million_tokens_fast": f(f"{MTOK_PREFIX}_fast[{tier}]")}
 
 
 def slow_edge_unknown(slo: dict | None, ttft_validated: bool) -> bool:

@@ -70,8 +70,12 @@ def latency_text(a: dict) -> str:
     if not a.get("concurrency") or a.get("tpot_ms") is None:
         return ""
     ttft = f"TTFT {a['ttft_ms']:,.0f} ms" + ("" if a.get("ttft_validated") else " (not validated)")
-    slow = a.get("usd_per_million_tokens_slow")
-    edge = f"; at the band's slow edge c{a['slow_concurrency']}: ${slow:,.2f}/M" if slow and a.get("slow_concurrency") else ""
+    slow, fast = a.get("usd_per_million_tokens_slow"), a.get("usd_per_million_tokens_fast")
+    # both band edges at the target (quote's band under one): each at the concurrency that still meets it
+    edge = (f"; at the band's edges, c{a['slow_concurrency']}: ${slow:,.2f}/M (slow) to c{a['fast_concurrency']}: "
+            f"${fast:,.2f}/M (fast)" if slow and fast and a.get("slow_concurrency") and a.get("fast_concurrency") else
+            f"; at the band's slow edge c{a['slow_concurrency']}: ${slow:,.2f}/M" if slow and a.get("slow_concurrency")
+            else "")
     return f"; c{a['concurrency']}, TPOT {a['tpot_ms']:,.0f} ms, {ttft}{edge}"
 
 
@@ -361,7 +365,7 @@ def slow_edges(u: dict, leads: bool = False) -> str:
     target at its slow edge, which. One sentence with its leading space; "" without a target or a band
     (quote and compare say the same). ``leads``: said before the centre's margin (the quote), so no
     "too" (the centre's agreement is the next sentence's), and without the two $/M (the quote's table
-    has them in its slow-edge column)."""
+    has them as its bands' slow ends, and says "bands' slow ends")."""
     be, r = u["breakeven"], u["price_ratio"]
     slow = u.get("slow_usd_per_million_tokens") or (None, None)
     if r >= be["ratio"] or be["low"] is None or slow == (None, None) or list(slow) == [None, None]:
@@ -382,7 +386,8 @@ def slow_edges(u: dict, leads: bool = False) -> str:
     # (newcomer 16: "lower-risk pick" at one workload and "to pick before measuring" at another read as two)
     lead = (f" At both slow edges the {names[w]} holds your latency cheaper" if need > allow else
             f" The lower-risk pick: the {names[w]}, cheaper at both slow edges" + (" too" if w == 0 and not leads else ""))
-    if leads:  # the quote: its table's slow-edge column holds the two $/M; its screen's room goes to "how sure"
+    if leads:  # the quote: its table's bands end at the two $/M; its screen's room goes to "how sure"
+        lead = lead.replace("cheaper at both slow edges", "cheaper at both bands' slow ends")
         return f"{lead}{' (' + why[2:] + ')' if why else ''}."
     return f"{lead} (${slow[w]:,.2f} vs ${slow[o]:,.2f}/M{why})."
 

@@ -79,10 +79,14 @@ def _cells(df, r, overrides: dict) -> list[str]:
         # under a target, a row with no slow edge misses it even at c1 there: said, not left blank (attack 5)
         slo = df.attrs.get("slo") or {}
         # ... unless the limit is on a metric with no band for this GPU (NVIDIA TTFT): then nothing can be said there
-        edge = (f"; c{lat['slow_concurrency']} ${slow:,.2f}" if slow else
+        edge = ("" if slow else
                 "; slow edge: none, TTFT has no band" if compare_answers.slow_edge_unknown(slo, lat["ttft_validated"]) else
                 "; slow edge: misses it" if any(slo.values()) else "")
-        band = (f"${lo:,.2f}-${hi:,.2f}{edge}"
+        # under a target, the band's ends are its edges: each at the concurrency that still meets the target if the
+        # model is that far off (newcomer 55: "$3.90-$6.51; c41 $9.04", a band whose top misses the target beside it)
+        fast = lat["usd_per_million_tokens_fast"]
+        ends = (fast, slow) if slow and fast else (lo, hi)
+        band = (f"${ends[0]:,.2f}-${ends[1]:,.2f}{edge}"
                 if r["model_in_domain"] else "no band*")   # outside the validated domain the band says nothing
         cost = f"${m:,.2f} ({band}) at ${overrides[r['gpu']]:,.2f}/GPU-h"
     else:
@@ -91,6 +95,8 @@ def _cells(df, r, overrides: dict) -> list[str]:
                 f"${rng[0]:,.2f}-${rng[1]:,.2f} at {rng[2]} rental price{'s' if rng[2] > 1 else ''}, "
                 + (f"model band x{math.exp(_band(r)):.2f}" if r["model_in_domain"] else "no band*"))
     c = f"{lat['concurrency']}" + ("‡" if r.get("model_capped_by") else "") + ("§" if r.get("priced_with") else "")
+    if r["gpu"] in overrides and r["model_in_domain"] and lat["slow_concurrency"] and lat["fast_concurrency"]:
+        c += f" ({lat['slow_concurrency']}-{lat['fast_concurrency']})"   # the band's edges' concurrencies, as its $/M
     # one output token has no decode step, so no TPOT (predict prints "—" too)
     tpot = "—" if df.attrs.get("output_len") == 1 or lat["tpot_ms"] is None else f"{lat['tpot_ms']:,.0f} ms"
     return [r["gpu"].upper(), r["layout"], c, tpot, ttft, per, cost]
@@ -388,14 +394,15 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
                   "(c: without it)")] if room else []
     body = [_cells(df, r, overrides) for r in rows.values() if r is not None]
     # the slow edge only where a target sets one (newcomer 47: the header promised one the rows never printed)
-    cost_head = (("$/M output (band; slow edge)" if target.active else "$/M output (band)") if overrides else
+    cost_head = (("$/M output (band at your target)" if target.active else "$/M output (band)") if overrides else
                  "$/M output, independent prices")
     heads = ["GPU", "cheapest layout that holds it", "c", "TPOT", "TTFT", "tok/s/GPU", cost_head]
     table = compare_view.fmt_table(heads, body, right={2, 3, 4, 5}) if body else []
     if overrides and any(len(x) > WIDTH for x in table):  # long prices: each row's "at $X/GPU-h" goes (the
         # verdict names them); without your prices there is none to move (attack 6: "at your price" unasked)
         body = [b[:-1] + [b[-1].split(" at $")[0]] for b in body]
-        table = compare_view.fmt_table(heads[:-1] + [cost_head + " at your price"], body, right={2, 3, 4, 5})
+        table = compare_view.fmt_table(heads[:-1] + [cost_head.replace("$/M output", "$/M at your price").replace("your target", "target")], body,
+                                       right={2, 3, 4, 5})
     elif any(len(x) > WIDTH for x in table):  # long rental ranges: the same words, shorter (attack 6: 123 wide)
         body = [b[:-1] + [b[-1].replace(" rental price", " price").replace(", model band ", "; band ")] for b in body]
         table = compare_view.fmt_table(heads, body, right={2, 3, 4, 5})

@@ -233,8 +233,11 @@ def test_predict_prices_the_answer_at_your_gpu_price():
     text = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xmi355x tp8 [aiter-k3-opt]",
                            "--input-len", "1024", "--output-len", "400", "--max-tpot", "50", "--usd-per-gpu-hour",
                            "mi355x=3"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300).stdout
-    assert (f"  price: ${row['usd_per_million_tokens[override]']:,.2f}/M output tokens at $3.00/GPU-h (band "
-            f"${row['usd_per_million_tokens_low[override]']:,.2f}-${row['usd_per_million_tokens_high[override]']:,.2f})"
+    # (newcomer 55) the quote's band at the target first, its edges' concurrencies, then the band at this one
+    assert (f"  price: ${row['usd_per_million_tokens[override]']:,.2f}/M output tokens at $3.00/GPU-h (band at your "
+            f"target ${row['usd_per_million_tokens_fast[override]']:,.2f}-${row['usd_per_million_tokens_slow[override]']:,.2f}"
+            f", c{int(row['fast_concurrency'])} to c{int(row['slow_concurrency'])}; at c{int(row['model_concurrency'])} "
+            f"itself ${row['usd_per_million_tokens_low[override]']:,.2f}-${row['usd_per_million_tokens_high[override]']:,.2f})"
             ) in text.splitlines()
     doc = json.loads(subprocess.run(base + ["--json"], capture_output=True, text=True, cwd=REPO_ROOT,
                                     timeout=300).stdout)

@@ -90,12 +90,16 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     for lay in (MI, B300):   # each GPU's cheapest layout with its concurrency, TPOT and $/M at your price
         r = rows.loc[lay]
         cap = ("‡" if r["model_capped_by"] else "") + ("§" if r["priced_with"] else "")
-        assert re.search(rf"{re.escape(lay)} +{int(r['model_concurrency'])}{cap}  {r['model_tpot_ms']:.0f} ms", text)
+        # (newcomer 55) the concurrencies of the band's edges beside it: slow, then fast
+        edges = f" ({int(r['slow_concurrency'])}-{int(r['fast_concurrency'])})"
+        assert re.search(rf"{re.escape(lay)} +{int(r['model_concurrency'])}{cap}{re.escape(edges)}  "
+                         rf"{r['model_tpot_ms']:.0f} ms", text)
+        assert int(r["slow_concurrency"]) < int(r["model_concurrency"]) <= int(r["fast_concurrency"])
         assert f"${r['usd_per_million_tokens[override]']:,.2f} (" in text
     assert "SGLANG_AITER_K3_OPT=1" in text and "--mamba-full-memory-ratio 0.795" in text   # which setting it needs
     # newcomer 20: the pick before measuring right after "measure both", the centre's margin behind it
     assert ("verdict: too close to call: measure both. The lower-risk "
-            "pick: the MI355X, cheaper at both slow edges. How sure: not very: the MI355X is ") in flat
+            "pick: the MI355X, cheaper at both bands' slow ends. How sure: not very: the MI355X is ") in flat
     # how far off the model is known to be, per GPU: its band and the repositories behind it, then how the fit used
     # here predicts each GPU's own public runs (newcomer 9: "which way does the B300 model err?"; newcomers 40-47:
     # the refits' misses, "too slow on the B300 (x1.74)", read as "the B300 is really 1.74x faster"; the in-sample
@@ -217,10 +221,10 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
     assert compare_view.sensitivity(slow).endswith(
         "$6.00/GPU-h. The lower-risk pick: the MI355X, cheaper at both slow edges too ($9.04 vs $20.05/M).")
     # the quote says it before the centre's margin, without the "too" (that is the next sentence's)
-    # (without the two $/M: the quote's table has them in its slow-edge column)
-    assert (" measure both. The lower-risk pick: the MI355X, cheaper at both slow edges. How sure: fairly: the "
+    # (without the two $/M: the quote's table has them as its bands' slow ends, and says so)
+    assert (" measure both. The lower-risk pick: the MI355X, cheaper at both bands' slow ends. How sure: fairly: the "
             "MI355X is 33% cheaper by the model") in quote.quote_verdict(slow) and compare_view.slow_edges(slow, leads=True) == \
-        " The lower-risk pick: the MI355X, cheaper at both slow edges."
+        " The lower-risk pick: the MI355X, cheaper at both bands' slow ends."
     # a price ratio of 0.25: it flips only at 0.75 / 0.25 = x3.00 (200%), beyond the bands' x1.50: the answer holds
     far = compare_view.sensitivity(dict(u, price_ratio=0.25, second_usd_per_gpu_hour=12.0))
     assert far.startswith("The B300 wins instead if the model overrates the MI355X against it by 200% or more (x3.00; "
@@ -390,20 +394,25 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
             f"${5.5 * usd[MI] / usd[B300]:,.2f}/GPU-h") in flat and be / (3.0 / 5.5) <= min(a, b)
     assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (1 repo" in flat
     assert flat.index("band (") < flat.index("verdict: ")
-    # the table's slow edges read: each GPU's $/M if its model is as slow as its band allows, at the target
+    # the table's bands at the target (newcomer 55: "$3.90-$6.51; c41 $9.04", a band whose top misses the target): each
+    # GPU's $/M if its model is as fast, then as slow, as its band allows, at the concurrency that still meets it
     slow = {lay: 8 * p * 1e6 / (rows.loc[lay, "slow_tok_s"] * 3600) for lay, p in ((MI, 3.0), (B300, 5.5))}
-    assert f"c{int(rows.loc[MI, 'slow_concurrency'])} ${slow[MI]:,.2f})" in flat
+    fast = {lay: 8 * p * 1e6 / (rows.loc[lay, "fast_tok_s"] * 3600) for lay, p in ((MI, 3.0), (B300, 5.5))}
+    for lay in (MI, B300):
+        assert f"${usd[lay]:,.2f} (${fast[lay]:,.2f}-${slow[lay]:,.2f})" in flat
+        assert fast[lay] < rows.loc[lay, "usd_per_million_tokens_low[override]"] < usd[lay] < \
+            rows.loc[lay, "usd_per_million_tokens_high[override]"] < slow[lay]   # wider than the fixed-c band
     assert slow[MI] < slow[B300] and a < b
     # newcomer 15: where the centre cannot decide, the pick before measuring (the one cheaper at both slow edges)
     # (why the slow edges pick it is said where they pick the one the centre did not)
-    assert "measure both. The lower-risk pick: the MI355X, cheaper at both slow edges. How sure:" in flat
+    assert "measure both. The lower-risk pick: the MI355X, cheaper at both bands' slow ends. How sure:" in flat
     big = " ".join(x.strip() for x in quote.quote_lines(decision.decide(
         "kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50))))
     assert "How sure: not very: the B300 is 8% cheaper by the model (15% corrected" in big and \
-        "The lower-risk pick: the MI355X, cheaper at both slow edges (the B300's band is wider)." in big
+        "The lower-risk pick: the MI355X, cheaper at both bands' slow ends (the B300's band is wider)." in big
     # without a target there are no slow edges, and no such sentence
     plain = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})
-    assert "slow edges" not in " ".join(quote.quote_lines(plain))
+    assert "slow e" not in " ".join(quote.quote_lines(plain))
 
 
 def test_a_target_the_prefix_cache_setting_cannot_reach_is_priced_without_it():
@@ -581,7 +590,7 @@ def test_the_readme_says_the_centre_turns_with_the_workload_and_the_slow_edges_d
     flat = " ".join((REPO_ROOT / "README.md").read_text(encoding="utf-8").split())
     assert ("The centre turns with the workload (the same prices and target at 8,192 in / 1,024 out put the B300 "
             "first: $") in flat
-    assert "/M); the slow edges keep the MI355X ahead" in flat
+    assert "/M); the bands' slow ends keep the MI355X ahead" in flat
 
 
 def test_a_pair_with_a_row_outside_the_domain_has_no_band_in_its_verdict():
@@ -636,7 +645,7 @@ def test_attack_5_one_output_token_prints_no_tpot():
                  "--output-len", "1", "--max-ttft", "2000").stdout.splitlines()
     for g in ("MI355X", "B300"):
         row = next(x for x in lines if x.startswith(g + " "))
-        assert re.search(r"\d[‡§]? +— +\d", row), row
+        assert re.search(r"\d[‡§]?(?: \(\d+-\d+\))? +— +\d", row), row
     assert "TPOT" not in " ".join(lines[3:])
 
 
@@ -669,7 +678,7 @@ def test_attack_5_long_prices_keep_the_screen_width():
                         slo=SLO(max_tpot_ms=50))
     lines = quote.quote_lines(d)
     assert all(len(x) <= quote.WIDTH for x in lines), max(map(len, lines))
-    assert lines[1].rstrip().endswith("$/M output (band; slow edge) at your price")
+    assert lines[1].rstrip().endswith("$/M at your price (band at target)")
     assert "At $1,000.00 vs $0.01/GPU-h" in " ".join(lines) or "At $0.01 vs $1,000.00/GPU-h" in " ".join(lines)
     # at ordinary prices each row keeps its own
     plain = quote.quote_lines(decision.decide("kimi-k3", input_len=1024, output_len=400,
@@ -878,7 +887,7 @@ def test_a_ttft_target_on_a_gpu_whose_ttft_has_no_band_has_no_slow_edge_rather_t
     b300 = next(x for x in lines if x.startswith("B300 "))
     assert b300.rstrip().endswith("; slow edge: none, TTFT has no band)")
     mi = next(x for x in lines if x.startswith("MI355X "))
-    assert re.search(r"; c\d+ \$[\d.]+\)", mi)
+    assert re.search(r" \(\d+-\d+\) .* \$[\d.]+ \(\$[\d.]+-\$[\d.]+\)", mi)   # its band's edges, at the target
     flat = " ".join(x.strip() for x in lines)
     assert "the B300's TTFT has no band to say it there." in flat and "misses it even at one request" not in flat
     # ... while a TPOT target, whose band both GPUs have, keeps both slow edges (the README's screen)

@@ -472,8 +472,8 @@ def runs():
 #: what the CLI's JSON adds to Prediction.as_dict: the latency target, the settings that change the answer,
 #: (None off AMD GPUs) the attention backends side by side and the latency floors public runs on the same setup set
 #: (k3lab.serving.measured_bounds; {} where none does)
-CLI_KEYS = {"slo", "slo_met", "slo_concurrency", "slo_slow_edge_concurrency", "setting_traps", "attention_backend",
-            "your_setting", "measured_bounds"}
+CLI_KEYS = {"slo", "slo_met", "slo_concurrency", "slo_slow_edge_concurrency", "slo_fast_edge_concurrency",
+            "setting_traps", "attention_backend", "your_setting", "measured_bounds"}
 #: ... and with DSpark: the answer without it, the break-even acceptance, the field's acceptance groups, the
 #: natural-text checks (k3lab.serving.dspark_checks; empty where the acceptance lies inside the speed fit)
 DSPARK_KEYS = {"without_dspark", "accept_len_breakeven", "accept_len_groups", "accept_len_speed_fit",
@@ -790,3 +790,24 @@ def test_a_setting_trap_is_priced_on_the_questions_own_benchmark():
     assert f"{cohort:,.0f}" != f"{got['output_tok_s']:,.0f}"
     plain = setting_traps(CFG, dep, 1024, 400, ("aiter-k3-opt",), concurrency=76)
     assert any(f"instead of {cohort:,.0f} (x" in t for t in plain)
+
+
+def test_a_ttft_band_beside_an_out_of_domain_decode_says_why_it_holds():
+    """Newcomer 56: at 1,048,575 tokens predict printed a TTFT band "157,528 – 367,831" under "decode speed: OUTSIDE the
+    validated domain: input length ... outside the measured 1,024-131,072": TTFT has its own domain (public TTFT runs
+    reach 600,000-token prompts), said where the two part; and "holds 1 requests" reads "1 request"."""
+    cfg = load_model("kimi-k3")
+    dep = Deployment("mi355x", 8, 8)
+    p = P.predict(cfg, dep, Workload(1048575, 1, 1), variants=("aiter-k3-opt",))
+    assert p.outside and not p.ttft_outside and p.band_of("ttft_ms")
+    out = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xmi355x tp8 [aiter-k3-opt]",
+                          "--input-len", "1048575", "--output-len", "1", "--concurrency", "1"],
+                         capture_output=True, text=True, timeout=300).stdout
+    assert "  TTFT: inside its validated domain (its public runs cover other prompts and layouts than decode's), so " \
+           "its band holds." in out.splitlines()
+    assert "holds 1 request of 1,048,576 tokens per replica" in out and "1 requests" not in out
+    # inside both domains, no such line
+    q = subprocess.run([sys.executable, "-m", "k3lab", "predict", "--layout", "8xmi355x tp8 [aiter-k3-opt]",
+                        "--input-len", "8192", "--output-len", "1024", "--concurrency", "8"],
+                       capture_output=True, text=True, timeout=300).stdout
+    assert "TTFT: inside its validated domain" not in q

@@ -52,6 +52,24 @@ def test_the_point_is_the_highest_concurrency_whose_latency_meets_the_slo():
     assert op.slow_tok_s == pytest.approx(op.slow.output_tok_s * math.exp(-op.slow.band))
 
 
+def test_the_fast_edge_is_the_highest_concurrency_the_bands_fast_end_meets_up_to_what_the_pools_admit():
+    """Newcomer 55: under a target the quote's band was the model's at the centre's concurrency ("$3.90-$6.51"), whose
+    top misses the target, beside a slow edge of $9.04. Its ends are now the band's edges, each at the concurrency that
+    still meets the target: the fast one by brute force, capped by what the pools admit, priced at the band's high end."""
+    for dep, vs, limit in ((MI, OPT, 50), (B300, (), 50), (MI, OPT, 30)):
+        op = operating_point(CFG, dep, 1024, 400, SLO(max_tpot_ms=limit), variants=vs)
+        fast = _scan(dep, vs, lambda p: p.interval("tpot_ms")[0] <= limit)
+        assert op.fast.concurrency == fast >= op.point.concurrency > op.slow.concurrency
+        assert fast <= admission(CFG, dep, 1424, variants=vs).requests
+        assert op.fast_tok_s == pytest.approx(op.fast.output_tok_s * math.exp(op.fast.band))
+    # where the pools, not the latency, stop the fast edge: the MI355X at TPOT <= 50 ms runs all 121 it admits
+    op = operating_point(CFG, MI, 1024, 400, SLO(max_tpot_ms=50), variants=OPT)
+    assert op.fast.concurrency == admission(CFG, MI, 1424, variants=OPT).requests
+    # and none without a target, nor where the limited metric has no band (NVIDIA TTFT)
+    assert operating_point(CFG, MI, 1024, 400, variants=OPT).fast is None
+    assert operating_point(CFG, B300, 1024, 400, SLO(max_ttft_ms=2000)).fast is None
+
+
 def test_tok_s_per_user_and_ttft_limits_search_the_same_way():
     op = operating_point(CFG, B300, 1024, 400, SLO(min_tok_s_per_user=40), variants=())
     assert op.point.concurrency == _scan(B300, (), lambda p: 1e3 / p.tpot_ms >= 40)
@@ -90,6 +108,8 @@ def test_compare_prices_each_row_at_the_slo_with_its_latency_beside_the_price():
     assert r["usd_per_million_tokens[override]"] == pytest.approx(3.0 * 1e6 / (p.output_tok_s / 8 * 3600))
     op = operating_point(CFG, MI, 1024, 400, SLO(max_tpot_ms=50), variants=OPT)
     assert r["usd_per_million_tokens_slow[override]"] == pytest.approx(usd_per_million_tokens(op.slow_tok_s, 8, 3.0))
+    assert r["usd_per_million_tokens_fast[override]"] == pytest.approx(usd_per_million_tokens(op.fast_tok_s, 8, 3.0))
+    assert int(r["fast_concurrency"]) == op.fast.concurrency
     assert df.attrs["slo"] == {"max_tpot_ms": 50, "max_ttft_ms": None, "min_tok_s_per_user": None}
 
 
@@ -100,3 +120,28 @@ def test_notebook_04_latency_parameters_are_checked_like_the_flags():
     for name, bad in (("max_tpot_ms", -5.0), ("max_ttft_ms", 1e9), ("min_tok_s_per_user", -1)):
         with pytest.raises(ValueError, match=f"parameter '{name}' must be"):
             param_values.check({name: bad})
+
+
+def test_predict_and_the_quote_give_one_band_at_a_target():
+    """Newcomer 55: the quote's band under a target runs from the fast edge to the slow edge; predict, asked the same
+    question, prints the same ends (and the band at its own concurrency beside them), its JSON the fast edge."""
+    import json
+    import subprocess
+    import sys
+
+    from k3lab import decision, quote
+    from k3lab.paths import REPO_ROOT
+    from k3lab.throughput import usd_per_million_tokens
+
+    args = [sys.executable, "-m", "k3lab", "predict", "--layout", "8xmi355x tp8 [aiter-k3-opt]", "--input-len", "1024",
+            "--output-len", "400", "--max-tpot", "50", "--usd-per-gpu-hour", "mi355x=3"]
+    text = subprocess.run(args + ["--brief"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300).stdout
+    doc = json.loads(subprocess.run(args + ["--json"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300).stdout)
+    op = operating_point(CFG, MI, 1024, 400, SLO(max_tpot_ms=50), variants=OPT)
+    fast, slow = (usd_per_million_tokens(x, 8, 3.0) for x in (op.fast_tok_s, op.slow_tok_s))
+    assert doc["slo_fast_edge_concurrency"] == op.fast.concurrency and doc["slo_slow_edge_concurrency"] == op.slow.concurrency
+    assert (f"band at your target ${fast:,.2f}-${slow:,.2f}, c{op.fast.concurrency} to c{op.slow.concurrency}; at "
+            f"c{op.point.concurrency} itself $") in text
+    assert f", c{op.fast.concurrency} ({op.fast_tok_s:,.0f} tok/s) at its fast edge" in text
+    d = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0}, slo=SLO(max_tpot_ms=50))
+    assert f"(${fast:,.2f}-${slow:,.2f})" in "\n".join(quote.quote_lines(d))

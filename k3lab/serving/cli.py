@@ -126,12 +126,18 @@ def through_table(lines: list[str]) -> list[str]:
     return lines[2:j]
 
 
-def price_line(p: Prediction, usd: float) -> str:
+def price_line(p: Prediction, usd: float, op=None, target: SLO | None = None) -> str:
     """'  price: $5.04/M output tokens at $3.00/GPU-h (band $3.90-$6.51)': the prediction's cost, with
-    the band where its tok/s has one that holds here."""
+    the band where its tok/s has one that holds here; under a latency ``target`` whose operating point ``op``
+    has both band edges, the quote's band first, its ends at the edges' concurrencies ("band at your target
+    $3.08-$9.04, c121 to c41; at c76 itself $3.90-$6.51": newcomer 55)."""
     iv = p.interval("output_tok_s")
-    band = (f" (band ${usd_per_million_tokens(iv[1], p.num_gpus, usd):,.2f}-"
-            f"${usd_per_million_tokens(iv[0], p.num_gpus, usd):,.2f})" if p.band_holds() else " (no band here)")
+    m = lambda tok_s: f"${usd_per_million_tokens(tok_s, p.num_gpus, usd):,.2f}"  # noqa: E731
+    band = f" (band {m(iv[1])}-{m(iv[0])})" if p.band_holds() else " (no band here)"
+    if (p.band_holds() and op is not None and op.slow is not None and op.fast is not None and target is not None
+            and not slow_outside(op, target) and op.point is not None and op.point.concurrency == p.concurrency):
+        band = (f" (band at your target {m(op.fast_tok_s)}-{m(op.slow_tok_s)}, c{op.fast.concurrency:,} to "
+                f"c{op.slow.concurrency:,}; at c{p.concurrency:,} itself {m(iv[1])}-{m(iv[0])})")
     return (f"  price: ${usd_per_million_tokens(p.output_tok_s, p.num_gpus, usd):,.2f}/M output tokens at ${usd:,.2f}/GPU-h"
             + band + (" with DSpark" if p.spec_on else ""))
 
@@ -282,7 +288,10 @@ def slo_lines(p: Prediction, target: SLO, op=None) -> list[str]:
                  "none (outside the model's validated domain: no band there)") if slow_outside(op, target) else
                 f"c{op.slow.concurrency:,} ({op.slow_tok_s:,.0f} tok/s)" if op.slow is not None
                 else f"none ({op.slow_why})")
-        out.append(f"  highest concurrency that meets it: {best} at the model's value; {edge} at the band's slow edge")
+        fast = ("" if op.fast is None or op.slow is None or slow_outside(op, target) else
+                f", c{op.fast.concurrency:,} ({op.fast_tok_s:,.0f} tok/s) at its fast edge")
+        out.append(f"  highest concurrency that meets it: {best} at the model's value; {edge} at the band's slow edge"
+                   + fast)
     return out
 
 
@@ -347,6 +356,9 @@ def format_prediction(p: Prediction, accept_note: str = "", flags: tuple = (), a
         if gaps:  # the band is an error measured inside the domain: outside it, it says nothing
             head.append(f"  {what}: OUTSIDE the validated domain: {'; '.join(gaps)}. No band holds here (the table "
                         "prints none): read the value as the model's extrapolation.")
+    if p.outside and not p.ttft_outside and p.band_of("ttft_ms"):   # newcomer 56: a TTFT band beside "outside"
+        head.append("  TTFT: inside its validated domain (its public runs cover other prompts and layouts than "
+                    "decode's), so its band holds.")
     head.append("")
     rows = [("output tok/s, deployment", "output_tok_s", 1.0, "{:,.0f}"),
             ("output tok/s per node", "output_tok_s", 1 / p.num_nodes, "{:,.0f}"),
@@ -503,6 +515,8 @@ def cli_main(argv: list[str] | None = None) -> int:
                            "slo_concurrency": None if op is None or op.point is None else op.point.concurrency,
                            "slo_slow_edge_concurrency": None if op is None or op.slow is None
                            or slow_outside(op, target) else op.slow.concurrency,
+                           "slo_fast_edge_concurrency": None if op is None or op.fast is None or op.slow is None
+                           or slow_outside(op, target) else op.fast.concurrency,
                            "setting_traps": traps,
                            "your_setting": _your_setting(cfg, dep, variants, args, engine, spec.on, p) if yours
                            else None,
@@ -524,7 +538,7 @@ def cli_main(argv: list[str] | None = None) -> int:
             print("\n".join(lines[:2] + slo_lines(p, target, op)
                             + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target, latency=expect,
                                                                      bounds_of=bounds_of, brief=True))
-                            + ([price_line(p, usd)] if usd is not None and ds is None else [])
+                            + ([price_line(p, usd, op, target)] if usd is not None and ds is None else [])
                             + [f"  a setting that changes the answer: {t}" for t in traps]
                             # which prefill kernel was priced, and the other beside it (newcomer 42: "--brief never
                             # shows which backend was priced")
@@ -536,7 +550,7 @@ def cli_main(argv: list[str] | None = None) -> int:
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
                          + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target, latency=expect,
                                                                   bounds_of=bounds_of))
-                         + ([price_line(p, usd)] if usd is not None and ds is None else [])
+                         + ([price_line(p, usd, op, target)] if usd is not None and ds is None else [])
                          + [f"  a setting that changes the answer: {t}" for t in traps]
                          + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]
                             if yours else [])  # the user's own state-pool setting: what it does

@@ -196,7 +196,8 @@ class Admission:
         """What binds the admission, in words."""
         per = f"{self.max_running_requests_per_replica:,} per replica"
         if self.kv_requests_per_replica < self.max_running_requests_per_replica:
-            return (f"the KV pool holds {self.kv_requests_per_replica:,} requests of {context_tokens:,} tokens per "
+            n = self.kv_requests_per_replica
+            return (f"the KV pool holds {n:,} request{'' if n == 1 else 's'} of {context_tokens:,} tokens per "
                     f"replica (k3lab's sizing of the pools; `python -m k3lab fit` shows it)")
         if self.engine != "sglang":
             return f"{self.engine}'s request limit binds: {per} (--max-num-seqs)"

@@ -6,8 +6,11 @@ a request's first token), or tokens/s per user (1,000 / TPOT: the same limit in 
 its "interactivity"). :class:`SLO` holds them. :func:`operating_point` finds, for one deployment
 and workload, the highest concurrency at which the model's central prediction meets the SLO (the
 point a price uses) and the highest at which its **slow edge** does — the model as slow as its
-validated band allows (latency × e^band, throughput × e^-band), priced at that edge's throughput.
-Without an SLO the point is :func:`k3lab.serving.predict.peak` (the best output tok/s the pools
+validated band allows (latency × e^band, throughput × e^-band), priced at that edge's throughput —
+and its **fast edge**, the model as fast as the band allows, up to what the pools admit: the two ends
+of the $/M a renter pays at the target if the model is off by its band either way (newcomer 55: a band
+at the centre's concurrency put "$3.90-$6.51" beside a slow edge of $9.04, its high end a concurrency
+that misses the target). Without an SLO the point is :func:`k3lab.serving.predict.peak` (the best output tok/s the pools
 admit) and there is no slow edge. InferenceX plots cost against tokens/s per user; aiconfigurator
 searches batch sizes under a TTFT and a TPOT limit (``aiconfigurator-core`` 0.12.0,
 ``sdk/backends/base_backend.py``, the aggregated-serving search over ``runtime_config.ttft`` /
@@ -87,10 +90,10 @@ class SLO:
 
     def misses(self, p: Prediction, edge: str = "central") -> list[str] | None:
         """What prediction ``p`` misses (empty: it meets the SLO). ``edge``: ``central`` (the model's
-        value) or ``slow`` (the slow end of its validated band); at the slow edge, None when a limited
-        metric has no validated band there (nothing can be said)."""
-        if edge not in ("central", "slow"):
-            raise ValueError(f"edge must be central or slow, got {edge!r}")
+        value), ``slow`` (the slow end of its validated band) or ``fast`` (its fast end); at either
+        band edge, None when a limited metric has no validated band there (nothing can be said)."""
+        if edge not in ("central", "slow", "fast"):
+            raise ValueError(f"edge must be central, slow or fast, got {edge!r}")
         out = []
         for kind, limit in (("tpot_ms", self.tpot_limit_ms), ("ttft_ms", self.max_ttft_ms)):
             if limit is None:
@@ -101,7 +104,7 @@ class SLO:
                 iv = p.interval(kind)
                 if iv is None:
                     return None
-                v = iv[1]
+                v = iv[1] if edge == "slow" else iv[0]
             if v > limit:
                 out.append(f"{kind.split('_')[0].upper()} {v:,.1f} ms > {limit:,g} ms")
         return out
@@ -117,6 +120,8 @@ class OperatingPoint:
     one request in flight meets it (``why``). ``slow``: the highest concurrency at which the band's
     slow edge meets the SLO, None without an SLO or when nothing can meet it there (``slow_why``).
     ``slow_tok_s``: the slow edge's throughput (its band's low end, whole deployment), NaN if none.
+    ``fast``, ``fast_tok_s``: the same at the band's fast edge (the highest concurrency, up to ``limit``,
+    at which the band's fast end meets the SLO; its throughput the band's high end there).
     ``limit``: under an SLO the most requests in flight it could pick (what the pools admit, or
     the lower cap given); 0 without an SLO. ``capped``: the point sits at that limit, so admission,
     not the latency target, set its concurrency (its latency is under the target)."""
@@ -127,6 +132,7 @@ class OperatingPoint:
     why: str = ""
     slow_why: str = ""
     limit: int = 0
+    fast: Prediction | None = None
 
     @property
     def capped(self) -> bool:
@@ -136,6 +142,11 @@ class OperatingPoint:
     def slow_tok_s(self) -> float:
         iv = None if self.slow is None else self.slow.interval("output_tok_s")
         return math.nan if iv is None else iv[0]
+
+    @property
+    def fast_tok_s(self) -> float:
+        iv = None if self.fast is None else self.fast.interval("output_tok_s")
+        return math.nan if iv is None else iv[1]
 
 
 def _highest(at, limit: int, ok) -> int | None:
@@ -196,7 +207,10 @@ def operating_point(cfg, dep, input_len: int, output_len: int, slo: SLO = NO_SLO
                               limit=limit)
     s = _highest(at, limit, lambda p: not slo.misses(p, "slow") and not p.over_latency_cap())
     why = "" if s is not None else f"at the band's slow edge even one request misses {slo.label()}"
-    return OperatingPoint(slo, at(c), None if s is None else at(s), slow_why=why, limit=limit)
+    # the fast edge meets it wherever the centre does (the band's fast end is below the centre): at c or above
+    f = _highest(at, limit, lambda p: not slo.misses(p, "fast") and not p.over_latency_cap())
+    return OperatingPoint(slo, at(c), None if s is None else at(s), slow_why=why, limit=limit,
+                          fast=None if f is None else at(f))
 
 
 def add_arguments(ap) -> None:
