@@ -390,8 +390,9 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     # (newcomer 47: "c 76" beside "MI355X 120" read as two concurrencies with no bridge): which is which
     # (newcomers 49-50: "111§" in the table beside "B300 110§ of yours" here: one counts the held request): c is
     # without one held
-    room = [_wrap(f"holding one {a['context_tokens']:,}-token request, memory still runs {room} of yours beside it "
-                  "(c: without it)")] if room else []
+    # (newcomers 55-56: "memory still runs MI355X 120 ... (c: without it)" had to be decoded)
+    room = [_wrap(f"room beside one held {a['context_tokens']:,}-token request: {room} of your requests at once (c "
+                  "above holds none)")] if room else []
     body = [_cells(df, r, overrides) for r in rows.values() if r is not None]
     # the slow edge only where a target sets one (newcomer 47: the header promised one the rows never printed)
     cost_head = (("$/M output (band at your target)" if target.active else "$/M output (band)") if overrides else

@@ -208,9 +208,9 @@ def test_predict_prints_the_bounds_under_the_dspark_table_and_in_json():
     # what sglang logs (0.5.23: srt/managers/scheduler_components/metrics_reporter.py, report_decode_stats; newcomer
     # 41: "nothing helps me estimate my acceptance")
     assert " ".join(x.strip() for x in lines[first + 5:first + 8]) == (
-        "measure: python -m k3lab bench --base-url URL --input-len 8192 --output-len 1024 --concurrency 32; with DSpark "
-        "its random prompts are the best case: your traffic's acceptance is the 'accept len' sglang logs in its 'Decode "
-        "batch' lines (--accept-len X prices it).")
+        "measure: python -m k3lab bench --base-url URL --input-len 8192 --output-len 1024 --concurrency 32; with DSpark, "
+        "bench's random prompts accept far more draft tokens than real traffic: your traffic's acceptance is the 'accept "
+        "len' sglang logs in its 'Decode batch' lines (--accept-len X prices it).")
     assert " ".join(x.strip() for x in lines[src:src + 2]).startswith(
         "Where the ranges come from: sglang_pr37878 (sglang v0.5.18 @ 71de97b2) measured your layout and lengths at c16")
     # ... and the table says the same, cell by cell

@@ -568,8 +568,8 @@ def test_the_named_state_pool_setting_says_how_little_room_it_leaves():
     # how little room it leaves is the head's (newcomers 20, 21: said for every GPU, not the B300 alone): none of
     # yours beside the full-context request on the B300; on the MI355X what its KV cache leaves, in whole requests
     mi = memory.fit(cfg, specs.parse_layout("8xmi355x tp8"), 0.9, "bf16", variants=("aiter-k3-opt",)).max_kv_tokens
-    assert (f"holding one 1,048,576-token request, memory still runs MI355X {(mi - 1_048_576) // (8192 + 1024)}, B300 "
-            "none of yours beside it (c: without it) settings:") in flat
+    assert (f"room beside one held 1,048,576-token request: MI355X {(mi - 1_048_576) // (8192 + 1024)}, B300 "
+            "none of your requests at once (c above holds none) settings:") in flat
     # with a GiB held before the weights load, 0.795 no longer holds it
     assert not memory.fit(cfg, dep, 0.9, "bf16", mamba_full_memory_ratio=0.795, init_overhead_bytes=2**30).fits
 
@@ -831,8 +831,8 @@ def test_the_head_says_how_many_of_yours_run_beside_a_full_context_request():
     lines = quote.quote_lines(d)
     # (the B300's under its § setting, the radix cache off: the README's "none" is at --mamba-full-memory-ratio 0.795)
     # (newcomers 47-50: "c 76" and "111§" beside "MI355X 120" and "B300 110§" with no bridge): which figure is which
-    assert (f"holding one 1,048,576-token request, memory still runs MI355X {slots - 1}, B300 110§ of yours beside it "
-            "(c: without it)") in lines
+    assert (f"room beside one held 1,048,576-token request: MI355X {slots - 1}, B300 110§ of your requests at once "
+            "(c above holds none)") in lines
     # the head stays one line (the measure line outranks this one: it is filled where the screen has room)
     assert not lines[1].startswith("  ") and any(x.startswith("measure: ") for x in lines)
 

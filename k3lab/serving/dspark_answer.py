@@ -375,8 +375,9 @@ def head(p: Prediction, a: DSparkAnswer, said: list[str]) -> list[str]:
             # case, k3lab.live.bench_serving.dspark_note; sglang 0.5.23 logs the acceptance it serves at in
             # srt/managers/scheduler_components/metrics_reporter.py, SchedulerMetricsReporter.report_decode_stats)
             f"measure: python -m k3lab bench --base-url URL --input-len {p.input_len} --output-len {p.output_len} "
-            f"--concurrency {p.concurrency_asked}; with DSpark its random prompts are the best case: your traffic's "
-            "acceptance is the 'accept len' sglang logs in its 'Decode batch' lines (--accept-len X prices it)."]
+            f"--concurrency {p.concurrency_asked}; with DSpark, bench's random prompts accept far more draft tokens than "
+            "real traffic: your traffic's acceptance is the 'accept len' sglang logs in its 'Decode batch' lines "
+            "(--accept-len X prices it)."]
 
 
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = None, target=None,
