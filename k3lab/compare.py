@@ -292,6 +292,10 @@ def _past_the_cache(cfg, dep, variants, input_len, output_len, kv_dtype, mem_fra
     out.update(cache_concurrency=row["model_concurrency"], cache_tok_s=row["model_tok_s"],
                cache_tpot_ms=row["model_tpot_ms"],
                priced_with=f"--disable-radix-cache --max-running-requests {-(-alt['model_concurrency'] // p.replicas)}")
+    if alt["fast_concurrency"] > alt["model_concurrency"]:
+        # the band's fast edge under the --max-running-requests the row names, which admits no more than its point
+        # (newcomers 57-58: "111§ (33-408)" beside "--max-running-requests 111"): there, the band's fast end
+        alt = {**alt, "fast_concurrency": alt["model_concurrency"], "fast_tok_s": alt["model_tok_s_high"]}
     return {**alt, **out}
 
 

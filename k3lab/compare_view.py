@@ -47,6 +47,10 @@ def answer_line(a: dict, context_tokens: int) -> str:
     band = (f", band ${a['usd_per_million_tokens_low']:,.2f}-${a['usd_per_million_tokens_high']:,.2f}"
             + ("" if a.get("model_in_domain", True) else ", outside the model's validated domain")
             if a["priced_by"] == "model" else "")
+    if a["priced_by"] == "model" and _edges(a):   # under a target, the quote's band first (newcomer 57: two bands)
+        band = (f", band at your target ${a['usd_per_million_tokens_fast']:,.2f}-${a['usd_per_million_tokens_slow']:,.2f}"
+                f", c{a['fast_concurrency']} to c{a['slow_concurrency']}; at c{a['concurrency']} itself"
+                f" ${a['usd_per_million_tokens_low']:,.2f}-${a['usd_per_million_tokens_high']:,.2f}")
     priced = (f"{a['layout']}{how}, ${a['usd_per_million_tokens']:,.2f}/M output tokens "
               f"({a['priced_by']}{band}) at ${a['usd_per_hour']:,.2f}/hour" + latency_text(a))
     if gaps and yours:  # the verdict on the user's own pair follows (compare's "your prices:" block)
@@ -62,6 +66,12 @@ def answer_line(a: dict, context_tokens: int) -> str:
     return f"{head}: {priced}"
 
 
+def _edges(a: dict) -> bool:
+    """Whether an answer (:func:`k3lab.compare_answers.latency`'s keys) has both band edges under a target."""
+    return bool(a.get("usd_per_million_tokens_slow") and a.get("usd_per_million_tokens_fast")
+                and a.get("slow_concurrency") and a.get("fast_concurrency"))
+
+
 def latency_text(a: dict) -> str:
     """``; c68, TPOT 50 ms, TTFT 1,481 ms`` (+ the band's slow edge under an SLO) for a priced row
     (:func:`k3lab.compare_answers.latency`'s keys); empty where no model point was priced."""
@@ -70,12 +80,10 @@ def latency_text(a: dict) -> str:
     if not a.get("concurrency") or a.get("tpot_ms") is None:
         return ""
     ttft = f"TTFT {a['ttft_ms']:,.0f} ms" + ("" if a.get("ttft_validated") else " (not validated)")
-    slow, fast = a.get("usd_per_million_tokens_slow"), a.get("usd_per_million_tokens_fast")
-    # both band edges at the target (quote's band under one): each at the concurrency that still meets it
-    edge = (f"; at the band's edges, c{a['slow_concurrency']}: ${slow:,.2f}/M (slow) to c{a['fast_concurrency']}: "
-            f"${fast:,.2f}/M (fast)" if slow and fast and a.get("slow_concurrency") and a.get("fast_concurrency") else
-            f"; at the band's slow edge c{a['slow_concurrency']}: ${slow:,.2f}/M" if slow and a.get("slow_concurrency")
-            else "")
+    slow = a.get("usd_per_million_tokens_slow")
+    # both band edges: the answer's band says them (answer_line); a slow edge alone, here
+    edge = (f"; at the band's slow edge c{a['slow_concurrency']}: ${slow:,.2f}/M"
+            if slow and a.get("slow_concurrency") and not _edges(a) else "")
     return f"; c{a['concurrency']}, TPOT {a['tpot_ms']:,.0f} ms, {ttft}{edge}"
 
 

@@ -162,7 +162,8 @@ def band_line(rows: dict) -> str:
     if len(readings) == 2 and abs(readings[0][1] / readings[1][1] - 1) >= 0.005:
         (g1, r1), (g2, r2) = readings
         fav, by = (g1, r1 / r2) if r1 > r2 else (g2, r2 / r1)
-        lean += f" ({by - 1:.0%} in the {fav}'s favour)"
+        # (newcomers 55-58: "9% in the MI355X's favour" read as an advantage, not the model's bias)
+        lean += f" (a {by - 1:.0%} lean toward the {fav})"
     return "band (9 in 10 public runs the model was not fitted on fell inside): " + ", ".join(parts) + lean
 
 
@@ -311,9 +312,9 @@ def quote_verdict(u: dict) -> str:
 
 
 def how_sure(u: dict) -> str:
-    """'How sure: not very: the MI355X is 15% cheaper by the model (8% corrected for its fitted runs), a gap inside
+    """'How sure: not very: the MI355X is 15% cheaper by the model (8% without the model's lean), a gap inside
     either band; the B300 wins at over 1.83x the MI355X's tok/s/GPU (modelled 1.55x) or costs under $4.65/GPU-h
-    ($5.06 corrected)': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip, the
+    ($5.06 without the lean)': the centre's margin (1 − its $/M ÷ the runner-up's = 1 − 1/flip, the
     flip of :func:`k3lab.compare_view.sensitivity`: break-even ÷ your price ratio) said as what a renter
     can measure (newcomers 27-33 graded "how sure" down with nothing to act on): the runner-up's output
     tok/s per GPU over the first's at which your prices break even (your $/GPU-hour ratio inverted;
@@ -341,7 +342,8 @@ def how_sure(u: dict) -> str:
     # corrected, in words; each GPU's reading is the band line's
     # (newcomer 49: the break-even price on the model's basis beside the lead on the corrected one): both bases for
     # each, "corrected" named the same way
-    toward = "corrected for its fitted runs"
+    # (newcomers 55-58: "corrected for its fitted runs" hard to say to a manager): the band line's lean, by name
+    toward = "without the model's lean"
     leans = ("" if ratio is None else f" ({1 - ratio:.0%} {toward})" if ratio < 1 else
              f" (none {toward}: the {b} leads by {1 - 1 / ratio:.0%})")
     bands = {a: be.get("a_band"), b: be.get("b_band")}
@@ -355,7 +357,7 @@ def how_sure(u: dict) -> str:
     else:
         word, gap = "fairly", f"a gap only both bands together cover, x{allow:.2f}"
     price = u["second_usd_per_gpu_hour"] / need
-    fixed = f" (${price * lean:,.2f} corrected)" if ratio is not None and ratio < 1 else ""
+    fixed = f" (${price * lean:,.2f} without the lean)" if ratio is not None and ratio < 1 else ""
     # "lead": the centre's (the slow edges' pick, said before it, may be the other GPU: at 8,192/1,024 "the MI355X
     # wins instead" after "the lower-risk pick: the MI355X" read as a contradiction)
     # (newcomers 40-43: "lead ... goes if" read backwards): which GPU is cheaper, then what makes the other win

@@ -95,6 +95,10 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
         assert re.search(rf"{re.escape(lay)} +{int(r['model_concurrency'])}{cap}{re.escape(edges)}  "
                          rf"{r['model_tpot_ms']:.0f} ms", text)
         assert int(r["slow_concurrency"]) < int(r["model_concurrency"]) <= int(r["fast_concurrency"])
+        # never past the --max-running-requests the row names (newcomers 57-58: "111§ (33-408)" beside "... 111")
+        if r["priced_with"]:
+            assert int(r["fast_concurrency"]) <= int(r["priced_with"].split()[-1])
+            assert r["fast_tok_s"] == r["model_tok_s_high"] or int(r["fast_concurrency"]) < int(r["model_concurrency"])
         assert f"${r['usd_per_million_tokens[override]']:,.2f} (" in text
     assert "SGLANG_AITER_K3_OPT=1" in text and "--mamba-full-memory-ratio 0.795" in text   # which setting it needs
     # newcomer 20: the pick before measuring right after "measure both", the centre's margin behind it
@@ -108,8 +112,8 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     assert mi_r > 1.005 and b_r < 0.995
     assert (f"band (9 in 10 public runs the model was not fitted on fell inside): MI355X "
             f"{_band_words('amd-cdna4', 'mi355x')}, B300 {_band_words('nvidia-blackwell', 'b300')}; on the runs it was "
-            f"fitted on it predicts the MI355X {mi_r - 1:.0%} fast, the B300 {1 - b_r:.0%} slow ({mi_r / b_r - 1:.0%} in "
-            "the MI355X's favour)") in flat   # the quotient compare says (newcomer 48: 8% here, 9% there)
+            f"fitted on it predicts the MI355X {mi_r - 1:.0%} fast, the B300 {1 - b_r:.0%} slow (a {mi_r / b_r - 1:.0%} "
+            "lean toward the MI355X)") in flat   # the quotient compare says (newcomer 48: 8% here, 9% there)
     # ... and the verdict says how much of its margin the fit already spends on the two GPUs' own public runs
     lean = _own_reading("mi355x", digits=None) / _own_reading("b300", digits=None)
     # (newcomer 15: "is 15% - 9% the real lead?"; issue 38: "cheaper unless the model is X% off": how far the model
@@ -128,10 +132,10 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     # (newcomers 40-43: "lead ... goes if ... x1.08/x0.99" took docs to read): which is cheaper, then what makes the
     # other win; the lean in words (its two readings are the band line's)
     # (newcomer 49: the break-even price on the model's basis beside the lead on the corrected one): both, each named
-    assert lean > 1.005 and (f"How sure: not very: the MI355X is 15% cheaper by the model ({net:.0%} corrected for its "
-                             f"fitted runs), a gap inside either band; the B300 wins at over 1.83x the MI355X's "
+    assert lean > 1.005 and (f"How sure: not very: the MI355X is 15% cheaper by the model ({net:.0%} without the model's "
+                             f"lean), a gap inside either band; the B300 wins at over 1.83x the MI355X's "
                              f"tok/s/GPU (modelled {per[B300] / per[MI]:.2f}x) or costs under ${5.5 / flip:.2f}/GPU-h "
-                             f"(${5.5 / flip * lean:.2f} corrected).") in flat
+                             f"(${5.5 / flip * lean:.2f} without the lean).") in flat
     # ... named the same way where the other GPU is the cheaper (newcomer 14: "overrates" at one workload and
     # "underrates" at another read as two biases)
     d8 = decision.decide("kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5},
@@ -139,7 +143,7 @@ def test_the_quote_fits_one_screen_and_says_what_a_renter_acts_on():
     big = " ".join(x.strip() for x in quote.quote_lines(d8))
     u8 = {lay: d8.comparison.set_index("layout").loc[lay, "usd_per_million_tokens[override]"] for lay in (MI, B300)}
     p8 = {lay: d8.comparison.set_index("layout").loc[lay, "model_tok_s"] / 8 for lay in (MI, B300)}
-    assert (f"the B300 is 8% cheaper by the model ({1 - u8[B300] / u8[MI] / lean:.0%} corrected for its fitted runs), "
+    assert (f"the B300 is 8% cheaper by the model ({1 - u8[B300] / u8[MI] / lean:.0%} without the model's lean), "
             f"a gap inside either band; the MI355X wins at over {3.0 / 5.5:.2f}x the B300's tok/s/GPU (modelled "
             f"{p8[MI] / p8[B300]:.2f}x)") in big
     # the trap the MI355X's setting avoids, in brief where the setting is named (the ratio: the model's at each one's
@@ -267,15 +271,15 @@ def test_the_sensitivity_says_how_far_off_against_how_far_off_it_is_known_to_be(
             "wins at over 1.63x the MI355X's tok/s/GPU (modelled 1.33x)" in quote.quote_verdict(dict(u, price_ratio=0.615)))
     # the lead net of the fit's lean on the two GPUs' own public runs, either way: 1 - (1/1.5) x lean; none left
     # where the lean is larger than the lead (the other then leads by 1 - 1.5 / lean)
-    assert ("the MI355X is 33% cheaper by the model (29% corrected for its fitted runs), a gap only both bands "
+    assert ("the MI355X is 33% cheaper by the model (29% without the model's lean), a gap only both bands "
             "together cover, x1.50; the B300 wins at over 2.00x the MI355X's tok/s/GPU (modelled 1.33x) or costs under "
-            "$4.00/GPU-h ($4.24 corrected)") in quote.quote_verdict(dict(u, fitted_lean=1.06))   # $6.00 / 1.5 x 1.06
-    assert ("the MI355X is 33% cheaper by the model (40% corrected for its fitted runs), a gap"
+            "$4.00/GPU-h ($4.24 without the lean)") in quote.quote_verdict(dict(u, fitted_lean=1.06))   # $6.00 / 1.5 x 1.06
+    assert ("the MI355X is 33% cheaper by the model (40% without the model's lean), a gap"
             ) in quote.quote_verdict(dict(u, fitted_lean=0.9))
     # none left: no corrected break-even price (the other already leads there)
     none = quote.quote_verdict(dict(u, fitted_lean=2.0))
-    assert ("the MI355X is 33% cheaper by the model (none corrected for its fitted runs: the B300 leads by 25%), a gap"
-            ) in none and "corrected)" not in none                                           # 1 - 1.5 / 2
+    assert ("the MI355X is 33% cheaper by the model (none without the model's lean: the B300 leads by 25%), a gap"
+            ) in none and "without the lean)" not in none                                           # 1 - 1.5 / 2
     # a pair one of whose rows has no band (outside the model's domain): the centre, and no verdict leaning on a band
     nob = quote.quote_verdict(dict(u, breakeven={"ratio": 0.75, "low": None, "high": None}, fitted_lean=1.06))
     assert nob == ("At $3.00 vs $6.00/GPU-h the MI355X is 33% cheaper per token than the B300 at the model's centre, but "
@@ -389,7 +393,7 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     assert f"{1 - usd[MI] / usd[B300]:.0%}" == f"{1 - (3.0 / 5.5) / be:.0%}"
     assert "verdict: too close to call: measure both." in flat
     assert (f"How sure: not very: the MI355X is {1 - usd[MI] / usd[B300]:.0%} cheaper by the model ("
-            f"{1 - usd[MI] / usd[B300] * lean:.0%} corrected for its fitted runs), a gap inside either band; the B300 "
+            f"{1 - usd[MI] / usd[B300] * lean:.0%} without the model's lean), a gap inside either band; the B300 "
             f"wins at over {5.5 / 3.0:.2f}x the MI355X's tok/s/GPU (modelled {1 / be:.2f}x) or costs under "
             f"${5.5 * usd[MI] / usd[B300]:,.2f}/GPU-h") in flat and be / (3.0 / 5.5) <= min(a, b)
     assert f"MI355X x{a:.2f} (4 repos" in flat and f"B300 x{b:.2f} (1 repo" in flat
@@ -400,7 +404,7 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     fast = {lay: 8 * p * 1e6 / (rows.loc[lay, "fast_tok_s"] * 3600) for lay, p in ((MI, 3.0), (B300, 5.5))}
     for lay in (MI, B300):
         assert f"${usd[lay]:,.2f} (${fast[lay]:,.2f}-${slow[lay]:,.2f})" in flat
-        assert fast[lay] < rows.loc[lay, "usd_per_million_tokens_low[override]"] < usd[lay] < \
+        assert fast[lay] <= rows.loc[lay, "usd_per_million_tokens_low[override]"] < usd[lay] < \
             rows.loc[lay, "usd_per_million_tokens_high[override]"] < slow[lay]   # wider than the fixed-c band
     assert slow[MI] < slow[B300] and a < b
     # newcomer 15: where the centre cannot decide, the pick before measuring (the one cheaper at both slow edges)
@@ -408,7 +412,7 @@ def test_the_verdict_names_the_two_bands_whose_product_it_compares_with_the_flip
     assert "measure both. The lower-risk pick: the MI355X, cheaper at both bands' slow ends. How sure:" in flat
     big = " ".join(x.strip() for x in quote.quote_lines(decision.decide(
         "kimi-k3", input_len=8192, output_len=1024, overrides={"mi355x": 3.0, "b300": 5.5}, slo=SLO(max_tpot_ms=50))))
-    assert "How sure: not very: the B300 is 8% cheaper by the model (15% corrected" in big and \
+    assert "How sure: not very: the B300 is 8% cheaper by the model (15% without" in big and \
         "The lower-risk pick: the MI355X, cheaper at both bands' slow ends (the B300's band is wider)." in big
     # without a target there are no slow edges, and no such sentence
     plain = decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0, "b300": 5.5})
@@ -668,7 +672,7 @@ def test_attack_5_the_measure_line_names_the_verdicts_two_and_comes_back_when_it
                      f"{int(rows.loc[B300, 'model_concurrency'])}") in lines) == fits
             assert any(x.startswith("band (9 in 10 public runs the model was not fitted on fell inside)") for x in lines)
             assert fits or len(lines) == quote.MAX_LINES   # dropped for want of room, never while it fitted
-        assert re.search(r"How sure: not very: the (MI355X|B300) is \d+% cheaper by the model \(\d+% corrected for its fitted runs\), a gap", " ".join(x.strip() for x in lines))
+        assert re.search(r"How sure: not very: the (MI355X|B300) is \d+% cheaper by the model \(\d+% without the model's lean\), a gap", " ".join(x.strip() for x in lines))
 
 
 def test_attack_5_long_prices_keep_the_screen_width():
