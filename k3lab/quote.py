@@ -387,7 +387,8 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     room = ", ".join(f"{g.upper()} {'none' if n == 0 else f'{n:,}'}{mark}" for g, n, mark in room if n is not None)
     head = _wrap(f"quote {a['model']} (model, no DSpark): holds a {a['context_tokens']:,}-token request; "
                  f"{a['input_len']:,} in / {a['output_len']:,} out at "
-                 + (target.label() if target.active else "each layout's cached peak"))
+                 # (newcomers 57-58: "cached peak" jargon): what it is, in the head
+                 + (target.label() if target.active else "each layout's peak, no target"))
     # its own line, filled where the screen has room (the head stays one line: the measure line outranks it)
     # (newcomer 47: "c 76" beside "MI355X 120" read as two concurrencies with no bridge): which is which
     # (newcomers 49-50: "111§" in the table beside "B300 110§ of yours" here: one counts the held request): c is
@@ -509,8 +510,8 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     # newcomer 20: with no target the $/M is at each peak's TPOT (61 ms on the MI355X), seen only in a column
     loose = ([] if target.active else
              # (newcomer 48: "cached peak" never defined): what the peak is, here where it is used
-             [_wrap("latency: none asked, so each layout at its cached peak (the most requests its pools admit with "
-                    "prefix caching on), at the TPOT its row shows; --max-tpot MS prices each at yours")])
+             [_wrap("latency: none asked, so each layout runs all the requests its pools admit with prefix caching on, "
+                    "at the TPOT its row shows; --max-tpot MS prices each at yours")])
     order = [*room, *settings, *notes, *capped, *said, *trap, *recipe, *loose, *more]
     groups = []
     for g in [*said, *settings, *trap, *notes, *capped, *recipe, *room, *loose, *more]:

@@ -773,13 +773,13 @@ def test_the_peak_says_it_is_the_cached_settings():
     key and docs/cli.md say how a target prices past it)."""
     plain = quote.quote_lines(decision.decide("kimi-k3", input_len=1024, output_len=400,
                                               overrides={"mi355x": 3.0, "b300": 5.5}))
-    assert plain[0].endswith("at each layout's cached peak") and len(plain[0]) <= quote.WIDTH
+    assert plain[0].endswith("at each layout's peak, no target") and len(plain[0]) <= quote.WIDTH
     # newcomer 20: "$3.97" was the peak's, at TPOT 61 ms, seen only in a column: a line says so where there is room
     one = quote.quote_lines(decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0}),
                             ["mi355x"])
     # (newcomer 48: "cached peak" never defined): said where it is used
-    line = ("latency: none asked, so each layout at its cached peak (the most requests its pools admit with prefix "
-            "caching on), at the TPOT its row shows; --max-tpot MS prices each at yours")
+    line = ("latency: none asked, so each layout runs all the requests its pools admit with prefix caching on, at the "
+            "TPOT its row shows; --max-tpot MS prices each at yours")
     assert line in " ".join(x.strip() for x in one) and len(one) <= quote.MAX_LINES
     aimed = quote.quote_lines(decision.decide("kimi-k3", input_len=1024, output_len=400, overrides={"mi355x": 3.0},
                                               slo=SLO(max_tpot_ms=50)), ["mi355x"])
