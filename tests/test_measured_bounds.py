@@ -157,13 +157,14 @@ def test_the_latency_to_plan_on_takes_the_band_narrowed_to_the_measured_bounds()
     lo, hi = plain.interval("tpot_ms")
     assert lo < 19.47 < plain.tpot_ms < 38.94 < hi and plain.ttft_ms < 3539 and dspark.ttft_ms < 3942
     x = measured_bounds.slack("ttft_ms")
-    assert said.startswith(f"latency at c32: without DSpark TPOT {plain.tpot_ms:.1f} ms (19.5-38.9), TTFT 3.54-"
+    assert said.startswith(f"latency at c32: without DSpark TPOT {plain.tpot_ms:.1f} ms (19.5-38.9: band within the "
+                           f"measured bounds), TTFT 3.54-"
                            f"{3539 * 2 * x / 1000:.2f} s (measured bounds; the model's {plain.ttft_ms / 1000:.2f} s is "
                            f"under them); with DSpark at 2 TPOT {dspark.tpot_ms:.1f} ms (27.0-50.0 across it), TTFT 3.94-"
                            f"{3942 * 2 * x / 1000:.2f} s (measured bounds on DSpark runs, whose prefill includes the "
                            "draft's; the model's 3.32 s is under them). Where the "
                            "ranges come from: sglang_pr37878 (sglang v0.5.18 @ 71de97b2) measured your layout and lengths "
-                           "at c16, every request running.")
+                           "at c16, with and without DSpark, every request running.")
     # (newcomer 40: the rules "nearly unparseable"): each said as a sentence, the ceiling's scale and excess named
     assert said.endswith("Latency does not fall as requests are added, so a figure at fewer requests is a floor (for "
                          "DSpark's TPOT, only from a run accepting at least as many tokens a step) and one at more a "
@@ -176,7 +177,7 @@ def test_the_latency_to_plan_on_takes_the_band_narrowed_to_the_measured_bounds()
     c8 = predict(load_model("kimi-k3"), B300, Workload(8192, 1024, 8))
     eight = measured_bounds.sentence([("", c8)], "fast")
     lo8, hi8 = c8.interval("tpot_ms")
-    assert lo8 < 8.57 < c8.tpot_ms < 19.47 < hi8 and f"TPOT {c8.tpot_ms:.1f} ms (8.6-19.5)" in eight
+    assert lo8 < 8.57 < c8.tpot_ms < 19.47 < hi8 and f"TPOT {c8.tpot_ms:.1f} ms (8.6-19.5: band within the measured bounds)" in eight
     assert f"TTFT {c8.ttft_ms / 1000:.2f} s (no band; 0.38-" in eight and "under" not in eight
     assert re.search(r"\(no band; 0\.38-\d\.\d\d s measured\)", eight)   # the range with its unit
     # no public run on the setup: nothing said
@@ -202,7 +203,8 @@ def test_predict_prints_the_bounds_under_the_dspark_table_and_in_json():
         "latency at c32 with DSpark (2 tokens a step, natural text): expect TPOT 32.8 ms (29.0-53.9 across its "
         "acceptance; no band), TTFT 3.94-8.86 s (measured bounds on DSpark runs, whose prefill includes the draft's; "
         "the model's 3.32 s is under them).",
-        "without DSpark: TPOT 29.8 ms (19.5-38.9), TTFT 3.54-7.95 s (measured bounds; the model's 3.32 s is under them); "
+        "without DSpark: TPOT 29.8 ms (19.5-38.9: band within the measured bounds), TTFT 3.54-7.95 s (measured bounds; "
+        "the model's 3.32 s is under them); "
         "DSpark does not pay here (x0.92); it pays above 2.22 tokens a step."]
     # ... and how to measure it: bench's random prompts are DSpark's best case; the acceptance your traffic gets is
     # what sglang logs (0.5.23: srt/managers/scheduler_components/metrics_reporter.py, report_decode_stats; newcomer
@@ -212,7 +214,8 @@ def test_predict_prints_the_bounds_under_the_dspark_table_and_in_json():
         "bench's random prompts accept far more draft tokens than real traffic: your traffic's acceptance is the 'accept "
         "len' sglang logs in its 'Decode batch' lines (--accept-len X prices it).")
     assert " ".join(x.strip() for x in lines[src:src + 2]).startswith(
-        "Where the ranges come from: sglang_pr37878 (sglang v0.5.18 @ 71de97b2) measured your layout and lengths at c16")
+        "Where the ranges come from: sglang_pr37878 (sglang v0.5.18 @ 71de97b2) measured your layout and lengths at c16, "
+        "with and without DSpark")
     # ... and the table says the same, cell by cell
     table = lines[src - 5:src - 1]   # without DSpark, at 2, its acceptance range, at 6.4
     # the tok/s band narrowed to what those latencies allow (newcomer 51: "969 (515-1,822)" beside 19.5-38.9 ms and
@@ -232,8 +235,8 @@ def test_predict_prints_the_bounds_under_the_dspark_table_and_in_json():
     # the nearest DSpark run with each figure's own ratio (the model over the measurement)
     assert "1,828 output tok/s (x1.37), TPOT 9.6 ms (x0.55), TTFT 8.09 s (x1.57)" in " ".join(x.strip() for x in lines)
     plain = run()
-    assert ("latency at c32: TPOT 29.8 ms (19.5-38.9), TTFT 3.54-7.95 s (measured bounds; the model's 3.32 s is under "
-            "them).") in " ".join(
+    assert ("latency at c32: TPOT 29.8 ms (19.5-38.9: band within the measured bounds), TTFT 3.54-7.95 s (measured "
+            "bounds; the model's 3.32 s is under them).") in " ".join(
         x.strip() for x in plain.splitlines())
     rows = {" ".join(x.split()[:2]): " ".join(x.split()) for x in plain.splitlines()}
     assert rows["TPOT (ms)"] == "TPOT (ms) 29.8 19.5 – 38.9" and rows["TTFT (ms)"] == (

@@ -182,7 +182,9 @@ def _range(kind: str, v: float, iv, fl: Bound | None, ce: Bound | None, what: st
                 f"{'under' if side == 'under' else 'over'} them)")
     if iv is None:
         return f"{name} {num(v)} {unit} (no band" + (f"; {span} {unit} measured)" if span else ")")
-    return f"{name} {num(v)} {unit} ({span}{what})"
+    # which range the brackets hold (newcomer 60: a band, bounds and an acceptance range in the same brackets)
+    narrowed = "" if what or (lo, hi) == tuple(iv) else ": band within the measured bounds"
+    return f"{name} {num(v)} {unit} ({span}{what}{narrowed})"
 
 
 def _found(rows: list[tuple], kernel: str, kv_dtype: str, block: int | None) -> list[tuple]:
@@ -234,7 +236,9 @@ def source(rows: list[tuple], kernel: str, kv_dtype: str = "bf16", block: int | 
             + " or ".join(f"{c}/{r}" for c, r in scaled) + " is a ceiling too"
             + "".join(f" ({KINDS[k]} x{slack(k):.2f} more: the most any of {len(pairs(k))} public pairs on one setup "
                       "outgrew it)" for k in more))
-    return (f"Where the ranges come from: {src} measured your layout and lengths at c{'/'.join(map(str, cs))}, every "
+    both = len({b.accept_len is None for b in every}) == 2   # (newcomer 60: which run the DSpark TTFT bounds are)
+    return (f"Where the ranges come from: {src} measured your layout and lengths at c{'/'.join(map(str, cs))}"
+            + (", with and without DSpark" if both else "") + f", every "
             f"request running. Latency does not fall as requests are added, so a figure at fewer requests is a floor"
             + (" (for DSpark's TPOT, only from a run accepting at least as many tokens a step)" if dspark else "")
             + f" and one at more a ceiling{grow}.")
