@@ -338,8 +338,8 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     layouts the model cannot shard; without it, the rows of :data:`LISTED_VERDICTS`. ``gpus``: only
     these GPUs. ``slo``: a :class:`k3lab.serving.slo.SLO`; each row is then priced at the highest
     concurrency whose modelled latency meets it, and at the band's slow and fast edges (columns
-    ``_slow``, ``_fast``; default: at its peak, no edges). ``usd_per_kwh``: adds ``power_usd_per_hour`` (board power × the middle PUE of
-    ``data/prices.yaml`` × $/kWh, whole deployment). ``sort``: ``gpus`` (fewest GPUs, then least
+    ``_slow``, ``_fast``; default: at its peak, no edges). ``usd_per_kwh``: adds ``power_usd_per_hour``
+    (board power × the middle PUE of ``data/prices.yaml`` × $/kWh, whole deployment). ``sort``: ``gpus`` (fewest GPUs, then least
     weight per GPU) or ``cost`` (lowest $/M output tokens under the first chosen tier that prices
     the row, then $/hour). ``top``: keep the first N rows after sorting.
 
@@ -351,7 +351,8 @@ def compare_rows(cfg, context_tokens=None, kv_dtype="bf16", mem_fraction=0.9, va
     ``cannot shard``), holds (fits with defaults or a setting), reason, model_tok_s (+ _low,
     _high), model_concurrency, model_in_domain, model_tpot_ms and model_ttft_ms (the latency at the
     priced point; model_ttft_validated: TTFT has a validated band), slow_concurrency and slow_tok_s
-    (the slow edge under an SLO: 0 / NaN without one), fast_concurrency and fast_tok_s (its fast edge), model_capped_by (under an SLO, ``setting`` or
+    (the slow edge under an SLO: 0 / NaN without one), fast_concurrency and fast_tok_s (its fast edge,
+    never past what the row's setting admits), model_capped_by (under an SLO, ``setting`` or
     ``pools`` when what is admitted, not the target, set the concurrency; ``""`` otherwise),
     priced_with, cache_concurrency, cache_tok_s, cache_tpot_ms (:func:`_past_the_cache`: the
     radix-cache-off setting a row is priced under where the target wants more requests than the

@@ -47,7 +47,7 @@ def answer_line(a: dict, context_tokens: int) -> str:
     band = (f", band ${a['usd_per_million_tokens_low']:,.2f}-${a['usd_per_million_tokens_high']:,.2f}"
             + ("" if a.get("model_in_domain", True) else ", outside the model's validated domain")
             if a["priced_by"] == "model" else "")
-    if a["priced_by"] == "model" and _edges(a):   # under a target, the quote's band first (newcomer 57: two bands)
+    if a["priced_by"] == "model" and has_edges(a):   # under a target, the quote's band first (newcomer 57: two bands)
         band = (f", band at your target ${a['usd_per_million_tokens_fast']:,.2f}-${a['usd_per_million_tokens_slow']:,.2f}"
                 f", c{a['fast_concurrency']} to c{a['slow_concurrency']}; at c{a['concurrency']} itself"
                 f" ${a['usd_per_million_tokens_low']:,.2f}-${a['usd_per_million_tokens_high']:,.2f}")
@@ -66,7 +66,7 @@ def answer_line(a: dict, context_tokens: int) -> str:
     return f"{head}: {priced}"
 
 
-def _edges(a: dict) -> bool:
+def has_edges(a: dict) -> bool:
     """Whether an answer (:func:`k3lab.compare_answers.latency`'s keys) has both band edges under a target."""
     return bool(a.get("usd_per_million_tokens_slow") and a.get("usd_per_million_tokens_fast")
                 and a.get("slow_concurrency") and a.get("fast_concurrency"))
@@ -83,7 +83,7 @@ def latency_text(a: dict) -> str:
     slow = a.get("usd_per_million_tokens_slow")
     # both band edges: the answer's band says them (answer_line); a slow edge alone, here
     edge = (f"; at the band's slow edge c{a['slow_concurrency']}: ${slow:,.2f}/M"
-            if slow and a.get("slow_concurrency") and not _edges(a) else "")
+            if slow and a.get("slow_concurrency") and not has_edges(a) else "")
     return f"; c{a['concurrency']}, TPOT {a['tpot_ms']:,.0f} ms, {ttft}{edge}"
 
 
@@ -392,10 +392,11 @@ def slow_edges(u: dict, leads: bool = False) -> str:
     why = (f"; the {names[o]}'s band is wider" if None not in bands and bands[o] > bands[w]
            and (w == 1 or need > allow) else "")
     # (newcomer 16: "lower-risk pick" at one workload and "to pick before measuring" at another read as two)
+    # (the quote's table ends each band at its slow edge: there, "bands' slow ends")
+    ends = "bands' slow ends" if leads else "slow edges"
     lead = (f" At both slow edges the {names[w]} holds your latency cheaper" if need > allow else
-            f" The lower-risk pick: the {names[w]}, cheaper at both slow edges" + (" too" if w == 0 and not leads else ""))
+            f" The lower-risk pick: the {names[w]}, cheaper at both {ends}" + (" too" if w == 0 and not leads else ""))
     if leads:  # the quote: its table's bands end at the two $/M; its screen's room goes to "how sure"
-        lead = lead.replace("cheaper at both slow edges", "cheaper at both bands' slow ends")
         return f"{lead}{' (' + why[2:] + ')' if why else ''}."
     return f"{lead} (${slow[w]:,.2f} vs ${slow[o]:,.2f}/M{why})."
 

@@ -66,8 +66,9 @@ def _rental_range(df, r) -> tuple[float, float, int] | None:
 
 
 def _cells(df, r, overrides: dict) -> list[str]:
-    """One GPU's table cells: GPU, layout, concurrency, TPOT, TTFT, tok/s per GPU, $/M (band;
-    slow edge) at your price or over the independent rental prices."""
+    """One GPU's table cells: GPU, layout, concurrency, TPOT, TTFT, tok/s per GPU, $/M (band) at your price or
+    over the independent rental prices. Under a latency target the band runs from its fast edge to its slow edge
+    (each at the concurrency that still meets the target, shown beside ``c``: "76 (41-121)")."""
     lat = compare_answers.latency(r, prices.OVERRIDE_TIER)
     ttft = "—" if lat["ttft_ms"] is None else f"{lat['ttft_ms'] / 1e3:,.1f} s" + (" " if lat["ttft_validated"] else "†")
     x = r["model_tok_s"] / r["num_gpus"]  # two figures under 10 (attack 6: "0" beside a finite price)
@@ -84,8 +85,7 @@ def _cells(df, r, overrides: dict) -> list[str]:
                 "; slow edge: misses it" if any(slo.values()) else "")
         # under a target, the band's ends are its edges: each at the concurrency that still meets the target if the
         # model is that far off (newcomer 55: "$3.90-$6.51; c41 $9.04", a band whose top misses the target beside it)
-        fast = lat["usd_per_million_tokens_fast"]
-        ends = (fast, slow) if slow and fast else (lo, hi)
+        ends = (lat["usd_per_million_tokens_fast"], slow) if compare_view.has_edges(lat) else (lo, hi)
         band = (f"${ends[0]:,.2f}-${ends[1]:,.2f}{edge}"
                 if r["model_in_domain"] else "no band*")   # outside the validated domain the band says nothing
         cost = f"${m:,.2f} ({band}) at ${overrides[r['gpu']]:,.2f}/GPU-h"
@@ -95,7 +95,7 @@ def _cells(df, r, overrides: dict) -> list[str]:
                 f"${rng[0]:,.2f}-${rng[1]:,.2f} at {rng[2]} rental price{'s' if rng[2] > 1 else ''}, "
                 + (f"model band x{math.exp(_band(r)):.2f}" if r["model_in_domain"] else "no band*"))
     c = f"{lat['concurrency']}" + ("‡" if r.get("model_capped_by") else "") + ("§" if r.get("priced_with") else "")
-    if r["gpu"] in overrides and r["model_in_domain"] and lat["slow_concurrency"] and lat["fast_concurrency"]:
+    if r["gpu"] in overrides and r["model_in_domain"] and compare_view.has_edges(lat):
         c += f" ({lat['slow_concurrency']}-{lat['fast_concurrency']})"   # the band's edges' concurrencies, as its $/M
     # one output token has no decode step, so no TPOT (predict prints "—" too)
     tpot = "—" if df.attrs.get("output_len") == 1 or lat["tpot_ms"] is None else f"{lat['tpot_ms']:,.0f} ms"
@@ -405,8 +405,8 @@ def quote_lines(d: decision.Decision, gpus=None) -> list[str]:
     if overrides and any(len(x) > WIDTH for x in table):  # long prices: each row's "at $X/GPU-h" goes (the
         # verdict names them); without your prices there is none to move (attack 6: "at your price" unasked)
         body = [b[:-1] + [b[-1].split(" at $")[0]] for b in body]
-        table = compare_view.fmt_table(heads[:-1] + [cost_head.replace("$/M output", "$/M at your price").replace("your target", "target")], body,
-                                       right={2, 3, 4, 5})
+        short = cost_head.replace("$/M output", "$/M at your price").replace("your target", "target")
+        table = compare_view.fmt_table(heads[:-1] + [short], body, right={2, 3, 4, 5})
     elif any(len(x) > WIDTH for x in table):  # long rental ranges: the same words, shorter (attack 6: 123 wide)
         body = [b[:-1] + [b[-1].replace(" rental price", " price").replace(", model band ", "; band ")] for b in body]
         table = compare_view.fmt_table(heads, body, right={2, 3, 4, 5})

@@ -175,3 +175,20 @@ def test_the_padding_line_says_the_flag_also_moves_decode():
     cost = ab.lines(c, "aiter")[2]
     assert cost.endswith("; the decode kernel itself pays nothing for it, but --attention-backend aiter moves decode "
                          "off Triton too, which no model here times (claim P7)")
+
+
+def test_the_priced_backend_says_whether_you_named_it():
+    """Newcomer 61: with no --attention-backend, predict printed "aiter priced (--attention-backend aiter; ...)", read as
+    the flag being set; k3lab's default is said as one, and a named backend as the flag."""
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "k3lab", "predict", "--layout", "8xmi355x tp8 [aiter-k3-opt]", "--input-len", "172000",
+            "--output-len", "1", "--concurrency", "1", "--brief"]
+    runs = {k: subprocess.run(base + a, capture_output=True, text=True, timeout=300).stdout
+            for k, a in (("none", []), ("aiter", ["--attention-backend", "aiter"]),
+                         ("triton", ["--attention-backend", "triton"]))}
+    assert ("  attention backend: aiter priced (k3lab's default, served with --attention-backend aiter; sglang's ROCm "
+            "default for K3 is triton): ") in runs["none"]
+    assert "  attention backend: aiter priced (--attention-backend aiter; sglang's ROCm default" in runs["aiter"]
+    assert "  attention backend: triton priced (--attention-backend triton; sglang's ROCm default" in runs["triton"]

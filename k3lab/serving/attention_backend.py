@@ -149,13 +149,13 @@ def _ms(v: float) -> str:
     return f"{v:,.0f} ms" if v < 1e4 else f"{v / 1e3:,.1f} s"
 
 
-def lines(c: BackendComparison, priced: str) -> list[str]:
+def lines(c: BackendComparison, priced: str, given: bool = True) -> list[str]:
     """Three or four lines for ``predict``: which backend was priced and what the other gives; the ratio's
     standing (each TTFT's band, the ratio only the fit's central estimate) beside the nearest public
     Triton-fallback TTFT run with the model's value for it (:func:`nearest_fallback_ttft`: its miss
     where a user can see it); the padding's cost at most; and, where the spec sheet gives an fp8
     peak, what 0.5.19–0.5.21's unpadded non-fp8 prefill takes instead (modelled: :data:`FP8_PREFILL`)
-    (``priced``: ``aiter`` or ``triton``)."""
+    (``priced``: ``aiter`` or ``triton``; ``given``: the user named it, else k3lab's default, said as one)."""
     from ..limits import CAPS
 
     a, t = c.aiter, c.triton
@@ -166,7 +166,10 @@ def lines(c: BackendComparison, priced: str) -> list[str]:
     over = not t.ttft_ms <= cap
     tri = (f"more than {cap:,.0f} ms with triton (past k3lab's latency cap: {CAPS['latency_ms'].why})" if over else
            f"{t.ttft_ms:,.0f} ms with triton{mark(t)}")
-    head = (f"  attention backend: {priced} priced (--attention-backend {priced}; sglang's ROCm default for K3 is "
+    # (newcomer 61: "aiter priced (--attention-backend aiter; ...)" with no flag given read as the flag being set)
+    how = (f"--attention-backend {priced}" if given else
+           f"k3lab's default, served with --attention-backend {priced}")
+    head = (f"  attention backend: {priced} priced ({how}; sglang's ROCm default for K3 is "
             f"{ROCM_DEFAULT}): TTFT {a.ttft_ms:,.0f} ms with aiter{mark(a)}, {tri} "
             f"(triton takes {'more than ' if over else ''}x{min(t.ttft_ms, cap) / a.ttft_ms:.2f} aiter's)")
     if abs(t.tpot_ms - a.tpot_ms) > 0.05:

@@ -534,6 +534,9 @@ def cli_main(argv: list[str] | None = None) -> int:
         # newcomer 21: the DSpark answer came after a four-line setting trap: it comes first, under the target
         said = (textwrap.wrap(" ".join(latency), width=118, initial_indent="  ", subsequent_indent="    ")
                 if latency[0] and ds is None else [])
+        # which prefill kernel was priced (the user's flag, or k3lab's default said as one), the other beside it
+        kernels = ([] if backends is None else attention_backend.lines(
+            backends, args.attention_backend or "aiter", args.attention_backend is not None))
         if args.brief:   # the answer, not its reasons (newcomers 40-41)
             print("\n".join(lines[:2] + slo_lines(p, target, op)
                             + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target, latency=expect,
@@ -542,8 +545,7 @@ def cli_main(argv: list[str] | None = None) -> int:
                             + [f"  a setting that changes the answer: {t}" for t in traps]
                             # which prefill kernel was priced, and the other beside it (newcomer 42: "--brief never
                             # shows which backend was priced")
-                            + ([] if backends is None else
-                               attention_backend.lines(backends, args.attention_backend or "aiter"))
+                            + kernels
                             + said + ([] if ds is not None else through_table(lines))
                             + textwrap.wrap(BRIEF_TAIL, width=118, subsequent_indent="    ")))
             return 0
@@ -554,7 +556,7 @@ def cli_main(argv: list[str] | None = None) -> int:
                          + [f"  a setting that changes the answer: {t}" for t in traps]
                          + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]
                             if yours else [])  # the user's own state-pool setting: what it does
-                         + ([] if backends is None else attention_backend.lines(backends, args.attention_backend or "aiter"))
+                         + kernels
                          + said + lines[2:])
     print(text)  # a closed pipe (`| head`) is k3lab.cli.QuietStdout's
     return 0
