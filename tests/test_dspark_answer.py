@@ -366,3 +366,29 @@ def test_the_dspark_table_says_it_is_dspark_and_why_admission_drops():
                             "--output-len", "1024", "--concurrency", "32"], capture_output=True, text=True,
                            cwd=REPO_ROOT, timeout=300).stdout
     assert "with DSpark" not in plain and "predicted" in plain
+
+
+def test_the_runs_on_your_own_setup_show_what_dspark_did_there():
+    """Newcomer 63: the c16 runs that bound Q3's TTFT "never show their speed" (TPOT 9.88 ms with DSpark against 19.47
+    without, at 4.5): the brief answer says what they measured and what the model fitted on them gives there and on
+    the question, from the committed public runs (in sample: a reading, not a check)."""
+    from k3lab.serving import committed
+
+    obs = {o.id: o for o in committed.fitted_observations()}
+    ds, no = obs["sglang_pr37878_b300_ll_mxfp4_dspark_tokps_gpu_c16"], obs["sglang_pr37878_b300_ll_mxfp4_nospec_tokps_gpu_c16"]
+    t_ds, t_no = obs["sglang_pr37878_b300_ll_mxfp4_dspark_tpot_c16"], obs["sglang_pr37878_b300_ll_mxfp4_nospec_tpot_c16"]
+    low = field.accept_groups("nvidia-blackwell")[0]["median"]
+    a = dspark_answer.answer(CFG, B300, WORK, Spec("dspark", low))
+    p = predict(CFG, B300, WORK, Spec("dspark", low))
+    line = dspark_answer.same_setup_gain(p, a)
+    assert line == (f"measured on your layout and lengths at c16 (sglang_pr37878): DSpark accepting {ds.accept_len:g} "
+                    f"tokens a step served {ds.value:,.0f} output tok/s against {no.value:,.0f} without "
+                    f"(x{ds.value / no.value:.2f}; TPOT {t_ds.value:.1f} against {t_no.value:.1f} ms); the model, fitted "
+                    f"on these runs, gives x{ds.fitted / no.fitted:.2f} there and "
+                    f"x{p.output_tok_s / predict(CFG, B300, WORK).output_tok_s:.2f} at your {low:g} (c32).")
+    assert ds.value / no.value > 1.5 > p.output_tok_s / predict(CFG, B300, WORK).output_tok_s   # it paid at 4.5
+    # no such pair on a layout no public run measured both ways: nothing said
+    other = parse_layout("8xb300 tp8")
+    q = predict(CFG, other, Workload(3000, 700, 8), Spec("dspark", low))
+    assert dspark_answer.same_setup_gain(q, dspark_answer.answer(CFG, other, Workload(3000, 700, 8),
+                                                                 Spec("dspark", low))) == ""

@@ -59,8 +59,9 @@ def test_readme_opens_with_the_renters_answer_then_the_bottom_line_then_the_hard
     assert "$ python -m k3lab quote " in first and "\nverdict: " in first
     assert heads.index("## Reproduce") > 1 and "## Test" in heads
     # (250 until the two "Read it as" paragraphs that say the quote's and predict's answers in words, newcomers 47-54
-    # graded Q2 and Q3 down for decoding the screens alone, and Q5's answer in two sentences, newcomers 55-56)
-    assert len(text.splitlines()) <= 260
+    # graded Q2 and Q3 down for decoding the screens alone, Q5's answer in two sentences, newcomers 55-56, and the
+    # DSpark gain measured on Q3's own layout, newcomer 63)
+    assert len(text.splitlines()) <= 263
     for doc in ("findings", "serving-model", "cli", "reproduce", "operators", "gpu-benchmarks", "glossary", "layout"):
         assert f"(docs/{doc}.md)" in text and (REPO_ROOT / "docs" / f"{doc}.md").exists(), doc
 
