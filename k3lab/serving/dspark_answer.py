@@ -224,21 +224,25 @@ def named_runs(p: Prediction) -> set[str]:
 def same_setup_gain(p: Prediction, a: DSparkAnswer) -> str:
     """One sentence: what public runs on the question's own GPU, layout, prompt and output lengths measured with and
     without DSpark at one concurrency (the pair nearest the question's), the gain in output tok/s per deployment and
-    TPOT, and the gain the model fitted on them gives there and on the question (``a.plain``: it without DSpark) (newcomer 63: the c16 runs that bound the TTFT "never show their
-    speed"). In sample, so a reading, not a check; "" where no such pair is committed."""
+    TPOT, and the gain the model fitted on them gives there and on the question (``a.plain``: it without DSpark;
+    newcomer 63: the c16 runs that bound the TTFT "never show their speed"). In sample, so a reading, not a check;
+    "" where no such pair is committed."""
     obs = [o for o in committed.fitted_observations()
-           if (o.gpu, o.layout, o.input_len, o.output_len, o.engine, tuple(o.variants)) ==
-           (p.gpu, p.layout, p.input_len, p.output_len, p.engine, tuple(p.variants)) and o.admitted >= o.concurrency]
+           if (o.gpu, o.layout, o.input_len, o.output_len, o.engine, o.regime, tuple(o.variants)) ==
+           (p.gpu, p.layout, p.input_len, p.output_len, p.engine, p.regime, tuple(p.variants))
+           and o.admitted >= o.concurrency]
     pairs = {}
     for o in obs:
         pairs.setdefault((o.source, o.concurrency), {}).setdefault((o.kind, o.spec != "none"), o)
-    full = [(k, v) for k, v in pairs.items() if all((m, d) in v for m in ("output_tok_s", "tpot_ms") for d in (0, 1))]
+    full = [(k, v) for k, v in pairs.items()
+            if all((m, d) in v for m in ("output_tok_s", "tpot_ms") for d in (False, True))]
     if not full:
         return ""
     (src, c), v = min(full, key=lambda kv: (abs(kv[0][1] - p.concurrency_asked), kv[0][1], kv[0][0]))
-    tok, tpot = (v[("output_tok_s", 0)], v[("output_tok_s", 1)]), (v[("tpot_ms", 0)], v[("tpot_ms", 1)])
-    return (f"measured on your layout and lengths at c{c} ({src}): DSpark accepting {tok[1].accept_len:g} tokens a step served "
-            f"{tok[1].value:,.0f} output tok/s against {tok[0].value:,.0f} without (x{tok[1].value / tok[0].value:.2f}; "
+    tok, tpot = ((v[(m, False)], v[(m, True)]) for m in ("output_tok_s", "tpot_ms"))   # (without, with) DSpark
+    return (f"measured on your layout and lengths at c{c} ({src}): DSpark accepting {tok[1].accept_len:g} tokens a "
+            f"step served {tok[1].value:,.0f} output tok/s against {tok[0].value:,.0f} without "
+            f"(x{tok[1].value / tok[0].value:.2f}; "
             f"TPOT {tpot[1].value:.1f} against {tpot[0].value:.1f} ms); the model, fitted on these runs, gives "
             f"x{tok[1].fitted / tok[0].fitted:.2f} there and x{p.output_tok_s / a.plain.output_tok_s:.2f} at your "
             f"{p.accept_len:g} (c{p.concurrency_asked:,}).")
