@@ -143,8 +143,8 @@ class AiterHeadPadPatch:
     #: the open sglang PR that fences the padded fp8 prefill kernel off for 12-head models on gfx950 (the MI355X),
     #: where it memory-faulted (read 2026-12-04; the study's claim P4), and the switch that falls back
     FENCED_BY, FALLBACK = 33341, "SGLANG_AITER_FP8_PREFILL_ATTN=false"
-    fixed_by = ("sglang 0.5.19 accepts 12 heads per rank (PR #34647; the pad_heads helper of PR #36356 not yet called "
-                "there); from 0.5.22 its fp8 prefill pads 12 -> 16 and slices back, as this patch does (PR #34438, likely)")
+    fixed_by = ("sglang 0.5.19 accepts 12 heads per rank (PR #34647; PR #36356's pad_heads not yet called); from "
+                "0.5.22 its fp8 prefill pads 12 -> 16 and slices back, as this patch does (PR #34438, likely)")
 
     @classmethod
     def load_test(cls) -> str:

@@ -121,7 +121,7 @@ def test_the_recipes_verify_command(built, tmp_path):
         "  topk_renorm: needed; fixed upstream in sglang 0.5.17: upgrading removes the need "
         "(sglang PR #32641: Triton top-k and top-p renorm bound on HIP)",
         "  aiter_head_pad: needed; fixed upstream in sglang 0.5.19: upgrading removes the need "
-        "(sglang 0.5.19 accepts 12 heads per rank (PR #34647; the pad_heads helper of PR #36356 not yet called there); "
+        "(sglang 0.5.19 accepts 12 heads per rank (PR #34647; PR #36356's pad_heads not yet called); "
         "from 0.5.22 its fp8 prefill pads 12 -> 16 and slices back, as this patch does (PR #34438, likely))"]
     assert "no Kimi K3 model module (first in sglang 0.5.17)" in out[3] and "--attention-backend aiter" in out[4]
     assert out[5].startswith("note: ") and "--force" in out[5] and "from sglang 0.5.19 none is needed" in out[5]
