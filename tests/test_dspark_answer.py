@@ -387,6 +387,9 @@ def test_the_runs_on_your_own_setup_show_what_dspark_did_there():
                     f"on these runs, gives x{ds.fitted / no.fitted:.2f} there and "
                     f"x{p.output_tok_s / predict(CFG, B300, WORK).output_tok_s:.2f} at your {low:g} (c32).")
     assert ds.value / no.value > 1.5 > p.output_tok_s / predict(CFG, B300, WORK).output_tok_s   # it paid at 4.5
+    # the same grouping as the measured bounds: a question with an fp8 KV cache is not those bf16 runs' setup
+    assert dspark_answer.same_setup_gain(p, a, kv_dtype="fp8") == "" and dspark_answer.same_setup_gain(
+        p, a, kernel="fallback") == ""
     # no such pair on a layout no public run measured both ways: nothing said
     other = parse_layout("8xb300 tp8")
     q = predict(CFG, other, Workload(3000, 700, 8), Spec("dspark", low))

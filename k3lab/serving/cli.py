@@ -540,7 +540,8 @@ def cli_main(argv: list[str] | None = None) -> int:
         if args.brief:   # the answer, not its reasons (newcomers 40-41)
             print("\n".join(lines[:2] + slo_lines(p, target, op)
                             + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target, latency=expect,
-                                                                     bounds_of=bounds_of, brief=True))
+                                                                     bounds_of=bounds_of, brief=True, kernel=kernel,
+                                                                     kv_dtype=args.kv_dtype))
                             + ([price_line(p, usd, op, target)] if usd is not None and ds is None else [])
                             + [f"  a setting that changes the answer: {t}" for t in traps]
                             # which prefill kernel was priced, and the other beside it (newcomer 42: "--brief never
@@ -551,7 +552,8 @@ def cli_main(argv: list[str] | None = None) -> int:
             return 0
         text = "\n".join(lines[:2] + slo_lines(p, target, op)
                          + ([] if ds is None else dspark_answer.lines(p, ds, usd=usd, target=target, latency=expect,
-                                                                  bounds_of=bounds_of))
+                                                                  bounds_of=bounds_of, kernel=kernel,
+                                                                  kv_dtype=args.kv_dtype))
                          + ([price_line(p, usd, op, target)] if usd is not None and ds is None else [])
                          + [f"  a setting that changes the answer: {t}" for t in traps]
                          + ([f"  your setting: {_your_setting(cfg, dep, variants, args, engine, spec.on, p)}"]

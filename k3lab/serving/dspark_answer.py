@@ -221,16 +221,16 @@ def named_runs(p: Prediction) -> set[str]:
             and n["kind"] in _SEEN}
 
 
-def same_setup_gain(p: Prediction, a: DSparkAnswer) -> str:
-    """One sentence: what public runs on the question's own GPU, layout, prompt and output lengths measured with and
-    without DSpark at one concurrency (the pair nearest the question's), the gain in output tok/s per deployment and
-    TPOT, and the gain the model fitted on them gives there and on the question (``a.plain``: it without DSpark;
-    newcomer 63: the c16 runs that bound the TTFT "never show their speed"). In sample, so a reading, not a check;
-    "" where no such pair is committed."""
+def same_setup_gain(p: Prediction, a: DSparkAnswer, kernel: str = "fast", kv_dtype: str = "bf16") -> str:
+    """One sentence: what public runs on the question's own setup (the grouping the measured bounds use,
+    :func:`k3lab.serving.measured_bounds._setup`, with the prefill ``kernel`` and ``kv_dtype`` asked, DSpark aside)
+    measured with and without DSpark at one concurrency (the pair nearest the question's), the gain in output tok/s
+    per deployment and TPOT, and the gain the model fitted on them gives there and on the question (``a.plain``: it
+    without DSpark; newcomer 63: the c16 runs that bound the TTFT "never show their speed"). In sample, so a
+    reading, not a check; "" where no such pair is committed."""
+    want = (p.gpu, p.layout, p.engine, p.regime, tuple(p.variants), kv_dtype, kernel, p.input_len, p.output_len)
     obs = [o for o in committed.fitted_observations()
-           if (o.gpu, o.layout, o.input_len, o.output_len, o.engine, o.regime, tuple(o.variants)) ==
-           (p.gpu, p.layout, p.input_len, p.output_len, p.engine, p.regime, tuple(p.variants))
-           and o.admitted >= o.concurrency]
+           if measured_bounds._setup(o)[:-2] == want and o.admitted >= o.concurrency]
     pairs = {}
     for o in obs:
         pairs.setdefault((o.source, o.concurrency), {}).setdefault((o.kind, o.spec != "none"), o)
@@ -408,7 +408,8 @@ def head(p: Prediction, a: DSparkAnswer, said: list[str]) -> list[str]:
 
 
 def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = None, target=None,
-          latency: tuple[list[str], str] = ([], ""), bounds_of=None, brief: bool = False) -> list[str]:
+          latency: tuple[list[str], str] = ([], ""), bounds_of=None, brief: bool = False, kernel: str = "fast",
+          kv_dtype: str = "bf16") -> list[str]:
     """What the DSpark answer ``p`` means, in sentences wrapped at ``width``: the answer in three sentences
     first (:func:`head` over ``latency``'s texts, :func:`k3lab.serving.measured_bounds.texts`), the summary
     table (its cells bounded by ``bounds_of``, :func:`summary`), right under it ``latency``'s source (where
@@ -416,7 +417,8 @@ def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = 
     (:func:`verdict`), what the nearest public DSpark run measured (:func:`nearest_dspark_run`), then the
     natural-text check (``a.checks``): the answer, under the question (the acceptance groups behind it,
     :func:`acceptance_lines`, come after the table: newcomer 15 found the headline buried). ``brief``: up to
-    the source, then the nearest public DSpark run (``predict --brief``)."""
+    the source, then the nearest public DSpark run (``predict --brief``). ``kernel``, ``kv_dtype``: the question's prefill
+    kernel and KV dtype, for the runs on its own setup (:func:`same_setup_gain`)."""
     said, source = latency
     first, *rest = summary(p, a, usd, target, bounds_of)
     out = [x for s in (head(p, a, said) if said else []) for x in
@@ -425,7 +427,7 @@ def lines(p: Prediction, a: DSparkAnswer, width: int = 118, usd: float | None = 
     # where the bounds come from, right under the table whose cells they bound
     out += textwrap.wrap(source, width=width, initial_indent="  ", subsequent_indent="    ") if source else []
     # what those runs measured with and without DSpark, beside the model fitted on them (newcomer 63)
-    gain = same_setup_gain(p, a)
+    gain = same_setup_gain(p, a, kernel, kv_dtype)
     out += textwrap.wrap(gain, width=width, initial_indent="  ", subsequent_indent="    ") if gain else []
     if brief:   # the answer ends here, with the measurement nearest it (newcomers 42-43: "only the full output admits
         # the model ran x1.37 too fast on the nearest measured DSpark run"); what follows is why (``predict --brief``)
